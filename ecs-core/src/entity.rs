@@ -1,0 +1,201 @@
+//! Entity handles and the allocator that hands them out.
+
+use crate::archetype::ArchetypeId;
+use crate::error::StoreError;
+
+/// A handle to an entity: a 32-bit slot index and a 32-bit generation.
+///
+/// When an entity is despawned its slot's generation advances, so an old
+/// handle to the slot is recognised as stale and every operation on it returns
+/// [`StoreError::NoSuchEntity`] instead of touching the slot's new owner.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(C, align(8))]
+pub struct Entity {
+    index: u32,
+    generation: u32,
+}
+
+impl Entity {
+    /// A handle from its parts. Mostly useful for tests and for decoding
+    /// handles that were sent elsewhere as bits.
+    pub const fn from_parts(index: u32, generation: u32) -> Self {
+        Entity { index, generation }
+    }
+
+    /// The slot index.
+    pub const fn index(self) -> u32 {
+        self.index
+    }
+
+    /// The generation of the slot this handle was issued for.
+    pub const fn generation(self) -> u32 {
+        self.generation
+    }
+
+    /// Both parts packed as `generation << 32 | index`.
+    pub const fn to_bits(self) -> u64 {
+        ((self.generation as u64) << 32) | self.index as u64
+    }
+
+    /// The inverse of [`Entity::to_bits`].
+    pub const fn from_bits(bits: u64) -> Self {
+        Entity {
+            index: bits as u32,
+            generation: (bits >> 32) as u32,
+        }
+    }
+}
+
+impl std::fmt::Debug for Entity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}v{}", self.index, self.generation)
+    }
+}
+
+impl std::fmt::Display for Entity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}v{}", self.index, self.generation)
+    }
+}
+
+/// Where an entity's row lives.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct EntityLocation {
+    /// The archetype holding the row.
+    pub archetype: ArchetypeId,
+    /// The chunk inside the archetype.
+    pub chunk: u32,
+    /// The row inside the chunk.
+    pub row: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Slot {
+    generation: u32,
+    /// `None` while the slot is free.
+    location: Option<EntityLocation>,
+}
+
+/// The entity allocator: slots with generations and a free list.
+#[derive(Default, Debug)]
+pub(crate) struct Entities {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    len: u32,
+}
+
+impl Entities {
+    /// Allocates a handle for an entity that will live at `location`.
+    pub(crate) fn alloc(&mut self, location: EntityLocation) -> Entity {
+        self.len += 1;
+        if let Some(index) = self.free.pop() {
+            let slot = &mut self.slots[index as usize];
+            slot.location = Some(location);
+            Entity::from_parts(index, slot.generation)
+        } else {
+            let index = u32::try_from(self.slots.len()).expect("more than 2^32 entity slots");
+            self.slots.push(Slot {
+                generation: 0,
+                location: Some(location),
+            });
+            Entity::from_parts(index, 0)
+        }
+    }
+
+    /// Reserves room for `additional` more slots.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.slots
+            .reserve(additional.saturating_sub(self.free.len()));
+    }
+
+    /// Frees a live entity's slot and returns where its row was.
+    pub(crate) fn free(&mut self, entity: Entity) -> Result<EntityLocation, StoreError> {
+        let slot = self
+            .slots
+            .get_mut(entity.index as usize)
+            .filter(|s| s.generation == entity.generation)
+            .ok_or(StoreError::NoSuchEntity(entity))?;
+        let location = slot
+            .location
+            .take()
+            .ok_or(StoreError::NoSuchEntity(entity))?;
+        self.len -= 1;
+        // A slot whose generation would wrap is retired for good, so no
+        // handle can ever alias an entity of a later generation.
+        if let Some(next) = slot.generation.checked_add(1) {
+            slot.generation = next;
+            self.free.push(entity.index);
+        }
+        Ok(location)
+    }
+
+    /// Where a live entity's row is.
+    #[inline]
+    pub(crate) fn location(&self, entity: Entity) -> Result<EntityLocation, StoreError> {
+        match self.slots.get(entity.index as usize) {
+            Some(Slot {
+                generation,
+                location: Some(loc),
+            }) if *generation == entity.generation => Ok(*loc),
+            _ => Err(StoreError::NoSuchEntity(entity)),
+        }
+    }
+
+    /// Records a live entity's new row.
+    #[inline]
+    pub(crate) fn set_location(&mut self, entity: Entity, location: EntityLocation) {
+        let slot = &mut self.slots[entity.index as usize];
+        debug_assert_eq!(slot.generation, entity.generation);
+        slot.location = Some(location);
+    }
+
+    /// Live entity count.
+    pub(crate) fn len(&self) -> u32 {
+        self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc() -> EntityLocation {
+        EntityLocation {
+            archetype: ArchetypeId(0),
+            chunk: 0,
+            row: 0,
+        }
+    }
+
+    #[test]
+    fn stale_handles_are_refused() {
+        let mut e = Entities::default();
+        let a = e.alloc(loc());
+        e.free(a).unwrap();
+        let b = e.alloc(loc());
+        assert_eq!(a.index(), b.index());
+        assert_ne!(a.generation(), b.generation());
+        assert_eq!(e.location(a), Err(StoreError::NoSuchEntity(a)));
+        assert_eq!(e.free(a), Err(StoreError::NoSuchEntity(a)));
+        assert!(e.location(b).is_ok());
+        assert_eq!(e.len(), 1);
+    }
+
+    #[test]
+    fn exhausted_generation_retires_the_slot() {
+        let mut e = Entities::default();
+        let a = e.alloc(loc());
+        e.slots[0].generation = u32::MAX;
+        let a_last = Entity::from_parts(a.index(), u32::MAX);
+        e.free(a_last).unwrap();
+        let b = e.alloc(loc());
+        assert_ne!(b.index(), a.index());
+    }
+
+    #[test]
+    fn bits_round_trip() {
+        let e = Entity::from_parts(7, 9);
+        assert_eq!(Entity::from_bits(e.to_bits()), e);
+        assert_eq!(format!("{e}"), "7v9");
+    }
+}

@@ -1,0 +1,395 @@
+//! What a query fetches per row: `&T`, `&mut T` (as [`Mut<T>`]),
+//! `Option<&T>`, `Entity`, and tuples of those.
+//!
+//! Fetching is three-staged so the hot loop is plain pointer arithmetic:
+//! a [`QueryData::Cache`] per matched archetype (column indices), a
+//! [`QueryData::Fetch`] per chunk (column base pointers), then one
+//! [`QueryData::item`] per row.
+
+use crate::access::{Access, ConflictKind};
+use crate::archetype::Archetype;
+use crate::change::Mut;
+use crate::component::{Component, ComponentId, Components};
+use crate::entity::Entity;
+use crate::tick::{AtomicTick, Tick};
+
+/// A query's data part.
+///
+/// # Safety
+/// `update_access` must record every component that `fetch`, `item` and
+/// `slices` read (as reads) or write (as writes); `matches` must be true only
+/// for archetypes that hold every column `cache` looks up.
+pub unsafe trait QueryData {
+    /// What one row yields.
+    type Item<'w>;
+    /// What one chunk yields as column slices.
+    type Slices<'w>;
+    /// Component ids, resolved once.
+    type State: Copy + Send + Sync + 'static;
+    /// Per matched archetype: column indices.
+    type Cache: Copy + Send + Sync + 'static;
+    /// Per chunk: column pointers.
+    type Fetch<'w>: Copy;
+
+    /// Registers the components involved.
+    fn init_state(components: &mut Components) -> Self::State;
+    /// Records reads and writes, failing on an internal conflict.
+    fn update_access(
+        state: Self::State,
+        access: &mut Access,
+    ) -> Result<(), (ComponentId, ConflictKind)>;
+    /// Whether rows of `archetype` can be fetched.
+    fn matches(state: Self::State, archetype: &Archetype) -> bool;
+    /// Column lookups for a matched archetype.
+    fn cache(state: Self::State, archetype: &Archetype) -> Self::Cache;
+    /// Column pointers of one chunk.
+    ///
+    /// # Safety
+    /// `archetype` matched, `cache` was made from it, `chunk` is in range,
+    /// and the caller holds the access `update_access` records for the
+    /// lifetime `'w` on this chunk's rows it will fetch.
+    unsafe fn fetch<'w>(
+        cache: Self::Cache,
+        archetype: &'w Archetype,
+        chunk: usize,
+        this_run: Tick,
+    ) -> Self::Fetch<'w>;
+    /// One row.
+    ///
+    /// # Safety
+    /// `row` is below the chunk's length, and for mutable data no other item
+    /// for the same row is alive.
+    unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w>;
+    /// The first `len` rows as slices. Mutable columns are stamped changed
+    /// for the whole chunk.
+    ///
+    /// # Safety
+    /// `len` is the chunk's length, and no item or slice of this chunk's
+    /// mutable columns is alive.
+    unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w>;
+    /// Shortens an item's lifetime.
+    fn shrink<'long: 'short, 'short>(item: Self::Item<'long>) -> Self::Item<'short>;
+    /// Shortens a slices value's lifetime.
+    fn shrink_slices<'long: 'short, 'short>(slices: Self::Slices<'long>) -> Self::Slices<'short>;
+}
+
+/// Query data that never writes, so it may be fetched through `&World`.
+///
+/// # Safety
+/// `update_access` records no writes.
+pub unsafe trait ReadOnlyQueryData: QueryData {}
+
+fn conflict(id: ComponentId) -> impl Fn(ConflictKind) -> (ComponentId, ConflictKind) {
+    move |kind| (id, kind)
+}
+
+// SAFETY: reads exactly the `T` column, recorded as a read.
+unsafe impl<T: Component> QueryData for &T {
+    type Item<'w> = &'w T;
+    type Slices<'w> = &'w [T];
+    type State = ComponentId;
+    type Cache = usize;
+    type Fetch<'w> = *const T;
+
+    fn init_state(components: &mut Components) -> ComponentId {
+        components.register::<T>()
+    }
+    fn update_access(
+        state: ComponentId,
+        access: &mut Access,
+    ) -> Result<(), (ComponentId, ConflictKind)> {
+        access.add_read(state).map_err(conflict(state))
+    }
+    fn matches(state: ComponentId, archetype: &Archetype) -> bool {
+        archetype.contains(state)
+    }
+    fn cache(state: ComponentId, archetype: &Archetype) -> usize {
+        archetype
+            .column_of(state)
+            .expect("matched archetype holds the column")
+    }
+    #[inline]
+    unsafe fn fetch<'w>(
+        cache: usize,
+        archetype: &'w Archetype,
+        chunk: usize,
+        _: Tick,
+    ) -> Self::Fetch<'w> {
+        archetype.column_ptr(cache, chunk).cast::<T>()
+    }
+    #[inline]
+    unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: `row` is live (caller) and the column holds `T`; shared
+        // access to it is recorded.
+        unsafe { &*fetch.add(row) }
+    }
+    #[inline]
+    unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w> {
+        // SAFETY: rows `0..len` are live and contiguous in the column.
+        unsafe { std::slice::from_raw_parts(*fetch, len) }
+    }
+    fn shrink<'long: 'short, 'short>(item: &'long T) -> &'short T {
+        item
+    }
+    fn shrink_slices<'long: 'short, 'short>(slices: &'long [T]) -> &'short [T] {
+        slices
+    }
+}
+
+// SAFETY: records no writes.
+unsafe impl<T: Component> ReadOnlyQueryData for &T {}
+
+/// Per-chunk state of a mutable fetch.
+pub struct MutFetch<'w, T> {
+    values: *mut T,
+    row_changed: *const AtomicTick,
+    chunk_changed: &'w AtomicTick,
+    chunk_all_changed: &'w AtomicTick,
+    this_run: Tick,
+}
+
+impl<T> Clone for MutFetch<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for MutFetch<'_, T> {}
+
+// SAFETY: reads and writes exactly the `T` column and its ticks, recorded as
+// a write.
+unsafe impl<T: Component> QueryData for &mut T {
+    type Item<'w> = Mut<'w, T>;
+    type Slices<'w> = &'w mut [T];
+    type State = ComponentId;
+    type Cache = usize;
+    type Fetch<'w> = MutFetch<'w, T>;
+
+    fn init_state(components: &mut Components) -> ComponentId {
+        components.register::<T>()
+    }
+    fn update_access(
+        state: ComponentId,
+        access: &mut Access,
+    ) -> Result<(), (ComponentId, ConflictKind)> {
+        access.add_write(state).map_err(conflict(state))
+    }
+    fn matches(state: ComponentId, archetype: &Archetype) -> bool {
+        archetype.contains(state)
+    }
+    fn cache(state: ComponentId, archetype: &Archetype) -> usize {
+        archetype
+            .column_of(state)
+            .expect("matched archetype holds the column")
+    }
+    #[inline]
+    unsafe fn fetch<'w>(
+        cache: usize,
+        archetype: &'w Archetype,
+        chunk: usize,
+        this_run: Tick,
+    ) -> MutFetch<'w, T> {
+        let ticks = &archetype.columns[cache].ticks;
+        MutFetch {
+            values: archetype.column_ptr(cache, chunk).cast::<T>(),
+            row_changed: ticks.row_changed[archetype.tick_index(chunk, 0)..].as_ptr(),
+            chunk_changed: &ticks.chunk_changed[chunk],
+            chunk_all_changed: &ticks.chunk_all_changed[chunk],
+            this_run,
+        }
+    }
+    #[inline]
+    unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: `row` is live and below capacity, so both the value and its
+        // tick are in bounds; the caller guarantees this is the only live
+        // item for the row, and the write access is recorded.
+        unsafe {
+            Mut::new(
+                &mut *fetch.values.add(row),
+                &*fetch.row_changed.add(row),
+                fetch.chunk_changed,
+                fetch.this_run,
+            )
+        }
+    }
+    #[inline]
+    unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w> {
+        fetch.chunk_changed.store(fetch.this_run);
+        fetch.chunk_all_changed.store(fetch.this_run);
+        // SAFETY: rows `0..len` are live and contiguous; the caller
+        // guarantees no other borrow of this column is alive.
+        unsafe { std::slice::from_raw_parts_mut(fetch.values, len) }
+    }
+    fn shrink<'long: 'short, 'short>(item: Mut<'long, T>) -> Mut<'short, T> {
+        item
+    }
+    fn shrink_slices<'long: 'short, 'short>(slices: &'long mut [T]) -> &'short mut [T] {
+        slices
+    }
+}
+
+// SAFETY: reads only the entity column, which no query writes.
+unsafe impl QueryData for Entity {
+    type Item<'w> = Entity;
+    type Slices<'w> = &'w [Entity];
+    type State = ();
+    type Cache = ();
+    type Fetch<'w> = *const Entity;
+
+    fn init_state(_: &mut Components) {}
+    fn update_access(_: (), _: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
+        Ok(())
+    }
+    fn matches(_: (), _: &Archetype) -> bool {
+        true
+    }
+    fn cache(_: (), _: &Archetype) {}
+    #[inline]
+    unsafe fn fetch<'w>(_: (), archetype: &'w Archetype, chunk: usize, _: Tick) -> Self::Fetch<'w> {
+        archetype.chunks[chunk].entities_ptr()
+    }
+    #[inline]
+    unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: `row` is live, so its entity slot is initialised.
+        unsafe { *fetch.add(row) }
+    }
+    #[inline]
+    unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w> {
+        // SAFETY: rows `0..len` are live.
+        unsafe { std::slice::from_raw_parts(*fetch, len) }
+    }
+    fn shrink<'long: 'short, 'short>(item: Entity) -> Entity {
+        item
+    }
+    fn shrink_slices<'long: 'short, 'short>(slices: &'long [Entity]) -> &'short [Entity] {
+        slices
+    }
+}
+
+// SAFETY: records no writes.
+unsafe impl ReadOnlyQueryData for Entity {}
+
+// SAFETY: reads the `T` column where present, recorded as a read.
+unsafe impl<T: Component> QueryData for Option<&T> {
+    type Item<'w> = Option<&'w T>;
+    type Slices<'w> = Option<&'w [T]>;
+    type State = ComponentId;
+    type Cache = Option<usize>;
+    type Fetch<'w> = Option<*const T>;
+
+    fn init_state(components: &mut Components) -> ComponentId {
+        components.register::<T>()
+    }
+    fn update_access(
+        state: ComponentId,
+        access: &mut Access,
+    ) -> Result<(), (ComponentId, ConflictKind)> {
+        access.add_read(state).map_err(conflict(state))
+    }
+    fn matches(_: ComponentId, _: &Archetype) -> bool {
+        true
+    }
+    fn cache(state: ComponentId, archetype: &Archetype) -> Option<usize> {
+        archetype.column_of(state)
+    }
+    #[inline]
+    unsafe fn fetch<'w>(
+        cache: Option<usize>,
+        archetype: &'w Archetype,
+        chunk: usize,
+        _: Tick,
+    ) -> Self::Fetch<'w> {
+        cache.map(|col| archetype.column_ptr(col, chunk).cast::<T>().cast_const())
+    }
+    #[inline]
+    unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: as for `&T`.
+        fetch.map(|p| unsafe { &*p.add(row) })
+    }
+    #[inline]
+    unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w> {
+        // SAFETY: as for `&T`.
+        fetch.map(|p| unsafe { std::slice::from_raw_parts(p, len) })
+    }
+    fn shrink<'long: 'short, 'short>(item: Option<&'long T>) -> Option<&'short T> {
+        item
+    }
+    fn shrink_slices<'long: 'short, 'short>(slices: Option<&'long [T]>) -> Option<&'short [T]> {
+        slices
+    }
+}
+
+// SAFETY: records no writes.
+unsafe impl<T: Component> ReadOnlyQueryData for Option<&T> {}
+
+macro_rules! tuple_data {
+    ($($name:ident $idx:tt),*) => {
+        // SAFETY: each element records its own access; the tuple fetches
+        // exactly what its elements fetch.
+        #[allow(clippy::unused_unit)]
+        unsafe impl<$($name: QueryData),*> QueryData for ($($name,)*) {
+            type Item<'w> = ($($name::Item<'w>,)*);
+            type Slices<'w> = ($($name::Slices<'w>,)*);
+            type State = ($($name::State,)*);
+            type Cache = ($($name::Cache,)*);
+            type Fetch<'w> = ($($name::Fetch<'w>,)*);
+
+            fn init_state(_components: &mut Components) -> Self::State {
+                ($($name::init_state(_components),)*)
+            }
+            fn update_access(_state: Self::State, _access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
+                $( $name::update_access(_state.$idx, _access)?; )*
+                Ok(())
+            }
+            fn matches(_state: Self::State, _archetype: &Archetype) -> bool {
+                true $( && $name::matches(_state.$idx, _archetype) )*
+            }
+            fn cache(_state: Self::State, _archetype: &Archetype) -> Self::Cache {
+                ($($name::cache(_state.$idx, _archetype),)*)
+            }
+            #[inline]
+            unsafe fn fetch<'w>(_cache: Self::Cache, _archetype: &'w Archetype, _chunk: usize, _this_run: Tick) -> Self::Fetch<'w> {
+                // SAFETY: forwarded contract.
+                ($( unsafe { $name::fetch(_cache.$idx, _archetype, _chunk, _this_run) },)*)
+            }
+            #[inline]
+            unsafe fn item<'w>(_fetch: &Self::Fetch<'w>, _row: usize) -> Self::Item<'w> {
+                // SAFETY: forwarded contract; elements borrow distinct
+                // columns (checked by `update_access`).
+                ($( unsafe { $name::item(&_fetch.$idx, _row) },)*)
+            }
+            #[inline]
+            unsafe fn slices<'w>(_fetch: &Self::Fetch<'w>, _len: usize) -> Self::Slices<'w> {
+                // SAFETY: forwarded contract; distinct columns.
+                ($( unsafe { $name::slices(&_fetch.$idx, _len) },)*)
+            }
+            fn shrink<'long: 'short, 'short>(item: Self::Item<'long>) -> Self::Item<'short> {
+                #[allow(non_snake_case, clippy::unused_unit)]
+                let ($($name,)*) = item;
+                ($($name::shrink($name),)*)
+            }
+            fn shrink_slices<'long: 'short, 'short>(slices: Self::Slices<'long>) -> Self::Slices<'short> {
+                #[allow(non_snake_case, clippy::unused_unit)]
+                let ($($name,)*) = slices;
+                ($($name::shrink_slices($name),)*)
+            }
+        }
+
+        // SAFETY: every element is read-only.
+        #[allow(clippy::unused_unit)]
+        unsafe impl<$($name: ReadOnlyQueryData),*> ReadOnlyQueryData for ($($name,)*) {}
+    };
+}
+
+tuple_data!();
+tuple_data!(A 0);
+tuple_data!(A 0, B 1);
+tuple_data!(A 0, B 1, C 2);
+tuple_data!(A 0, B 1, C 2, D 3);
+tuple_data!(A 0, B 1, C 2, D 3, E 4);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);

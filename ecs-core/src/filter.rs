@@ -1,0 +1,398 @@
+//! Query filters: `With`, `Without`, `Changed`, `Added`, `Or`, and tuples
+//! (all must pass).
+//!
+//! Each filter answers at three levels, cheapest first: per archetype
+//! (`matches`), per chunk from the chunk ticks alone (`chunk_may_pass`: a
+//! `false` skips the chunk without touching its memory), and per row
+//! (`row_passes`, the exact answer from row ticks).
+
+use std::marker::PhantomData;
+
+use crate::access::{Access, ConflictKind};
+use crate::archetype::Archetype;
+use crate::component::{Component, ComponentId, Components};
+use crate::tick::{AtomicTick, TickWindow};
+
+/// A query's filter part.
+///
+/// # Safety
+/// `update_access` must record every component whose ticks or values the
+/// filter reads; `matches` must hold only for archetypes with every column
+/// `cache` looks up.
+pub unsafe trait QueryFilter {
+    /// Component ids, resolved once.
+    type State: Copy + Send + Sync + 'static;
+    /// Per matched archetype.
+    type Cache: Copy + Send + Sync + 'static;
+    /// Per chunk.
+    type Fetch<'w>: Copy;
+    /// True when the filter never rejects single rows (archetype-level only).
+    const ARCHETYPAL: bool;
+
+    /// Registers the components involved.
+    fn init_state(components: &mut Components) -> Self::State;
+    /// Records what the filter reads and the `With`/`Without` constraints.
+    fn update_access(
+        state: Self::State,
+        access: &mut Access,
+    ) -> Result<(), (ComponentId, ConflictKind)>;
+    /// Archetype-level test.
+    fn matches(state: Self::State, archetype: &Archetype) -> bool;
+    /// Column lookups for a matched archetype.
+    fn cache(state: Self::State, archetype: &Archetype) -> Self::Cache;
+    /// Chunk-level test from chunk ticks only. `false` means no row of the
+    /// chunk can pass.
+    fn chunk_may_pass(
+        cache: Self::Cache,
+        archetype: &Archetype,
+        chunk: usize,
+        window: TickWindow,
+    ) -> bool;
+    /// Per-chunk state for row tests.
+    fn fetch<'w>(
+        cache: Self::Cache,
+        archetype: &'w Archetype,
+        chunk: usize,
+        window: TickWindow,
+    ) -> Self::Fetch<'w>;
+    /// Whether every row of the chunk passes (no row test needed).
+    fn all_rows_pass(fetch: &Self::Fetch<'_>) -> bool;
+    /// Row-level test.
+    ///
+    /// # Safety
+    /// `row` is below the chunk's length.
+    unsafe fn row_passes(fetch: &Self::Fetch<'_>, row: usize) -> bool;
+}
+
+/// Matches entities that have `T` (without borrowing it).
+pub struct With<T>(PhantomData<fn() -> T>);
+/// Matches entities that lack `T`.
+pub struct Without<T>(PhantomData<fn() -> T>);
+/// Matches rows whose `T` was written since the query last ran.
+pub struct Changed<T>(PhantomData<fn() -> T>);
+/// Matches rows whose `T` was added since the query last ran.
+pub struct Added<T>(PhantomData<fn() -> T>);
+/// Matches rows that pass any of the filters in the tuple `F`.
+pub struct Or<F>(PhantomData<fn() -> F>);
+
+// SAFETY: reads nothing; `cache` looks nothing up.
+unsafe impl<T: Component> QueryFilter for With<T> {
+    type State = ComponentId;
+    type Cache = ();
+    type Fetch<'w> = ();
+    const ARCHETYPAL: bool = true;
+
+    fn init_state(components: &mut Components) -> ComponentId {
+        components.register::<T>()
+    }
+    fn update_access(
+        state: ComponentId,
+        access: &mut Access,
+    ) -> Result<(), (ComponentId, ConflictKind)> {
+        access.add_with(state);
+        Ok(())
+    }
+    fn matches(state: ComponentId, archetype: &Archetype) -> bool {
+        archetype.contains(state)
+    }
+    fn cache(_: ComponentId, _: &Archetype) {}
+    #[inline]
+    fn chunk_may_pass(_: (), _: &Archetype, _: usize, _: TickWindow) -> bool {
+        true
+    }
+    #[inline]
+    fn fetch<'w>(_: (), _: &'w Archetype, _: usize, _: TickWindow) -> Self::Fetch<'w> {}
+    #[inline]
+    fn all_rows_pass(_: &()) -> bool {
+        true
+    }
+    #[inline]
+    unsafe fn row_passes(_: &(), _: usize) -> bool {
+        true
+    }
+}
+
+// SAFETY: reads nothing; `cache` looks nothing up.
+unsafe impl<T: Component> QueryFilter for Without<T> {
+    type State = ComponentId;
+    type Cache = ();
+    type Fetch<'w> = ();
+    const ARCHETYPAL: bool = true;
+
+    fn init_state(components: &mut Components) -> ComponentId {
+        components.register::<T>()
+    }
+    fn update_access(
+        state: ComponentId,
+        access: &mut Access,
+    ) -> Result<(), (ComponentId, ConflictKind)> {
+        access.add_without(state);
+        Ok(())
+    }
+    fn matches(state: ComponentId, archetype: &Archetype) -> bool {
+        !archetype.contains(state)
+    }
+    fn cache(_: ComponentId, _: &Archetype) {}
+    #[inline]
+    fn chunk_may_pass(_: (), _: &Archetype, _: usize, _: TickWindow) -> bool {
+        true
+    }
+    #[inline]
+    fn fetch<'w>(_: (), _: &'w Archetype, _: usize, _: TickWindow) -> Self::Fetch<'w> {}
+    #[inline]
+    fn all_rows_pass(_: &()) -> bool {
+        true
+    }
+    #[inline]
+    unsafe fn row_passes(_: &(), _: usize) -> bool {
+        true
+    }
+}
+
+/// Per-chunk state of a tick filter.
+#[derive(Copy, Clone)]
+pub struct TickFetch<'w> {
+    rows: &'w [AtomicTick],
+    all: bool,
+    window: TickWindow,
+}
+
+impl TickFetch<'_> {
+    /// # Safety
+    /// `row` is below the chunk's capacity.
+    #[inline]
+    unsafe fn row(&self, row: usize) -> bool {
+        debug_assert!(row < self.rows.len());
+        // SAFETY: `rows` spans the chunk's capacity and the caller keeps
+        // `row` below it.
+        self.all
+            || self
+                .window
+                .contains(unsafe { self.rows.get_unchecked(row) }.load())
+    }
+}
+
+// SAFETY: reads only `T`'s ticks, recorded as a read of `T`.
+unsafe impl<T: Component> QueryFilter for Changed<T> {
+    type State = ComponentId;
+    type Cache = usize;
+    type Fetch<'w> = TickFetch<'w>;
+    const ARCHETYPAL: bool = false;
+
+    fn init_state(components: &mut Components) -> ComponentId {
+        components.register::<T>()
+    }
+    fn update_access(
+        state: ComponentId,
+        access: &mut Access,
+    ) -> Result<(), (ComponentId, ConflictKind)> {
+        access.add_with(state);
+        access.add_read(state).map_err(|k| (state, k))
+    }
+    fn matches(state: ComponentId, archetype: &Archetype) -> bool {
+        archetype.contains(state)
+    }
+    fn cache(state: ComponentId, archetype: &Archetype) -> usize {
+        archetype
+            .column_of(state)
+            .expect("matched archetype holds the column")
+    }
+    #[inline]
+    fn chunk_may_pass(
+        cache: usize,
+        archetype: &Archetype,
+        chunk: usize,
+        window: TickWindow,
+    ) -> bool {
+        window.contains(archetype.columns[cache].ticks.chunk_changed[chunk].load())
+    }
+    #[inline]
+    fn fetch<'w>(
+        cache: usize,
+        archetype: &'w Archetype,
+        chunk: usize,
+        window: TickWindow,
+    ) -> TickFetch<'w> {
+        let ticks = &archetype.columns[cache].ticks;
+        let start = archetype.tick_index(chunk, 0);
+        TickFetch {
+            rows: &ticks.row_changed[start..start + archetype.chunk_capacity()],
+            all: window.contains(ticks.chunk_all_changed[chunk].load()),
+            window,
+        }
+    }
+    #[inline]
+    fn all_rows_pass(fetch: &TickFetch<'_>) -> bool {
+        fetch.all
+    }
+    #[inline]
+    unsafe fn row_passes(fetch: &TickFetch<'_>, row: usize) -> bool {
+        // SAFETY: forwarded contract (`row` below the chunk's length).
+        unsafe { fetch.row(row) }
+    }
+}
+
+// SAFETY: reads only `T`'s ticks, recorded as a read of `T`.
+unsafe impl<T: Component> QueryFilter for Added<T> {
+    type State = ComponentId;
+    type Cache = usize;
+    type Fetch<'w> = TickFetch<'w>;
+    const ARCHETYPAL: bool = false;
+
+    fn init_state(components: &mut Components) -> ComponentId {
+        components.register::<T>()
+    }
+    fn update_access(
+        state: ComponentId,
+        access: &mut Access,
+    ) -> Result<(), (ComponentId, ConflictKind)> {
+        access.add_with(state);
+        access.add_read(state).map_err(|k| (state, k))
+    }
+    fn matches(state: ComponentId, archetype: &Archetype) -> bool {
+        archetype.contains(state)
+    }
+    fn cache(state: ComponentId, archetype: &Archetype) -> usize {
+        archetype
+            .column_of(state)
+            .expect("matched archetype holds the column")
+    }
+    #[inline]
+    fn chunk_may_pass(
+        cache: usize,
+        archetype: &Archetype,
+        chunk: usize,
+        window: TickWindow,
+    ) -> bool {
+        window.contains(archetype.columns[cache].ticks.chunk_added[chunk].load())
+    }
+    #[inline]
+    fn fetch<'w>(
+        cache: usize,
+        archetype: &'w Archetype,
+        chunk: usize,
+        window: TickWindow,
+    ) -> TickFetch<'w> {
+        let ticks = &archetype.columns[cache].ticks;
+        let start = archetype.tick_index(chunk, 0);
+        TickFetch {
+            rows: &ticks.row_added[start..start + archetype.chunk_capacity()],
+            all: false,
+            window,
+        }
+    }
+    #[inline]
+    fn all_rows_pass(fetch: &TickFetch<'_>) -> bool {
+        fetch.all
+    }
+    #[inline]
+    unsafe fn row_passes(fetch: &TickFetch<'_>, row: usize) -> bool {
+        // SAFETY: forwarded contract (`row` below the chunk's length).
+        unsafe { fetch.row(row) }
+    }
+}
+
+macro_rules! tuple_filter {
+    ($($name:ident $idx:tt),*) => {
+        // SAFETY: each element records its own access.
+        #[allow(clippy::unused_unit)]
+        unsafe impl<$($name: QueryFilter),*> QueryFilter for ($($name,)*) {
+            type State = ($($name::State,)*);
+            type Cache = ($($name::Cache,)*);
+            type Fetch<'w> = ($($name::Fetch<'w>,)*);
+            const ARCHETYPAL: bool = true $( && $name::ARCHETYPAL )*;
+
+            fn init_state(_components: &mut Components) -> Self::State {
+                ($($name::init_state(_components),)*)
+            }
+            fn update_access(_state: Self::State, _access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
+                $( $name::update_access(_state.$idx, _access)?; )*
+                Ok(())
+            }
+            fn matches(_state: Self::State, _archetype: &Archetype) -> bool {
+                true $( && $name::matches(_state.$idx, _archetype) )*
+            }
+            fn cache(_state: Self::State, _archetype: &Archetype) -> Self::Cache {
+                ($($name::cache(_state.$idx, _archetype),)*)
+            }
+            #[inline]
+            fn chunk_may_pass(_cache: Self::Cache, _archetype: &Archetype, _chunk: usize, _window: TickWindow) -> bool {
+                true $( && $name::chunk_may_pass(_cache.$idx, _archetype, _chunk, _window) )*
+            }
+            #[inline]
+            fn fetch<'w>(_cache: Self::Cache, _archetype: &'w Archetype, _chunk: usize, _window: TickWindow) -> Self::Fetch<'w> {
+                ($($name::fetch(_cache.$idx, _archetype, _chunk, _window),)*)
+            }
+            #[inline]
+            fn all_rows_pass(_fetch: &Self::Fetch<'_>) -> bool {
+                true $( && $name::all_rows_pass(&_fetch.$idx) )*
+            }
+            #[inline]
+            unsafe fn row_passes(_fetch: &Self::Fetch<'_>, _row: usize) -> bool {
+                // SAFETY: forwarded contract.
+                true $( && unsafe { $name::row_passes(&_fetch.$idx, _row) } )*
+            }
+        }
+
+        // SAFETY: each element records its own access; `Or` never adds
+        // `With`/`Without` constraints since only one branch need hold.
+        #[allow(clippy::unused_unit)]
+        unsafe impl<$($name: QueryFilter),*> QueryFilter for Or<($($name,)*)> {
+            type State = ($($name::State,)*);
+            type Cache = ($(Option<$name::Cache>,)*);
+            type Fetch<'w> = ($(Option<$name::Fetch<'w>>,)*);
+            const ARCHETYPAL: bool = true $( && $name::ARCHETYPAL )*;
+
+            fn init_state(_components: &mut Components) -> Self::State {
+                ($($name::init_state(_components),)*)
+            }
+            fn update_access(_state: Self::State, _access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
+                $(
+                    let mut sub = Access::default();
+                    $name::update_access(_state.$idx, &mut sub)?;
+                    for &r in sub.reads() {
+                        _access.add_read(r).map_err(|k| (r, k))?;
+                    }
+                )*
+                Ok(())
+            }
+            fn matches(_state: Self::State, _archetype: &Archetype) -> bool {
+                false $( || $name::matches(_state.$idx, _archetype) )*
+            }
+            fn cache(_state: Self::State, _archetype: &Archetype) -> Self::Cache {
+                ($( $name::matches(_state.$idx, _archetype).then(|| $name::cache(_state.$idx, _archetype)), )*)
+            }
+            #[inline]
+            fn chunk_may_pass(_cache: Self::Cache, _archetype: &Archetype, _chunk: usize, _window: TickWindow) -> bool {
+                false $( || _cache.$idx.is_some_and(|c| $name::chunk_may_pass(c, _archetype, _chunk, _window)) )*
+            }
+            #[inline]
+            fn fetch<'w>(_cache: Self::Cache, _archetype: &'w Archetype, _chunk: usize, _window: TickWindow) -> Self::Fetch<'w> {
+                ($(
+                    _cache.$idx
+                        .filter(|&c| $name::chunk_may_pass(c, _archetype, _chunk, _window))
+                        .map(|c| $name::fetch(c, _archetype, _chunk, _window)),
+                )*)
+            }
+            #[inline]
+            fn all_rows_pass(_fetch: &Self::Fetch<'_>) -> bool {
+                false $( || _fetch.$idx.as_ref().is_some_and(|f| $name::all_rows_pass(f)) )*
+            }
+            #[inline]
+            unsafe fn row_passes(_fetch: &Self::Fetch<'_>, _row: usize) -> bool {
+                // SAFETY: forwarded contract.
+                false $( || _fetch.$idx.as_ref().is_some_and(|f| unsafe { $name::row_passes(f, _row) }) )*
+            }
+        }
+    };
+}
+
+tuple_filter!();
+tuple_filter!(A 0);
+tuple_filter!(A 0, B 1);
+tuple_filter!(A 0, B 1, C 2);
+tuple_filter!(A 0, B 1, C 2, D 3);
+tuple_filter!(A 0, B 1, C 2, D 3, E 4);
+tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);

@@ -1,0 +1,771 @@
+//! Query states and iteration: per entity, per chunk, and in parallel over
+//! chunks, all counting the chunks they visit and skip.
+
+use std::marker::PhantomData;
+
+use rayon::prelude::*;
+
+use crate::access::{Access, ConflictKind};
+use crate::archetype::{Archetype, ArchetypeId};
+use crate::entity::Entity;
+use crate::fetch::{QueryData, ReadOnlyQueryData};
+use crate::filter::QueryFilter;
+use crate::tick::TickWindow;
+use crate::world::World;
+
+/// How many chunks one query run looked at and how many it skipped from
+/// chunk ticks alone. Empty chunks are not counted.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChunkStats {
+    /// Non-empty chunks in matched archetypes.
+    pub chunks_total: u64,
+    /// Chunks skipped because the filter's chunk-level test failed.
+    pub chunks_skipped: u64,
+}
+
+impl ChunkStats {
+    /// Chunks whose rows were looked at.
+    pub fn chunks_visited(&self) -> u64 {
+        self.chunks_total - self.chunks_skipped
+    }
+
+    /// Share of chunks skipped, 0.0 to 1.0 (1.0 when there were none).
+    pub fn skip_ratio(&self) -> f64 {
+        if self.chunks_total == 0 {
+            1.0
+        } else {
+            self.chunks_skipped as f64 / self.chunks_total as f64
+        }
+    }
+
+    /// Adds another run's counts.
+    pub fn add(&mut self, other: ChunkStats) {
+        self.chunks_total += other.chunks_total;
+        self.chunks_skipped += other.chunks_skipped;
+    }
+}
+
+/// Why a query could not be made or answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueryError {
+    /// The query borrows one component in two incompatible ways.
+    Conflict {
+        /// The query's type.
+        query: &'static str,
+        /// The component's type name.
+        component: &'static str,
+        /// How it collides.
+        kind: ConflictKind,
+    },
+    /// The entity is not alive.
+    NoSuchEntity(Entity),
+    /// The entity is alive but does not match the query.
+    NoMatch(Entity),
+}
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueryError::Conflict {
+                query,
+                component,
+                kind,
+            } => write!(
+                f,
+                "query {query} is refused: component {component} is {}; split it into two queries or use one borrow",
+                kind.describe()
+            ),
+            QueryError::NoSuchEntity(e) => write!(f, "entity {e} does not exist"),
+            QueryError::NoMatch(e) => write!(f, "entity {e} does not match the query"),
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+struct Matched<Q: QueryData, F: QueryFilter> {
+    archetype: ArchetypeId,
+    data: Q::Cache,
+    filter: F::Cache,
+}
+
+impl<Q: QueryData, F: QueryFilter> Clone for Matched<Q, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<Q: QueryData, F: QueryFilter> Copy for Matched<Q, F> {}
+
+/// A cached query: the matched archetypes (kept up to date as archetypes
+/// appear), the resolved column indices, its own last-run tick, and the
+/// chunk counts of its latest run.
+///
+/// A run sees changes stamped in `(last_run, this_run]`, where `this_run` is
+/// the world tick when the run starts; afterwards `last_run = this_run`.
+/// A new state has never run, so its first run sees everything as changed.
+///
+/// ```
+/// use ecs_core::{Changed, World};
+/// struct Pos(f32);
+///
+/// let mut world = World::new();
+/// let a = world.spawn((Pos(0.0),)).unwrap();
+/// let _b = world.spawn((Pos(0.0),)).unwrap();
+/// let mut moved = world.query_filtered::<ecs_core::Entity, Changed<Pos>>();
+/// assert_eq!(moved.iter(&world).count(), 2); // first run: all new
+///
+/// world.increment_change_tick();
+/// world.get_mut::<Pos>(a).unwrap().0 = 1.0;
+/// world.increment_change_tick();
+/// assert_eq!(moved.iter(&world).collect::<Vec<_>>(), vec![a]);
+/// assert_eq!(moved.stats().chunks_total, 1);
+/// ```
+pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
+    world_id: u64,
+    data_state: Q::State,
+    filter_state: F::State,
+    access: Access,
+    archetypes_seen: usize,
+    matched: Vec<Matched<Q, F>>,
+    last_run: u64,
+    stats: ChunkStats,
+    _marker: PhantomData<fn() -> (Q, F)>,
+}
+
+impl<Q: QueryData, F: QueryFilter> std::fmt::Debug for QueryState<Q, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryState")
+            .field("query", &std::any::type_name::<Q>())
+            .field("filter", &std::any::type_name::<F>())
+            .field("matched_archetypes", &self.matched.len())
+            .field("last_run", &self.last_run)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
+    /// A query state for `world`, refusing conflicting borrows.
+    pub fn try_new(world: &mut World) -> Result<Self, QueryError> {
+        let components = world.components_mut();
+        let data_state = Q::init_state(components);
+        let filter_state = F::init_state(components);
+        let mut access = Access::default();
+        let checked = Q::update_access(data_state, &mut access)
+            .and_then(|()| F::update_access(filter_state, &mut access));
+        if let Err((id, kind)) = checked {
+            return Err(QueryError::Conflict {
+                query: std::any::type_name::<(Q, F)>(),
+                component: world.components().info(id).name(),
+                kind,
+            });
+        }
+        let mut state = QueryState {
+            world_id: world.id(),
+            data_state,
+            filter_state,
+            access,
+            archetypes_seen: 0,
+            matched: Vec::new(),
+            last_run: 0,
+            stats: ChunkStats::default(),
+            _marker: PhantomData,
+        };
+        state.update_archetypes(world);
+        Ok(state)
+    }
+
+    /// A query state for `world`.
+    ///
+    /// # Panics
+    /// If the query borrows a component mutably twice, or mutably and
+    /// shared, e.g. `(&mut A, &A)`; the message names the component.
+    pub fn new(world: &mut World) -> Self {
+        match Self::try_new(world) {
+            Ok(state) => state,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The components this query reads and writes.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// Chunk counts of the latest run.
+    pub fn stats(&self) -> ChunkStats {
+        self.stats
+    }
+
+    /// The world tick of the latest run (0 before the first).
+    pub fn last_run(&self) -> u64 {
+        self.last_run
+    }
+
+    /// Sets the last-run tick (schedulers keep it per system).
+    pub fn set_last_run(&mut self, tick: u64) {
+        self.last_run = tick;
+    }
+
+    /// Archetypes matched so far.
+    pub fn matched_archetypes(&self) -> impl Iterator<Item = ArchetypeId> + '_ {
+        self.matched.iter().map(|m| m.archetype)
+    }
+
+    /// Picks up archetypes created since the last call.
+    ///
+    /// # Panics
+    /// If `world` is not the world this state was made for.
+    pub fn update_archetypes(&mut self, world: &World) {
+        assert_eq!(
+            self.world_id,
+            world.id(),
+            "a QueryState was used with a world it was not made for"
+        );
+        let archetypes = world.archetypes();
+        for archetype in &archetypes[self.archetypes_seen..] {
+            if Q::matches(self.data_state, archetype) && F::matches(self.filter_state, archetype) {
+                self.matched.push(Matched {
+                    archetype: archetype.id(),
+                    data: Q::cache(self.data_state, archetype),
+                    filter: F::cache(self.filter_state, archetype),
+                });
+            }
+        }
+        self.archetypes_seen = archetypes.len();
+    }
+
+    /// Starts a run: refreshes archetypes, fixes the tick window, resets
+    /// the counts.
+    fn begin(&mut self, world: &World) -> TickWindow {
+        self.update_archetypes(world);
+        let this_run = world.change_tick();
+        let window = TickWindow::new(self.last_run, this_run);
+        self.last_run = this_run;
+        self.stats = ChunkStats::default();
+        window
+    }
+
+    /// Iterates the matching rows of a read-only query.
+    pub fn iter<'w, 's>(&'s mut self, world: &'w World) -> QueryIter<'w, 's, Q, F>
+    where
+        Q: ReadOnlyQueryData,
+    {
+        // SAFETY: the data is read-only and `&World` forbids writers.
+        unsafe { self.iter_unchecked(world) }
+    }
+
+    /// Iterates the matching rows; `&mut T` items are [`crate::Mut`] and mark
+    /// their row when written.
+    pub fn iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryIter<'w, 's, Q, F> {
+        // SAFETY: `&mut World` is exclusive for `'w`.
+        unsafe { self.iter_unchecked(world) }
+    }
+
+    /// Iterates through a shared world borrow.
+    ///
+    /// # Safety
+    /// For `'w`, nothing else may access the components this query writes,
+    /// nor write the ones it reads (schedulers check this with
+    /// [`QueryState::access`]).
+    pub unsafe fn iter_unchecked<'w, 's>(
+        &'s mut self,
+        world: &'w World,
+    ) -> QueryIter<'w, 's, Q, F> {
+        let window = self.begin(world);
+        QueryIter {
+            archetypes: world.archetypes(),
+            matched: self.matched.iter(),
+            stats: &mut self.stats,
+            window,
+            current: None,
+            chunk: 0,
+            fetch: None,
+            row: 0,
+            len: 0,
+            all_pass: true,
+        }
+    }
+
+    /// Runs `f` on every matching row (faster than `iter_mut().for_each`
+    /// would be without the internal-iteration fast path it uses).
+    pub fn for_each_mut(&mut self, world: &mut World, f: impl FnMut(Q::Item<'_>)) {
+        self.iter_mut(world).for_each(f);
+    }
+
+    /// Runs `f` on every matching chunk, as a [`ChunkView`] (column slices,
+    /// entities, tick info): the SIMD-friendly path.
+    pub fn for_each_chunk_mut(&mut self, world: &mut World, f: impl FnMut(ChunkView<'_, Q, F>)) {
+        // SAFETY: `&mut World` is exclusive.
+        unsafe { self.for_each_chunk_unchecked(world, f) }
+    }
+
+    /// Read-only form of [`QueryState::for_each_chunk_mut`].
+    pub fn for_each_chunk(&mut self, world: &World, f: impl FnMut(ChunkView<'_, Q, F>))
+    where
+        Q: ReadOnlyQueryData,
+    {
+        // SAFETY: read-only data through a shared borrow.
+        unsafe { self.for_each_chunk_unchecked(world, f) }
+    }
+
+    /// Per-chunk iteration through a shared world borrow.
+    ///
+    /// # Safety
+    /// As [`QueryState::iter_unchecked`].
+    pub unsafe fn for_each_chunk_unchecked<'w>(
+        &mut self,
+        world: &'w World,
+        mut f: impl FnMut(ChunkView<'w, Q, F>),
+    ) {
+        let window = self.begin(world);
+        let archetypes = world.archetypes();
+        for m in &self.matched {
+            let archetype = &archetypes[m.archetype.index()];
+            for chunk in 0..archetype.chunk_count() {
+                let len = archetype.chunk_len(chunk);
+                if len == 0 {
+                    continue;
+                }
+                self.stats.chunks_total += 1;
+                if !F::chunk_may_pass(m.filter, archetype, chunk, window) {
+                    self.stats.chunks_skipped += 1;
+                    continue;
+                }
+                // SAFETY: the caller holds the query's access; each chunk is
+                // handed out once.
+                f(unsafe { ChunkView::new(archetype, m.data, m.filter, chunk, len, window) });
+            }
+        }
+    }
+
+    /// Lists the chunks that pass the chunk-level filter, counting skips.
+    fn chunk_tasks(&mut self, world: &World, window: TickWindow) -> Vec<ChunkTask> {
+        let archetypes = world.archetypes();
+        let mut tasks = Vec::new();
+        for (matched, m) in self.matched.iter().enumerate() {
+            let archetype = &archetypes[m.archetype.index()];
+            for chunk in 0..archetype.chunk_count() {
+                let len = archetype.chunk_len(chunk);
+                if len == 0 {
+                    continue;
+                }
+                self.stats.chunks_total += 1;
+                if !F::chunk_may_pass(m.filter, archetype, chunk, window) {
+                    self.stats.chunks_skipped += 1;
+                    continue;
+                }
+                tasks.push(ChunkTask {
+                    matched: matched as u32,
+                    chunk: chunk as u32,
+                    start: 0,
+                    end: len as u32,
+                });
+            }
+        }
+        tasks
+    }
+
+    /// Runs `f` on every matching row, chunks spread over rayon's threads.
+    /// When there are few chunks, chunks are split into row ranges so both
+    /// cores get work.
+    pub fn par_for_each_mut(&mut self, world: &mut World, f: impl Fn(Q::Item<'_>) + Send + Sync) {
+        // SAFETY: `&mut World` is exclusive; tasks cover disjoint rows.
+        unsafe { self.par_for_each_unchecked(world, f) }
+    }
+
+    /// Read-only form of [`QueryState::par_for_each_mut`].
+    pub fn par_for_each(&mut self, world: &World, f: impl Fn(Q::Item<'_>) + Send + Sync)
+    where
+        Q: ReadOnlyQueryData,
+    {
+        // SAFETY: read-only data through a shared borrow.
+        unsafe { self.par_for_each_unchecked(world, f) }
+    }
+
+    /// Parallel per-row iteration through a shared world borrow.
+    ///
+    /// # Safety
+    /// As [`QueryState::iter_unchecked`].
+    pub unsafe fn par_for_each_unchecked(
+        &mut self,
+        world: &World,
+        f: impl Fn(Q::Item<'_>) + Send + Sync,
+    ) {
+        let window = self.begin(world);
+        let mut tasks = self.chunk_tasks(world, window);
+        split_tasks(&mut tasks);
+        let archetypes = world.archetypes();
+        let matched = &self.matched;
+        let run = |task: &ChunkTask| {
+            let m = &matched[task.matched as usize];
+            let archetype = &archetypes[m.archetype.index()];
+            let chunk = task.chunk as usize;
+            // SAFETY: the archetype matched and the chunk is in range; tasks
+            // cover disjoint rows, so no row is fetched twice.
+            let data = unsafe { Q::fetch(m.data, archetype, chunk, window.this_run()) };
+            let filter = F::fetch(m.filter, archetype, chunk, window);
+            let all = F::ARCHETYPAL || F::all_rows_pass(&filter);
+            for row in task.start as usize..task.end as usize {
+                // SAFETY: `row` is below the chunk's length.
+                if all || unsafe { F::row_passes(&filter, row) } {
+                    // SAFETY: as above; each row is visited by one task once.
+                    f(unsafe { Q::item(&data, row) });
+                }
+            }
+        };
+        if tasks.len() <= 1 {
+            tasks.iter().for_each(run);
+        } else {
+            tasks.par_iter().for_each(run);
+        }
+    }
+
+    /// Runs `f` on every matching chunk in parallel.
+    pub fn par_for_each_chunk_mut(
+        &mut self,
+        world: &mut World,
+        f: impl Fn(ChunkView<'_, Q, F>) + Send + Sync,
+    ) {
+        // SAFETY: `&mut World` is exclusive; each chunk is one task.
+        unsafe { self.par_for_each_chunk_unchecked(world, f) }
+    }
+
+    /// Parallel per-chunk iteration through a shared world borrow.
+    ///
+    /// # Safety
+    /// As [`QueryState::iter_unchecked`].
+    pub unsafe fn par_for_each_chunk_unchecked<'w>(
+        &mut self,
+        world: &'w World,
+        f: impl Fn(ChunkView<'w, Q, F>) + Send + Sync,
+    ) {
+        let window = self.begin(world);
+        let tasks = self.chunk_tasks(world, window);
+        let archetypes = world.archetypes();
+        let matched = &self.matched;
+        tasks.par_iter().for_each(|task| {
+            let m = &matched[task.matched as usize];
+            let archetype = &archetypes[m.archetype.index()];
+            // SAFETY: one task per chunk; the caller holds the access.
+            f(unsafe {
+                ChunkView::new(
+                    archetype,
+                    m.data,
+                    m.filter,
+                    task.chunk as usize,
+                    task.end as usize,
+                    window,
+                )
+            });
+        });
+    }
+
+    fn matched_cache(
+        &self,
+        world: &World,
+        entity: Entity,
+    ) -> Result<(Q::Cache, crate::EntityLocation), QueryError> {
+        let loc = world
+            .location(entity)
+            .map_err(|_| QueryError::NoSuchEntity(entity))?;
+        let archetype = &world.archetypes()[loc.archetype.index()];
+        if !(Q::matches(self.data_state, archetype) && F::matches(self.filter_state, archetype)) {
+            return Err(QueryError::NoMatch(entity));
+        }
+        Ok((Q::cache(self.data_state, archetype), loc))
+    }
+
+    /// The data of one entity, if it matches the query's data and
+    /// archetype-level filters (tick filters are not applied here).
+    pub fn get<'w>(&self, world: &'w World, entity: Entity) -> Result<Q::Item<'w>, QueryError>
+    where
+        Q: ReadOnlyQueryData,
+    {
+        let (cache, loc) = self.matched_cache(world, entity)?;
+        let archetype = &world.archetypes()[loc.archetype.index()];
+        // SAFETY: read-only data, live row, matched archetype.
+        unsafe {
+            let fetch = Q::fetch(cache, archetype, loc.chunk as usize, world.now());
+            Ok(Q::item(&fetch, loc.row as usize))
+        }
+    }
+
+    /// Mutable form of [`QueryState::get`]; writes are stamped with the
+    /// world's current tick.
+    pub fn get_mut<'w>(
+        &self,
+        world: &'w mut World,
+        entity: Entity,
+    ) -> Result<Q::Item<'w>, QueryError> {
+        let (cache, loc) = self.matched_cache(world, entity)?;
+        let now = world.now();
+        let archetype = &world.archetypes()[loc.archetype.index()];
+        // SAFETY: `&mut World` is exclusive; live row, matched archetype.
+        unsafe {
+            let fetch = Q::fetch(cache, archetype, loc.chunk as usize, now);
+            Ok(Q::item(&fetch, loc.row as usize))
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug)]
+struct ChunkTask {
+    matched: u32,
+    chunk: u32,
+    start: u32,
+    end: u32,
+}
+
+/// Splits chunk tasks into row ranges when there are too few to keep every
+/// thread busy.
+fn split_tasks(tasks: &mut Vec<ChunkTask>) {
+    let threads = rayon::current_num_threads();
+    let wanted = threads * 8;
+    if threads <= 1 || tasks.is_empty() || tasks.len() >= wanted {
+        return;
+    }
+    let rows: u32 = tasks.iter().map(|t| t.end - t.start).sum();
+    let piece = (rows as usize).div_ceil(wanted).max(16) as u32;
+    let mut split = Vec::with_capacity(wanted + tasks.len());
+    for t in tasks.iter() {
+        let mut start = t.start;
+        while start < t.end {
+            let end = (start + piece).min(t.end);
+            split.push(ChunkTask { start, end, ..*t });
+            start = end;
+        }
+    }
+    *tasks = split;
+}
+
+/// The rows of one query run, chunk by chunk.
+pub struct QueryIter<'w, 's, Q: QueryData, F: QueryFilter> {
+    archetypes: &'w [Archetype],
+    matched: std::slice::Iter<'s, Matched<Q, F>>,
+    stats: &'s mut ChunkStats,
+    window: TickWindow,
+    current: Option<(&'w Archetype, Matched<Q, F>)>,
+    chunk: usize,
+    fetch: Option<(Q::Fetch<'w>, F::Fetch<'w>)>,
+    row: usize,
+    len: usize,
+    all_pass: bool,
+}
+
+impl<'w, Q: QueryData, F: QueryFilter> QueryIter<'w, '_, Q, F> {
+    /// Moves to the next chunk that passes the chunk-level filter. Returns
+    /// false when none is left.
+    #[inline]
+    fn next_chunk(&mut self) -> bool {
+        loop {
+            let Some((archetype, m)) = self.current else {
+                let m = match self.matched.next() {
+                    Some(m) => *m,
+                    None => return false,
+                };
+                self.current = Some((&self.archetypes[m.archetype.index()], m));
+                self.chunk = 0;
+                continue;
+            };
+            if self.chunk >= archetype.chunk_count() {
+                self.current = None;
+                continue;
+            }
+            let chunk = self.chunk;
+            self.chunk += 1;
+            let len = archetype.chunk_len(chunk);
+            if len == 0 {
+                continue;
+            }
+            self.stats.chunks_total += 1;
+            if !F::chunk_may_pass(m.filter, archetype, chunk, self.window) {
+                self.stats.chunks_skipped += 1;
+                continue;
+            }
+            // SAFETY: matched archetype, chunk in range; the iterator's
+            // creator holds the access and hands out each row once.
+            let data = unsafe { Q::fetch(m.data, archetype, chunk, self.window.this_run()) };
+            let filter = F::fetch(m.filter, archetype, chunk, self.window);
+            self.all_pass = F::ARCHETYPAL || F::all_rows_pass(&filter);
+            self.fetch = Some((data, filter));
+            self.row = 0;
+            self.len = len;
+            return true;
+        }
+    }
+}
+
+impl<'w, Q: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, Q, F> {
+    type Item = Q::Item<'w>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Q::Item<'w>> {
+        loop {
+            if let Some((data, filter)) = &self.fetch {
+                while self.row < self.len {
+                    let row = self.row;
+                    self.row += 1;
+                    // SAFETY: `row` is below the chunk's length.
+                    if self.all_pass || unsafe { F::row_passes(filter, row) } {
+                        // SAFETY: each row is yielded once per run.
+                        return Some(unsafe { Q::item(data, row) });
+                    }
+                }
+                self.fetch = None;
+            }
+            if !self.next_chunk() {
+                return None;
+            }
+        }
+    }
+
+    #[inline]
+    fn fold<B, G>(mut self, init: B, mut g: G) -> B
+    where
+        G: FnMut(B, Self::Item) -> B,
+    {
+        let mut acc = init;
+        let mut start = self.row;
+        loop {
+            if let Some((data, filter)) = self.fetch.take() {
+                if self.all_pass {
+                    for row in start..self.len {
+                        // SAFETY: `row` is below the chunk's length and
+                        // yielded once.
+                        acc = g(acc, unsafe { Q::item(&data, row) });
+                    }
+                } else {
+                    for row in start..self.len {
+                        // SAFETY: as above.
+                        if unsafe { F::row_passes(&filter, row) } {
+                            // SAFETY: as above.
+                            acc = g(acc, unsafe { Q::item(&data, row) });
+                        }
+                    }
+                }
+            }
+            if !self.next_chunk() {
+                return acc;
+            }
+            start = 0;
+        }
+    }
+}
+
+/// One chunk of a query run: its entities, its column slices, and the
+/// tick window of the run.
+pub struct ChunkView<'w, Q: QueryData, F: QueryFilter> {
+    archetype: &'w Archetype,
+    chunk: usize,
+    len: usize,
+    data: Q::Fetch<'w>,
+    filter: F::Fetch<'w>,
+    all_pass: bool,
+    window: TickWindow,
+}
+
+impl<'w, Q: QueryData, F: QueryFilter> ChunkView<'w, Q, F> {
+    /// # Safety
+    /// The caller holds the query's access to this chunk for `'w` and hands
+    /// out no other view or item of it.
+    unsafe fn new(
+        archetype: &'w Archetype,
+        data: Q::Cache,
+        filter: F::Cache,
+        chunk: usize,
+        len: usize,
+        window: TickWindow,
+    ) -> Self {
+        // SAFETY: forwarded contract.
+        let data = unsafe { Q::fetch(data, archetype, chunk, window.this_run()) };
+        let filter = F::fetch(filter, archetype, chunk, window);
+        ChunkView {
+            archetype,
+            chunk,
+            len,
+            data,
+            filter,
+            all_pass: F::ARCHETYPAL || F::all_rows_pass(&filter),
+            window,
+        }
+    }
+
+    /// Live rows in the chunk.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the chunk has no rows (never true for views a query hands
+    /// out).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The chunk's index in its archetype.
+    pub fn chunk_index(&self) -> usize {
+        self.chunk
+    }
+
+    /// The archetype the chunk belongs to (its chunk ticks included).
+    pub fn archetype(&self) -> &'w Archetype {
+        self.archetype
+    }
+
+    /// The run's tick window.
+    pub fn window(&self) -> TickWindow {
+        self.window
+    }
+
+    /// The entities, in row order.
+    pub fn entities(&self) -> &'w [Entity] {
+        &self.archetype.chunk_entities(self.chunk)[..self.len]
+    }
+
+    /// Whether the filter passes every row (no row test needed).
+    pub fn all_rows_pass(&self) -> bool {
+        self.all_pass
+    }
+
+    /// Whether one row passes the filter. Rows out of range do not.
+    pub fn row_passes(&self, row: usize) -> bool {
+        // SAFETY: `row` is checked against the length first.
+        row < self.len && (self.all_pass || unsafe { F::row_passes(&self.filter, row) })
+    }
+
+    /// The rows that pass the filter, in order.
+    pub fn matching_rows(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.len).filter(|&row| self.row_passes(row))
+    }
+
+    /// The whole chunk's columns as slices (all rows, filter or not).
+    /// Mutable columns are stamped changed for the whole chunk in O(1).
+    pub fn slices(&mut self) -> Q::Slices<'_> {
+        // SAFETY: `&mut self` keeps these slices the only borrow of the
+        // chunk's columns taken through this view.
+        Q::shrink_slices(unsafe { Q::slices(&self.data, self.len) })
+    }
+
+    /// One row's item (marks only on write), or `None` past the end.
+    /// Does not apply the filter.
+    pub fn get(&mut self, row: usize) -> Option<Q::Item<'_>> {
+        // SAFETY: the row is live, and `&mut self` keeps the item unique.
+        (row < self.len).then(|| Q::shrink(unsafe { Q::item(&self.data, row) }))
+    }
+
+    /// The items of the rows that pass the filter.
+    pub fn items(self) -> impl Iterator<Item = Q::Item<'w>> {
+        let ChunkView {
+            data,
+            filter,
+            all_pass,
+            len,
+            ..
+        } = self;
+        // SAFETY: rows are below `len`, each yielded once; the view is
+        // consumed, so no other borrow through it remains.
+        (0..len)
+            .filter(move |&row| all_pass || unsafe { F::row_passes(&filter, row) })
+            .map(move |row| unsafe { Q::item(&data, row) })
+    }
+}

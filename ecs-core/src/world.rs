@@ -1,0 +1,661 @@
+//! The world: entities, their archetypes and chunks, and the change clock.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use smallvec::SmallVec;
+
+use crate::archetype::{Archetype, ArchetypeId};
+use crate::bundle::{Bundle, BundleIds};
+use crate::change::Mut;
+use crate::component::{Component, ComponentId, Components, TypeIdMap};
+use crate::entity::{Entities, Entity, EntityLocation};
+use crate::error::StoreError;
+use crate::fetch::QueryData;
+use crate::filter::QueryFilter;
+use crate::query::QueryState;
+use crate::tick::{CHECK_TICK_THRESHOLD, Tick};
+
+/// What a bundle type resolves to, cached per bundle type.
+#[derive(Clone, Debug)]
+struct BundleMeta {
+    /// Component ids in tuple order.
+    ids: BundleIds,
+    /// The archetype a spawn of this bundle lands in, and the column of each
+    /// tuple element there.
+    spawn: Option<(ArchetypeId, SmallVec<[usize; 8]>)>,
+}
+
+static NEXT_WORLD_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The store: entities, their components in chunked archetypes, and the
+/// world's change tick.
+///
+/// ```
+/// use ecs_core::World;
+/// #[derive(Debug, PartialEq)]
+/// struct Pos(f32);
+/// struct Vel(f32);
+///
+/// let mut world = World::new();
+/// let e = world.spawn((Pos(0.0), Vel(2.0))).unwrap();
+/// world.get_mut::<Pos>(e).unwrap().0 += 1.0;
+/// assert_eq!(world.get::<Pos>(e), Ok(&Pos(1.0)));
+/// world.despawn(e).unwrap();
+/// assert!(world.get::<Pos>(e).is_err());
+/// ```
+pub struct World {
+    id: u64,
+    entities: Entities,
+    components: Components,
+    archetypes: Vec<Archetype>,
+    archetype_ids: HashMap<Box<[ComponentId]>, ArchetypeId>,
+    bundles: TypeIdMap<BundleMeta>,
+    change_tick: AtomicU64,
+    last_check_tick: u64,
+}
+
+impl Default for World {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("entities", &self.entities.len())
+            .field("archetypes", &self.archetypes.len())
+            .field("change_tick", &self.change_tick())
+            .finish()
+    }
+}
+
+/// Two distinct elements of a slice, both mutably.
+fn two_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    assert_ne!(a, b);
+    if a < b {
+        let (lo, hi) = items.split_at_mut(b);
+        (&mut lo[a], &mut hi[0])
+    } else {
+        let (lo, hi) = items.split_at_mut(a);
+        (&mut hi[0], &mut lo[b])
+    }
+}
+
+impl World {
+    /// An empty world at tick 1.
+    pub fn new() -> World {
+        let components = Components::default();
+        let empty = Archetype::new(ArchetypeId::EMPTY, &[], &components)
+            .expect("the empty archetype always fits");
+        let mut archetype_ids = HashMap::new();
+        archetype_ids.insert(Box::from([] as [ComponentId; 0]), ArchetypeId::EMPTY);
+        World {
+            id: NEXT_WORLD_ID.fetch_add(1, Ordering::Relaxed),
+            entities: Entities::default(),
+            components,
+            archetypes: vec![empty],
+            archetype_ids,
+            bundles: TypeIdMap::default(),
+            change_tick: AtomicU64::new(1),
+            last_check_tick: 1,
+        }
+    }
+
+    /// A process-unique id, so a query state can refuse a world it was not
+    /// made for.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    // ----- ticks -------------------------------------------------------
+
+    /// The world's change tick: monotonic, 64 bits. Writes made now are
+    /// stamped with its low 32 bits.
+    #[inline]
+    pub fn change_tick(&self) -> u64 {
+        self.change_tick.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn now(&self) -> Tick {
+        Tick::new(self.change_tick() as u32)
+    }
+
+    /// Advances the world tick by one and returns the new value. Systems get
+    /// this before every run; code that drives queries by hand calls it
+    /// between a writer and a reader, so the reader's run sees the writes
+    /// (a run sees stamps in `(last_run, this_run]`).
+    ///
+    /// Also clamps old stamps when due (see [`crate::tick`]).
+    pub fn increment_change_tick(&mut self) -> u64 {
+        let now = self.change_tick.get_mut();
+        *now += 1;
+        let now = *now;
+        if now - self.last_check_tick >= CHECK_TICK_THRESHOLD as u64 {
+            self.check_change_ticks();
+        }
+        now
+    }
+
+    /// Advances the tick through a shared borrow (for schedulers running
+    /// systems in parallel). The caller must call
+    /// [`World::check_change_ticks`] at least every
+    /// [`CHECK_TICK_THRESHOLD`] ticks, e.g. at each sync point.
+    pub fn increment_change_tick_shared(&self) -> u64 {
+        self.change_tick.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Advances the tick by `ticks` as if that many runs had happened with
+    /// no writes, clamping stored stamps along the way.
+    pub fn advance_change_tick_by(&mut self, ticks: u64) {
+        let mut left = ticks;
+        while left > 0 {
+            let step = left.min(CHECK_TICK_THRESHOLD as u64 / 2);
+            *self.change_tick.get_mut() += step;
+            left -= step;
+            self.check_change_ticks();
+        }
+    }
+
+    /// Clamps every stored stamp older than [`crate::tick::MAX_CHANGE_AGE`]
+    /// so the 32-bit stamps never alias across a wrap. Cheap to call often:
+    /// it does nothing until [`CHECK_TICK_THRESHOLD`] ticks have passed.
+    pub fn check_change_ticks(&mut self) {
+        let now = self.change_tick();
+        if now - self.last_check_tick < CHECK_TICK_THRESHOLD as u64 / 2 {
+            return;
+        }
+        let tick = Tick::new(now as u32);
+        for archetype in &mut self.archetypes {
+            archetype.check_change_ticks(tick);
+        }
+        self.last_check_tick = now;
+    }
+
+    // ----- structure ---------------------------------------------------
+
+    /// The component registry.
+    pub fn components(&self) -> &Components {
+        &self.components
+    }
+
+    /// Registers `T` and returns its id.
+    pub fn register<T: Component>(&mut self) -> ComponentId {
+        self.components.register::<T>()
+    }
+
+    /// All archetypes, by id.
+    pub fn archetypes(&self) -> &[Archetype] {
+        &self.archetypes
+    }
+
+    /// Live entities.
+    pub fn len(&self) -> u32 {
+        self.entities.len()
+    }
+
+    /// Whether no entity is alive.
+    pub fn is_empty(&self) -> bool {
+        self.entities.len() == 0
+    }
+
+    /// Whether `entity` is alive.
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.entities.location(entity).is_ok()
+    }
+
+    /// Where a live entity's row is.
+    pub fn location(&self, entity: Entity) -> Result<EntityLocation, StoreError> {
+        self.entities.location(entity)
+    }
+
+    fn archetype_for(&mut self, sorted: &[ComponentId]) -> Result<ArchetypeId, StoreError> {
+        if let Some(&id) = self.archetype_ids.get(sorted) {
+            return Ok(id);
+        }
+        let id = ArchetypeId(self.archetypes.len() as u32);
+        let archetype = Archetype::new(id, sorted, &self.components)?;
+        self.archetypes.push(archetype);
+        self.archetype_ids.insert(sorted.into(), id);
+        Ok(id)
+    }
+
+    fn bundle_meta<B: Bundle>(&mut self) -> Result<&mut BundleMeta, StoreError> {
+        let key = TypeId::of::<B>();
+        if !self.bundles.contains_key(&key) {
+            let mut ids = BundleIds::new();
+            B::register_components(&mut self.components, &mut ids);
+            let mut sorted = ids.clone();
+            sorted.sort_unstable();
+            if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+                return Err(StoreError::DuplicateComponent(
+                    self.components.info(w[0]).name(),
+                ));
+            }
+            self.bundles.insert(key, BundleMeta { ids, spawn: None });
+        }
+        Ok(self.bundles.get_mut(&key).expect("inserted above"))
+    }
+
+    /// The spawn target of bundle `B`: archetype and column per element.
+    fn spawn_target<B: Bundle>(
+        &mut self,
+    ) -> Result<(ArchetypeId, SmallVec<[usize; 8]>), StoreError> {
+        let meta = self.bundle_meta::<B>()?;
+        if let Some(target) = &meta.spawn {
+            return Ok(target.clone());
+        }
+        let ids = meta.ids.clone();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        let archetype = self.archetype_for(&sorted)?;
+        let arch = &self.archetypes[archetype.index()];
+        let columns: SmallVec<[usize; 8]> = ids
+            .iter()
+            .map(|&c| arch.column_of(c).expect("archetype holds its bundle"))
+            .collect();
+        let target = (archetype, columns);
+        self.bundles
+            .get_mut(&TypeId::of::<B>())
+            .expect("cached")
+            .spawn = Some(target.clone());
+        Ok(target)
+    }
+
+    /// Spawns an entity with the components of `bundle`.
+    ///
+    /// Fails, changing nothing, if the bundle names a component twice or
+    /// one row of its component set does not fit in a 16 KiB chunk.
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, StoreError> {
+        let (archetype, columns) = self.spawn_target::<B>()?;
+        let now = self.now();
+        let arch = &mut self.archetypes[archetype.index()];
+        let (chunk, _) = arch.open_chunk(now);
+        let row = arch.chunk_len(chunk);
+        let ptrs: SmallVec<[*mut u8; 8]> =
+            columns.iter().map(|&c| arch.column_ptr(c, chunk)).collect();
+        let entity = self.entities.alloc(EntityLocation {
+            archetype,
+            chunk: chunk as u32,
+            row: row as u32,
+        });
+        // SAFETY: `ptrs` are the columns of `B`'s components in tuple order in
+        // the chunk `open_chunk` returned, and `row` is its first free row;
+        // the entity column slot `row` is free as well. `commit_rows` then
+        // makes exactly that one initialised row live.
+        unsafe {
+            bundle.write(&ptrs, row);
+            arch.chunks[chunk].entities_ptr().add(row).write(entity);
+            arch.commit_rows(chunk, 1);
+        }
+        arch.stamp_new_rows(chunk, row, 1, now);
+        Ok(entity)
+    }
+
+    /// Spawns one entity per bundle, filling whole chunks at a time.
+    /// Returns the new entities in order.
+    pub fn spawn_batch<B, I>(&mut self, bundles: I) -> Result<Vec<Entity>, StoreError>
+    where
+        B: Bundle,
+        I: IntoIterator<Item = B>,
+    {
+        let (archetype, columns) = self.spawn_target::<B>()?;
+        let now = self.now();
+        let mut bundles = bundles.into_iter();
+        let hint = bundles.size_hint().0;
+        let mut spawned = Vec::with_capacity(hint);
+        self.entities.reserve(hint);
+        let arch = &mut self.archetypes[archetype.index()];
+        loop {
+            let mut next = bundles.next();
+            if next.is_none() {
+                break;
+            }
+            let (chunk, free) = arch.open_chunk(now);
+            let start = arch.chunk_len(chunk);
+            let ptrs: SmallVec<[*mut u8; 8]> =
+                columns.iter().map(|&c| arch.column_ptr(c, chunk)).collect();
+            let entities = arch.chunks[chunk].entities_ptr();
+            let mut count = 0;
+            while let Some(bundle) = next {
+                let row = start + count;
+                let entity = self.entities.alloc(EntityLocation {
+                    archetype,
+                    chunk: chunk as u32,
+                    row: row as u32,
+                });
+                // SAFETY: `row < start + free`, a free row of this chunk, and
+                // `ptrs` are `B`'s columns in tuple order.
+                unsafe {
+                    bundle.write(&ptrs, row);
+                    entities.add(row).write(entity);
+                }
+                spawned.push(entity);
+                count += 1;
+                if count == free {
+                    break;
+                }
+                next = bundles.next();
+            }
+            // SAFETY: rows `start..start + count` were fully written above.
+            unsafe { arch.commit_rows(chunk, count) };
+            arch.stamp_new_rows(chunk, start, count, now);
+        }
+        Ok(spawned)
+    }
+
+    /// Despawns an entity, dropping its components.
+    pub fn despawn(&mut self, entity: Entity) -> Result<(), StoreError> {
+        let loc = self.entities.free(entity)?;
+        let arch = &mut self.archetypes[loc.archetype.index()];
+        // SAFETY: the location comes from a live entity, and its values are
+        // dropped once here and then removed from the chunk.
+        let moved = unsafe {
+            arch.drop_row(loc.chunk as usize, loc.row as usize);
+            arch.swap_remove(loc.chunk as usize, loc.row as usize)
+        };
+        if let Some(moved) = moved {
+            self.entities.set_location(moved, loc);
+        }
+        Ok(())
+    }
+
+    /// Moves a live entity's row from its archetype to `dst`. Values of
+    /// components both share are moved with their ticks; columns only `dst`
+    /// has are left unwritten and stamped added and changed now.
+    ///
+    /// # Safety
+    /// Values of components the source has and `dst` lacks must already be
+    /// dead (moved out or dropped). The caller must write every column that
+    /// only `dst` has before anything else reads the row.
+    unsafe fn move_entity(
+        &mut self,
+        entity: Entity,
+        loc: EntityLocation,
+        dst: ArchetypeId,
+    ) -> EntityLocation {
+        let now = self.now();
+        let (src, dst_arch) = two_mut(&mut self.archetypes, loc.archetype.index(), dst.index());
+        let (sc, sr) = (loc.chunk as usize, loc.row as usize);
+        let (dc, _) = dst_arch.open_chunk(now);
+        let dr = dst_arch.chunk_len(dc);
+        // SAFETY: `dr` is the first free row of `dc`; the entity slot is free.
+        unsafe {
+            dst_arch.chunks[dc].entities_ptr().add(dr).write(entity);
+            dst_arch.commit_rows(dc, 1);
+        }
+        dst_arch.stamp_new_rows(dc, dr, 1, now);
+        for scol in 0..src.columns.len() {
+            let component = src.columns[scol].component;
+            let Some(dcol) = dst_arch.column_of(component) else {
+                continue;
+            };
+            let size = src.columns[scol].size;
+            if size > 0 {
+                // SAFETY: source row is live; destination row is the fresh
+                // row committed above; distinct allocations, same type.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        src.value_ptr(scol, sc, sr),
+                        dst_arch.value_ptr(dcol, dc, dr),
+                        size,
+                    )
+                };
+            }
+            let changed = src.row_changed_tick(scol, sc, sr, now);
+            let added = src.row_added_tick(scol, sc, sr);
+            dst_arch.set_row_ticks(dcol, dc, dr, changed, added, now);
+        }
+        // SAFETY: every value of the source row was moved above or is dead
+        // per the caller's contract.
+        let moved = unsafe { src.swap_remove(sc, sr) };
+        if let Some(moved) = moved {
+            self.entities.set_location(moved, loc);
+        }
+        let new_loc = EntityLocation {
+            archetype: dst,
+            chunk: dc as u32,
+            row: dr as u32,
+        };
+        self.entities.set_location(entity, new_loc);
+        new_loc
+    }
+
+    /// Adds the components of `bundle` to a live entity, replacing values it
+    /// already has (those count as changed, not added).
+    pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), StoreError> {
+        let loc = self.entities.location(entity)?;
+        let key = TypeId::of::<B>();
+        let ids = self.bundle_meta::<B>()?.ids.clone();
+        let src_id = loc.archetype;
+        let dst_id = match self.archetypes[src_id.index()].insert_edges.get(&key) {
+            Some(&dst) => dst,
+            None => {
+                let mut set: SmallVec<[ComponentId; 16]> = self.archetypes[src_id.index()]
+                    .components()
+                    .iter()
+                    .copied()
+                    .collect();
+                set.extend(ids.iter().copied());
+                set.sort_unstable();
+                set.dedup();
+                let dst = self.archetype_for(&set)?;
+                self.archetypes[src_id.index()]
+                    .insert_edges
+                    .insert(key, dst);
+                dst
+            }
+        };
+        let now = self.now();
+        // Components the entity already has: drop the old value, the new one
+        // replaces it below.
+        let src = &mut self.archetypes[src_id.index()];
+        let mut replaced: SmallVec<[ComponentId; 8]> = SmallVec::new();
+        for &id in &ids {
+            if let Some(col) = src.column_of(id) {
+                replaced.push(id);
+                if let Some(drop) = src.columns[col].drop {
+                    // SAFETY: the row is live; the value is replaced below
+                    // without being read again.
+                    unsafe { drop(src.value_ptr(col, loc.chunk as usize, loc.row as usize)) };
+                }
+            }
+        }
+        let new_loc = if dst_id == src_id {
+            loc
+        } else {
+            // SAFETY: the destination is a superset of the source, so no
+            // source value is left behind; the new columns are written below.
+            unsafe { self.move_entity(entity, loc, dst_id) }
+        };
+        let dst = &mut self.archetypes[dst_id.index()];
+        let (chunk, row) = (new_loc.chunk as usize, new_loc.row as usize);
+        let mut ptrs: SmallVec<[*mut u8; 8]> = SmallVec::new();
+        for &id in &ids {
+            let col = dst.column_of(id).expect("destination holds the bundle");
+            ptrs.push(dst.column_ptr(col, chunk));
+            if replaced.contains(&id) {
+                dst.mark_row_changed(col, chunk, row, now);
+            }
+        }
+        // SAFETY: each pointer is the column of the matching tuple element;
+        // the slots hold either dropped values or fresh, unwritten memory.
+        unsafe { bundle.write(&ptrs, row) };
+        Ok(())
+    }
+
+    /// Adds one component (see [`World::insert`]).
+    pub fn insert_one<T: Component>(
+        &mut self,
+        entity: Entity,
+        component: T,
+    ) -> Result<(), StoreError> {
+        self.insert(entity, (component,))
+    }
+
+    /// Removes the components of `B` from a live entity and returns them.
+    /// Fails, changing nothing, if the entity lacks any of them.
+    pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, StoreError> {
+        let loc = self.entities.location(entity)?;
+        let mut ids = BundleIds::new();
+        B::component_ids(&self.components, &mut ids)
+            .map_err(|component| StoreError::MissingComponent { entity, component })?;
+        let src_id = loc.archetype;
+        let src = &self.archetypes[src_id.index()];
+        if let Some(&missing) = ids.iter().find(|&&id| !src.contains(id)) {
+            return Err(StoreError::MissingComponent {
+                entity,
+                component: self.components.info(missing).name(),
+            });
+        }
+        let key = TypeId::of::<B>();
+        let dst_id = match src.remove_edges.get(&key) {
+            Some(&dst) => dst,
+            None => {
+                let set: SmallVec<[ComponentId; 16]> = src
+                    .components()
+                    .iter()
+                    .copied()
+                    .filter(|c| !ids.contains(c))
+                    .collect();
+                if set.len() + ids.len() != src.components().len() {
+                    return Err(StoreError::DuplicateComponent(
+                        self.components.info(ids[0]).name(),
+                    ));
+                }
+                let dst = self.archetype_for(&set)?;
+                self.archetypes[src_id.index()]
+                    .remove_edges
+                    .insert(key, dst);
+                dst
+            }
+        };
+        let src = &self.archetypes[src_id.index()];
+        let ptrs: SmallVec<[*mut u8; 8]> = ids
+            .iter()
+            .map(|&id| {
+                src.column_ptr(
+                    src.column_of(id).expect("checked above"),
+                    loc.chunk as usize,
+                )
+            })
+            .collect();
+        // SAFETY: the row is live and every pointer is the column of the
+        // matching tuple element; the values are moved out here and the row
+        // is moved (without them) right after.
+        let bundle = unsafe { B::read(&ptrs, loc.row as usize) };
+        // SAFETY: the removed values were moved out above; the destination
+        // is a subset of the source, so it has no unwritten columns.
+        unsafe { self.move_entity(entity, loc, dst_id) };
+        Ok(bundle)
+    }
+
+    /// Removes one component and returns it (see [`World::remove`]).
+    pub fn remove_one<T: Component>(&mut self, entity: Entity) -> Result<T, StoreError> {
+        self.remove::<(T,)>(entity).map(|(t,)| t)
+    }
+
+    fn column_for<T: Component>(
+        &self,
+        entity: Entity,
+    ) -> Result<(EntityLocation, usize), StoreError> {
+        let loc = self.entities.location(entity)?;
+        let missing = StoreError::MissingComponent {
+            entity,
+            component: std::any::type_name::<T>(),
+        };
+        let id = self.components.id::<T>().ok_or(missing.clone())?;
+        let col = self.archetypes[loc.archetype.index()]
+            .column_of(id)
+            .ok_or(missing)?;
+        Ok((loc, col))
+    }
+
+    /// A shared borrow of one component of a live entity.
+    pub fn get<T: Component>(&self, entity: Entity) -> Result<&T, StoreError> {
+        let (loc, col) = self.column_for::<T>(entity)?;
+        let ptr = self.archetypes[loc.archetype.index()].value_ptr(
+            col,
+            loc.chunk as usize,
+            loc.row as usize,
+        );
+        // SAFETY: the row is live, the column holds `T`, and `&self` forbids
+        // any write for the borrow's lifetime.
+        Ok(unsafe { &*ptr.cast::<T>() })
+    }
+
+    /// A mutable borrow that marks the row changed at the current tick when
+    /// written through.
+    pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, StoreError> {
+        let (loc, col) = self.column_for::<T>(entity)?;
+        let now = self.now();
+        let arch = &self.archetypes[loc.archetype.index()];
+        let (chunk, row) = (loc.chunk as usize, loc.row as usize);
+        let ptr = arch.value_ptr(col, chunk, row);
+        let ticks = &arch.columns[col].ticks;
+        // SAFETY: the row is live, the column holds `T`, and `&mut self`
+        // makes this the only borrow of the world.
+        let value = unsafe { &mut *ptr.cast::<T>() };
+        Ok(Mut::new(
+            value,
+            &ticks.row_changed[arch.tick_index(chunk, row)],
+            &ticks.chunk_changed[chunk],
+            now,
+        ))
+    }
+
+    /// Whether a live entity has component `T`.
+    pub fn has<T: Component>(&self, entity: Entity) -> Result<bool, StoreError> {
+        let loc = self.entities.location(entity)?;
+        Ok(self
+            .components
+            .id::<T>()
+            .is_some_and(|id| self.archetypes[loc.archetype.index()].contains(id)))
+    }
+
+    /// The tick at which `entity`'s `T` was last changed (row stamp or the
+    /// chunk's whole-column stamp, whichever is newer).
+    pub fn changed_tick<T: Component>(&self, entity: Entity) -> Result<Tick, StoreError> {
+        let (loc, col) = self.column_for::<T>(entity)?;
+        Ok(self.archetypes[loc.archetype.index()].row_changed_tick(
+            col,
+            loc.chunk as usize,
+            loc.row as usize,
+            self.now(),
+        ))
+    }
+
+    /// The tick at which `T` was added to `entity`.
+    pub fn added_tick<T: Component>(&self, entity: Entity) -> Result<Tick, StoreError> {
+        let (loc, col) = self.column_for::<T>(entity)?;
+        Ok(self.archetypes[loc.archetype.index()].row_added_tick(
+            col,
+            loc.chunk as usize,
+            loc.row as usize,
+        ))
+    }
+
+    /// A new query state for data `Q`.
+    ///
+    /// # Panics
+    /// If `Q` borrows a component mutably twice, or both mutably and
+    /// shared (see [`QueryState::try_new`] for the non-panicking form).
+    pub fn query<Q: QueryData>(&mut self) -> QueryState<Q, ()> {
+        QueryState::new(self)
+    }
+
+    /// A new query state for data `Q` with filter `F`.
+    ///
+    /// # Panics
+    /// As [`World::query`].
+    pub fn query_filtered<Q: QueryData, F: QueryFilter>(&mut self) -> QueryState<Q, F> {
+        QueryState::new(self)
+    }
+
+    pub(crate) fn components_mut(&mut self) -> &mut Components {
+        &mut self.components
+    }
+}

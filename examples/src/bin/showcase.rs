@@ -1,0 +1,2 @@
+//! The showcase (for now: the store demo).
+fn main() {}
