@@ -49,6 +49,15 @@ impl Access {
         Ok(())
     }
 
+    /// Records a read of change ticks by a filter (`Changed<T>`,
+    /// `Added<T>`). A write of the same component in the same query already
+    /// covers it, so `Query<&mut T, Changed<T>>` is allowed.
+    pub fn add_filter_read(&mut self, id: ComponentId) {
+        if !self.writes.contains(&id) && !self.reads.contains(&id) {
+            self.reads.push(id);
+        }
+    }
+
     /// Records a mutable borrow. Fails if the component is already borrowed
     /// in this access.
     pub fn add_write(&mut self, id: ComponentId) -> Result<(), ConflictKind> {
@@ -89,8 +98,7 @@ impl Access {
     /// Whether no entity can match both accesses (one requires a component
     /// the other excludes).
     pub fn is_disjoint(&self, other: &Access) -> bool {
-        self.with.iter().any(|c| other.without.contains(c))
-            || self.without.iter().any(|c| other.with.contains(c))
+        self.with.iter().any(|c| other.without.contains(c)) || self.without.iter().any(|c| other.with.contains(c))
     }
 
     /// The first component two accesses (of different queries or systems)
@@ -107,11 +115,7 @@ impl Access {
                 return Some((w, ConflictKind::ReadWrite));
             }
         }
-        other
-            .writes
-            .iter()
-            .find(|w| self.reads.contains(w))
-            .map(|&w| (w, ConflictKind::ReadWrite))
+        other.writes.iter().find(|w| self.reads.contains(w)).map(|&w| (w, ConflictKind::ReadWrite))
     }
 
     /// Merges `other` into `self` as one combined access (a system with
@@ -132,17 +136,8 @@ impl Access {
 
     /// Names of the components, for messages.
     pub fn describe(&self, components: &Components) -> String {
-        let names = |ids: &Ids| {
-            ids.iter()
-                .map(|&c| components.info(c).name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        format!(
-            "reads [{}], writes [{}]",
-            names(&self.reads),
-            names(&self.writes)
-        )
+        let names = |ids: &Ids| ids.iter().map(|&c| components.info(c).name()).collect::<Vec<_>>().join(", ");
+        format!("reads [{}], writes [{}]", names(&self.reads), names(&self.writes))
     }
 }
 

@@ -99,16 +99,10 @@ impl Archetype {
         registry: &Components,
     ) -> Result<Archetype, StoreError> {
         debug_assert!(components.windows(2).all(|w| w[0] < w[1]));
-        let layouts: Vec<Layout> = components
-            .iter()
-            .map(|&c| registry.info(c).layout())
-            .collect();
+        let layouts: Vec<Layout> = components.iter().map(|&c| registry.info(c).layout()).collect();
         let Some(layout) = ChunkLayout::new(&layouts) else {
             return Err(StoreError::ComponentTooLarge {
-                components: components
-                    .iter()
-                    .map(|&c| registry.info(c).name())
-                    .collect(),
+                components: components.iter().map(|&c| registry.info(c).name()).collect(),
                 row_bytes: ChunkLayout::single_row_bytes(&layouts),
                 chunk_bytes: CHUNK_SIZE,
             });
@@ -227,9 +221,7 @@ impl Archetype {
     pub(crate) fn column_ptr(&self, col: usize, chunk: usize) -> *mut u8 {
         let column = &self.columns[col];
         if column.size == 0 {
-            return NonNull::<u8>::dangling()
-                .as_ptr()
-                .wrapping_add(column.align - 1);
+            return NonNull::<u8>::dangling().as_ptr().wrapping_add(column.align - 1);
         }
         // SAFETY: `offset + size * capacity <= CHUNK_SIZE` by `ChunkLayout`,
         // so the offset stays inside the chunk's allocation.
@@ -256,9 +248,7 @@ impl Archetype {
     /// whole-column mark if newer).
     pub(crate) fn row_changed_tick(&self, col: usize, chunk: usize, row: usize, now: Tick) -> Tick {
         let t = &self.columns[col].ticks;
-        t.row_changed[self.tick_index(chunk, row)]
-            .load()
-            .newest(t.chunk_all_changed[chunk].load(), now)
+        t.row_changed[self.tick_index(chunk, row)].load().newest(t.chunk_all_changed[chunk].load(), now)
     }
 
     /// The added tick of a row.
@@ -283,10 +273,8 @@ impl Archetype {
             t.chunk_changed.push(AtomicTick::new(never));
             t.chunk_added.push(AtomicTick::new(never));
             t.chunk_all_changed.push(AtomicTick::new(never));
-            t.row_changed
-                .resize_with(t.row_changed.len() + capacity, AtomicTick::default);
-            t.row_added
-                .resize_with(t.row_added.len() + capacity, AtomicTick::default);
+            t.row_changed.resize_with(t.row_changed.len() + capacity, AtomicTick::default);
+            t.row_added.resize_with(t.row_added.len() + capacity, AtomicTick::default);
         }
         self.open.push(c as u32);
         (c, capacity)

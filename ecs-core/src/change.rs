@@ -29,12 +29,7 @@ impl<'w, T> Mut<'w, T> {
         chunk_changed: &'w AtomicTick,
         this_run: Tick,
     ) -> Self {
-        Mut {
-            value,
-            row_changed,
-            chunk_changed,
-            this_run,
-        }
+        Mut { value, row_changed, chunk_changed, this_run }
     }
 
     /// Marks the row changed without writing.

@@ -37,10 +37,7 @@ impl ChunkLayout {
     /// Places columns of the given layouts. `None` when not one row fits.
     pub(crate) fn new(columns: &[Layout]) -> Option<ChunkLayout> {
         let row_bytes = size_of::<Entity>() + columns.iter().map(Layout::size).sum::<usize>();
-        let max_align = columns
-            .iter()
-            .map(Layout::align)
-            .fold(CHUNK_ALIGN, usize::max);
+        let max_align = columns.iter().map(Layout::align).fold(CHUNK_ALIGN, usize::max);
         let block = Layout::from_size_align(CHUNK_SIZE, max_align).ok()?;
         let mut capacity = CHUNK_SIZE / row_bytes;
         let mut offsets = Vec::with_capacity(columns.len());
@@ -57,11 +54,7 @@ impl ChunkLayout {
                 end = start + column.size() * capacity;
             }
             if end <= CHUNK_SIZE {
-                return Some(ChunkLayout {
-                    capacity,
-                    offsets,
-                    block,
-                });
+                return Some(ChunkLayout { capacity, offsets, block });
             }
             capacity -= 1;
         }
@@ -103,14 +96,8 @@ impl Chunk {
         debug_assert!(block.size() > 0);
         // SAFETY: `block` has a non-zero size (CHUNK_SIZE).
         let raw = unsafe { std::alloc::alloc(block) };
-        let Some(data) = NonNull::new(raw) else {
-            std::alloc::handle_alloc_error(block)
-        };
-        Chunk {
-            data,
-            block,
-            len: 0,
-        }
+        let Some(data) = NonNull::new(raw) else { std::alloc::handle_alloc_error(block) };
+        Chunk { data, block, len: 0 }
     }
 
     /// Base address of the block. Columns are at `base + offset`.
@@ -148,11 +135,7 @@ mod tests {
 
     #[test]
     fn columns_fit_and_are_aligned() {
-        let cols = [
-            Layout::new::<[f32; 16]>(),
-            Layout::new::<[f32; 3]>(),
-            Layout::new::<()>(),
-        ];
+        let cols = [Layout::new::<[f32; 16]>(), Layout::new::<[f32; 3]>(), Layout::new::<()>()];
         let l = ChunkLayout::new(&cols).unwrap();
         assert!(l.capacity > 100);
         assert_eq!(l.offsets[0] % 64, 0);

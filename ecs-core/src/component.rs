@@ -116,11 +116,7 @@ impl Components {
             return id;
         }
         let id = ComponentId(self.infos.len() as u32);
-        let drop: Option<unsafe fn(*mut u8)> = if std::mem::needs_drop::<T>() {
-            Some(drop_ptr::<T>)
-        } else {
-            None
-        };
+        let drop: Option<unsafe fn(*mut u8)> = if std::mem::needs_drop::<T>() { Some(drop_ptr::<T>) } else { None };
         self.infos.push(ComponentInfo {
             id,
             type_id,

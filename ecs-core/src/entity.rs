@@ -39,10 +39,7 @@ impl Entity {
 
     /// The inverse of [`Entity::to_bits`].
     pub const fn from_bits(bits: u64) -> Self {
-        Entity {
-            index: bits as u32,
-            generation: (bits >> 32) as u32,
-        }
+        Entity { index: bits as u32, generation: (bits >> 32) as u32 }
     }
 }
 
@@ -94,18 +91,14 @@ impl Entities {
             Entity::from_parts(index, slot.generation)
         } else {
             let index = u32::try_from(self.slots.len()).expect("more than 2^32 entity slots");
-            self.slots.push(Slot {
-                generation: 0,
-                location: Some(location),
-            });
+            self.slots.push(Slot { generation: 0, location: Some(location) });
             Entity::from_parts(index, 0)
         }
     }
 
     /// Reserves room for `additional` more slots.
     pub(crate) fn reserve(&mut self, additional: usize) {
-        self.slots
-            .reserve(additional.saturating_sub(self.free.len()));
+        self.slots.reserve(additional.saturating_sub(self.free.len()));
     }
 
     /// Frees a live entity's slot and returns where its row was.
@@ -115,10 +108,7 @@ impl Entities {
             .get_mut(entity.index as usize)
             .filter(|s| s.generation == entity.generation)
             .ok_or(StoreError::NoSuchEntity(entity))?;
-        let location = slot
-            .location
-            .take()
-            .ok_or(StoreError::NoSuchEntity(entity))?;
+        let location = slot.location.take().ok_or(StoreError::NoSuchEntity(entity))?;
         self.len -= 1;
         // A slot whose generation would wrap is retired for good, so no
         // handle can ever alias an entity of a later generation.
@@ -133,10 +123,7 @@ impl Entities {
     #[inline]
     pub(crate) fn location(&self, entity: Entity) -> Result<EntityLocation, StoreError> {
         match self.slots.get(entity.index as usize) {
-            Some(Slot {
-                generation,
-                location: Some(loc),
-            }) if *generation == entity.generation => Ok(*loc),
+            Some(Slot { generation, location: Some(loc) }) if *generation == entity.generation => Ok(*loc),
             _ => Err(StoreError::NoSuchEntity(entity)),
         }
     }
@@ -160,11 +147,7 @@ mod tests {
     use super::*;
 
     fn loc() -> EntityLocation {
-        EntityLocation {
-            archetype: ArchetypeId(0),
-            chunk: 0,
-            row: 0,
-        }
+        EntityLocation { archetype: ArchetypeId(0), chunk: 0, row: 0 }
     }
 
     #[test]

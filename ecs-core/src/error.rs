@@ -37,11 +37,7 @@ impl std::fmt::Display for StoreError {
             StoreError::MissingComponent { entity, component } => {
                 write!(f, "entity {entity} has no component {component}")
             }
-            StoreError::ComponentTooLarge {
-                components,
-                row_bytes,
-                chunk_bytes,
-            } => write!(
+            StoreError::ComponentTooLarge { components, row_bytes, chunk_bytes } => write!(
                 f,
                 "one row of [{}] needs {row_bytes} bytes with padding, more than a {chunk_bytes}-byte chunk holds",
                 components.join(", ")

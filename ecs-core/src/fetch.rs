@@ -34,10 +34,7 @@ pub unsafe trait QueryData {
     /// Registers the components involved.
     fn init_state(components: &mut Components) -> Self::State;
     /// Records reads and writes, failing on an internal conflict.
-    fn update_access(
-        state: Self::State,
-        access: &mut Access,
-    ) -> Result<(), (ComponentId, ConflictKind)>;
+    fn update_access(state: Self::State, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)>;
     /// Whether rows of `archetype` can be fetched.
     fn matches(state: Self::State, archetype: &Archetype) -> bool;
     /// Column lookups for a matched archetype.
@@ -48,12 +45,7 @@ pub unsafe trait QueryData {
     /// `archetype` matched, `cache` was made from it, `chunk` is in range,
     /// and the caller holds the access `update_access` records for the
     /// lifetime `'w` on this chunk's rows it will fetch.
-    unsafe fn fetch<'w>(
-        cache: Self::Cache,
-        archetype: &'w Archetype,
-        chunk: usize,
-        this_run: Tick,
-    ) -> Self::Fetch<'w>;
+    unsafe fn fetch<'w>(cache: Self::Cache, archetype: &'w Archetype, chunk: usize, this_run: Tick) -> Self::Fetch<'w>;
     /// One row.
     ///
     /// # Safety
@@ -94,27 +86,17 @@ unsafe impl<T: Component> QueryData for &T {
     fn init_state(components: &mut Components) -> ComponentId {
         components.register::<T>()
     }
-    fn update_access(
-        state: ComponentId,
-        access: &mut Access,
-    ) -> Result<(), (ComponentId, ConflictKind)> {
+    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
         access.add_read(state).map_err(conflict(state))
     }
     fn matches(state: ComponentId, archetype: &Archetype) -> bool {
         archetype.contains(state)
     }
     fn cache(state: ComponentId, archetype: &Archetype) -> usize {
-        archetype
-            .column_of(state)
-            .expect("matched archetype holds the column")
+        archetype.column_of(state).expect("matched archetype holds the column")
     }
     #[inline]
-    unsafe fn fetch<'w>(
-        cache: usize,
-        archetype: &'w Archetype,
-        chunk: usize,
-        _: Tick,
-    ) -> Self::Fetch<'w> {
+    unsafe fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, _: Tick) -> Self::Fetch<'w> {
         archetype.column_ptr(cache, chunk).cast::<T>()
     }
     #[inline]
@@ -167,27 +149,17 @@ unsafe impl<T: Component> QueryData for &mut T {
     fn init_state(components: &mut Components) -> ComponentId {
         components.register::<T>()
     }
-    fn update_access(
-        state: ComponentId,
-        access: &mut Access,
-    ) -> Result<(), (ComponentId, ConflictKind)> {
+    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
         access.add_write(state).map_err(conflict(state))
     }
     fn matches(state: ComponentId, archetype: &Archetype) -> bool {
         archetype.contains(state)
     }
     fn cache(state: ComponentId, archetype: &Archetype) -> usize {
-        archetype
-            .column_of(state)
-            .expect("matched archetype holds the column")
+        archetype.column_of(state).expect("matched archetype holds the column")
     }
     #[inline]
-    unsafe fn fetch<'w>(
-        cache: usize,
-        archetype: &'w Archetype,
-        chunk: usize,
-        this_run: Tick,
-    ) -> MutFetch<'w, T> {
+    unsafe fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, this_run: Tick) -> MutFetch<'w, T> {
         let ticks = &archetype.columns[cache].ticks;
         MutFetch {
             values: archetype.column_ptr(cache, chunk).cast::<T>(),
@@ -203,12 +175,7 @@ unsafe impl<T: Component> QueryData for &mut T {
         // tick are in bounds; the caller guarantees this is the only live
         // item for the row, and the write access is recorded.
         unsafe {
-            Mut::new(
-                &mut *fetch.values.add(row),
-                &*fetch.row_changed.add(row),
-                fetch.chunk_changed,
-                fetch.this_run,
-            )
+            Mut::new(&mut *fetch.values.add(row), &*fetch.row_changed.add(row), fetch.chunk_changed, fetch.this_run)
         }
     }
     #[inline]
@@ -279,10 +246,7 @@ unsafe impl<T: Component> QueryData for Option<&T> {
     fn init_state(components: &mut Components) -> ComponentId {
         components.register::<T>()
     }
-    fn update_access(
-        state: ComponentId,
-        access: &mut Access,
-    ) -> Result<(), (ComponentId, ConflictKind)> {
+    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
         access.add_read(state).map_err(conflict(state))
     }
     fn matches(_: ComponentId, _: &Archetype) -> bool {
@@ -292,12 +256,7 @@ unsafe impl<T: Component> QueryData for Option<&T> {
         archetype.column_of(state)
     }
     #[inline]
-    unsafe fn fetch<'w>(
-        cache: Option<usize>,
-        archetype: &'w Archetype,
-        chunk: usize,
-        _: Tick,
-    ) -> Self::Fetch<'w> {
+    unsafe fn fetch<'w>(cache: Option<usize>, archetype: &'w Archetype, chunk: usize, _: Tick) -> Self::Fetch<'w> {
         cache.map(|col| archetype.column_ptr(col, chunk).cast::<T>().cast_const())
     }
     #[inline]

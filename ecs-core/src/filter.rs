@@ -32,29 +32,16 @@ pub unsafe trait QueryFilter {
     /// Registers the components involved.
     fn init_state(components: &mut Components) -> Self::State;
     /// Records what the filter reads and the `With`/`Without` constraints.
-    fn update_access(
-        state: Self::State,
-        access: &mut Access,
-    ) -> Result<(), (ComponentId, ConflictKind)>;
+    fn update_access(state: Self::State, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)>;
     /// Archetype-level test.
     fn matches(state: Self::State, archetype: &Archetype) -> bool;
     /// Column lookups for a matched archetype.
     fn cache(state: Self::State, archetype: &Archetype) -> Self::Cache;
     /// Chunk-level test from chunk ticks only. `false` means no row of the
     /// chunk can pass.
-    fn chunk_may_pass(
-        cache: Self::Cache,
-        archetype: &Archetype,
-        chunk: usize,
-        window: TickWindow,
-    ) -> bool;
+    fn chunk_may_pass(cache: Self::Cache, archetype: &Archetype, chunk: usize, window: TickWindow) -> bool;
     /// Per-chunk state for row tests.
-    fn fetch<'w>(
-        cache: Self::Cache,
-        archetype: &'w Archetype,
-        chunk: usize,
-        window: TickWindow,
-    ) -> Self::Fetch<'w>;
+    fn fetch<'w>(cache: Self::Cache, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> Self::Fetch<'w>;
     /// Whether every row of the chunk passes (no row test needed).
     fn all_rows_pass(fetch: &Self::Fetch<'_>) -> bool;
     /// Row-level test.
@@ -85,10 +72,7 @@ unsafe impl<T: Component> QueryFilter for With<T> {
     fn init_state(components: &mut Components) -> ComponentId {
         components.register::<T>()
     }
-    fn update_access(
-        state: ComponentId,
-        access: &mut Access,
-    ) -> Result<(), (ComponentId, ConflictKind)> {
+    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
         access.add_with(state);
         Ok(())
     }
@@ -122,10 +106,7 @@ unsafe impl<T: Component> QueryFilter for Without<T> {
     fn init_state(components: &mut Components) -> ComponentId {
         components.register::<T>()
     }
-    fn update_access(
-        state: ComponentId,
-        access: &mut Access,
-    ) -> Result<(), (ComponentId, ConflictKind)> {
+    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
         access.add_without(state);
         Ok(())
     }
@@ -165,10 +146,7 @@ impl TickFetch<'_> {
         debug_assert!(row < self.rows.len());
         // SAFETY: `rows` spans the chunk's capacity and the caller keeps
         // `row` below it.
-        self.all
-            || self
-                .window
-                .contains(unsafe { self.rows.get_unchecked(row) }.load())
+        self.all || self.window.contains(unsafe { self.rows.get_unchecked(row) }.load())
     }
 }
 
@@ -182,37 +160,23 @@ unsafe impl<T: Component> QueryFilter for Changed<T> {
     fn init_state(components: &mut Components) -> ComponentId {
         components.register::<T>()
     }
-    fn update_access(
-        state: ComponentId,
-        access: &mut Access,
-    ) -> Result<(), (ComponentId, ConflictKind)> {
+    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
         access.add_with(state);
-        access.add_read(state).map_err(|k| (state, k))
+        access.add_filter_read(state);
+        Ok(())
     }
     fn matches(state: ComponentId, archetype: &Archetype) -> bool {
         archetype.contains(state)
     }
     fn cache(state: ComponentId, archetype: &Archetype) -> usize {
-        archetype
-            .column_of(state)
-            .expect("matched archetype holds the column")
+        archetype.column_of(state).expect("matched archetype holds the column")
     }
     #[inline]
-    fn chunk_may_pass(
-        cache: usize,
-        archetype: &Archetype,
-        chunk: usize,
-        window: TickWindow,
-    ) -> bool {
+    fn chunk_may_pass(cache: usize, archetype: &Archetype, chunk: usize, window: TickWindow) -> bool {
         window.contains(archetype.columns[cache].ticks.chunk_changed[chunk].load())
     }
     #[inline]
-    fn fetch<'w>(
-        cache: usize,
-        archetype: &'w Archetype,
-        chunk: usize,
-        window: TickWindow,
-    ) -> TickFetch<'w> {
+    fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> TickFetch<'w> {
         let ticks = &archetype.columns[cache].ticks;
         let start = archetype.tick_index(chunk, 0);
         TickFetch {
@@ -242,44 +206,26 @@ unsafe impl<T: Component> QueryFilter for Added<T> {
     fn init_state(components: &mut Components) -> ComponentId {
         components.register::<T>()
     }
-    fn update_access(
-        state: ComponentId,
-        access: &mut Access,
-    ) -> Result<(), (ComponentId, ConflictKind)> {
+    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
         access.add_with(state);
-        access.add_read(state).map_err(|k| (state, k))
+        access.add_filter_read(state);
+        Ok(())
     }
     fn matches(state: ComponentId, archetype: &Archetype) -> bool {
         archetype.contains(state)
     }
     fn cache(state: ComponentId, archetype: &Archetype) -> usize {
-        archetype
-            .column_of(state)
-            .expect("matched archetype holds the column")
+        archetype.column_of(state).expect("matched archetype holds the column")
     }
     #[inline]
-    fn chunk_may_pass(
-        cache: usize,
-        archetype: &Archetype,
-        chunk: usize,
-        window: TickWindow,
-    ) -> bool {
+    fn chunk_may_pass(cache: usize, archetype: &Archetype, chunk: usize, window: TickWindow) -> bool {
         window.contains(archetype.columns[cache].ticks.chunk_added[chunk].load())
     }
     #[inline]
-    fn fetch<'w>(
-        cache: usize,
-        archetype: &'w Archetype,
-        chunk: usize,
-        window: TickWindow,
-    ) -> TickFetch<'w> {
+    fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> TickFetch<'w> {
         let ticks = &archetype.columns[cache].ticks;
         let start = archetype.tick_index(chunk, 0);
-        TickFetch {
-            rows: &ticks.row_added[start..start + archetype.chunk_capacity()],
-            all: false,
-            window,
-        }
+        TickFetch { rows: &ticks.row_added[start..start + archetype.chunk_capacity()], all: false, window }
     }
     #[inline]
     fn all_rows_pass(fetch: &TickFetch<'_>) -> bool {
@@ -351,7 +297,7 @@ macro_rules! tuple_filter {
                     let mut sub = Access::default();
                     $name::update_access(_state.$idx, &mut sub)?;
                     for &r in sub.reads() {
-                        _access.add_read(r).map_err(|k| (r, k))?;
+                        _access.add_filter_read(r);
                     }
                 )*
                 Ok(())

@@ -19,7 +19,7 @@
 //! struct Vel(f32);
 //!
 //! let mut world = World::new();
-//! for i in 0..1000 {
+//! for i in 0..10_000 {
 //!     world.spawn((Pos(i as f32), Vel(if i < 10 { 1.0 } else { 0.0 }))).unwrap();
 //! }
 //! let mut movers = world.query::<(&mut Pos, &Vel)>();

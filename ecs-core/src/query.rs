@@ -31,11 +31,7 @@ impl ChunkStats {
 
     /// Share of chunks skipped, 0.0 to 1.0 (1.0 when there were none).
     pub fn skip_ratio(&self) -> f64 {
-        if self.chunks_total == 0 {
-            1.0
-        } else {
-            self.chunks_skipped as f64 / self.chunks_total as f64
-        }
+        if self.chunks_total == 0 { 1.0 } else { self.chunks_skipped as f64 / self.chunks_total as f64 }
     }
 
     /// Adds another run's counts.
@@ -66,11 +62,7 @@ pub enum QueryError {
 impl std::fmt::Display for QueryError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            QueryError::Conflict {
-                query,
-                component,
-                kind,
-            } => write!(
+            QueryError::Conflict { query, component, kind } => write!(
                 f,
                 "query {query} is refused: component {component} is {}; split it into two queries or use one borrow",
                 kind.describe()
@@ -101,7 +93,10 @@ impl<Q: QueryData, F: QueryFilter> Copy for Matched<Q, F> {}
 /// chunk counts of its latest run.
 ///
 /// A run sees changes stamped in `(last_run, this_run]`, where `this_run` is
-/// the world tick when the run starts; afterwards `last_run = this_run`.
+/// the world tick when the run starts; its own writes are stamped
+/// `this_run`. After the run `last_run = this_run` and the world tick is
+/// advanced by one, so anything written later is stamped newer and the next
+/// run sees it, while the run's own writes are never seen again by itself.
 /// A new state has never run, so its first run sees everything as changed.
 ///
 /// ```
@@ -151,8 +146,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         let data_state = Q::init_state(components);
         let filter_state = F::init_state(components);
         let mut access = Access::default();
-        let checked = Q::update_access(data_state, &mut access)
-            .and_then(|()| F::update_access(filter_state, &mut access));
+        let checked =
+            Q::update_access(data_state, &mut access).and_then(|()| F::update_access(filter_state, &mut access));
         if let Err((id, kind)) = checked {
             return Err(QueryError::Conflict {
                 query: std::any::type_name::<(Q, F)>(),
@@ -217,11 +212,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// # Panics
     /// If `world` is not the world this state was made for.
     pub fn update_archetypes(&mut self, world: &World) {
-        assert_eq!(
-            self.world_id,
-            world.id(),
-            "a QueryState was used with a world it was not made for"
-        );
+        assert_eq!(self.world_id, world.id(), "a QueryState was used with a world it was not made for");
         let archetypes = world.archetypes();
         for archetype in &archetypes[self.archetypes_seen..] {
             if Q::matches(self.data_state, archetype) && F::matches(self.filter_state, archetype) {
@@ -240,6 +231,9 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     fn begin(&mut self, world: &World) -> TickWindow {
         self.update_archetypes(world);
         let this_run = world.change_tick();
+        // Writes made after this run (by anyone) must be stamped newer than
+        // `this_run`, or the next run would miss them.
+        world.increment_change_tick_shared();
         let window = TickWindow::new(self.last_run, this_run);
         self.last_run = this_run;
         self.stats = ChunkStats::default();
@@ -258,6 +252,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// Iterates the matching rows; `&mut T` items are [`crate::Mut`] and mark
     /// their row when written.
     pub fn iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryIter<'w, 's, Q, F> {
+        world.check_change_ticks();
         // SAFETY: `&mut World` is exclusive for `'w`.
         unsafe { self.iter_unchecked(world) }
     }
@@ -268,10 +263,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// For `'w`, nothing else may access the components this query writes,
     /// nor write the ones it reads (schedulers check this with
     /// [`QueryState::access`]).
-    pub unsafe fn iter_unchecked<'w, 's>(
-        &'s mut self,
-        world: &'w World,
-    ) -> QueryIter<'w, 's, Q, F> {
+    pub unsafe fn iter_unchecked<'w, 's>(&'s mut self, world: &'w World) -> QueryIter<'w, 's, Q, F> {
         let window = self.begin(world);
         QueryIter {
             archetypes: world.archetypes(),
@@ -296,6 +288,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// Runs `f` on every matching chunk, as a [`ChunkView`] (column slices,
     /// entities, tick info): the SIMD-friendly path.
     pub fn for_each_chunk_mut(&mut self, world: &mut World, f: impl FnMut(ChunkView<'_, Q, F>)) {
+        world.check_change_ticks();
         // SAFETY: `&mut World` is exclusive.
         unsafe { self.for_each_chunk_unchecked(world, f) }
     }
@@ -313,11 +306,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     ///
     /// # Safety
     /// As [`QueryState::iter_unchecked`].
-    pub unsafe fn for_each_chunk_unchecked<'w>(
-        &mut self,
-        world: &'w World,
-        mut f: impl FnMut(ChunkView<'w, Q, F>),
-    ) {
+    pub unsafe fn for_each_chunk_unchecked<'w>(&mut self, world: &'w World, mut f: impl FnMut(ChunkView<'w, Q, F>)) {
         let window = self.begin(world);
         let archetypes = world.archetypes();
         for m in &self.matched {
@@ -355,12 +344,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
                     self.stats.chunks_skipped += 1;
                     continue;
                 }
-                tasks.push(ChunkTask {
-                    matched: matched as u32,
-                    chunk: chunk as u32,
-                    start: 0,
-                    end: len as u32,
-                });
+                tasks.push(ChunkTask { matched: matched as u32, chunk: chunk as u32, start: 0, end: len as u32 });
             }
         }
         tasks
@@ -370,6 +354,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// When there are few chunks, chunks are split into row ranges so both
     /// cores get work.
     pub fn par_for_each_mut(&mut self, world: &mut World, f: impl Fn(Q::Item<'_>) + Send + Sync) {
+        world.check_change_ticks();
         // SAFETY: `&mut World` is exclusive; tasks cover disjoint rows.
         unsafe { self.par_for_each_unchecked(world, f) }
     }
@@ -387,11 +372,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     ///
     /// # Safety
     /// As [`QueryState::iter_unchecked`].
-    pub unsafe fn par_for_each_unchecked(
-        &mut self,
-        world: &World,
-        f: impl Fn(Q::Item<'_>) + Send + Sync,
-    ) {
+    pub unsafe fn par_for_each_unchecked(&mut self, world: &World, f: impl Fn(Q::Item<'_>) + Send + Sync) {
         let window = self.begin(world);
         let mut tasks = self.chunk_tasks(world, window);
         split_tasks(&mut tasks);
@@ -422,11 +403,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     }
 
     /// Runs `f` on every matching chunk in parallel.
-    pub fn par_for_each_chunk_mut(
-        &mut self,
-        world: &mut World,
-        f: impl Fn(ChunkView<'_, Q, F>) + Send + Sync,
-    ) {
+    pub fn par_for_each_chunk_mut(&mut self, world: &mut World, f: impl Fn(ChunkView<'_, Q, F>) + Send + Sync) {
+        world.check_change_ticks();
         // SAFETY: `&mut World` is exclusive; each chunk is one task.
         unsafe { self.par_for_each_chunk_unchecked(world, f) }
     }
@@ -448,27 +426,12 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             let m = &matched[task.matched as usize];
             let archetype = &archetypes[m.archetype.index()];
             // SAFETY: one task per chunk; the caller holds the access.
-            f(unsafe {
-                ChunkView::new(
-                    archetype,
-                    m.data,
-                    m.filter,
-                    task.chunk as usize,
-                    task.end as usize,
-                    window,
-                )
-            });
+            f(unsafe { ChunkView::new(archetype, m.data, m.filter, task.chunk as usize, task.end as usize, window) });
         });
     }
 
-    fn matched_cache(
-        &self,
-        world: &World,
-        entity: Entity,
-    ) -> Result<(Q::Cache, crate::EntityLocation), QueryError> {
-        let loc = world
-            .location(entity)
-            .map_err(|_| QueryError::NoSuchEntity(entity))?;
+    fn matched_cache(&self, world: &World, entity: Entity) -> Result<(Q::Cache, crate::EntityLocation), QueryError> {
+        let loc = world.location(entity).map_err(|_| QueryError::NoSuchEntity(entity))?;
         let archetype = &world.archetypes()[loc.archetype.index()];
         if !(Q::matches(self.data_state, archetype) && F::matches(self.filter_state, archetype)) {
             return Err(QueryError::NoMatch(entity));
@@ -493,11 +456,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
 
     /// Mutable form of [`QueryState::get`]; writes are stamped with the
     /// world's current tick.
-    pub fn get_mut<'w>(
-        &self,
-        world: &'w mut World,
-        entity: Entity,
-    ) -> Result<Q::Item<'w>, QueryError> {
+    pub fn get_mut<'w>(&self, world: &'w mut World, entity: Entity) -> Result<Q::Item<'w>, QueryError> {
         let (cache, loc) = self.matched_cache(world, entity)?;
         let now = world.now();
         let archetype = &world.archetypes()[loc.archetype.index()];
@@ -680,15 +639,7 @@ impl<'w, Q: QueryData, F: QueryFilter> ChunkView<'w, Q, F> {
         // SAFETY: forwarded contract.
         let data = unsafe { Q::fetch(data, archetype, chunk, window.this_run()) };
         let filter = F::fetch(filter, archetype, chunk, window);
-        ChunkView {
-            archetype,
-            chunk,
-            len,
-            data,
-            filter,
-            all_pass: F::ARCHETYPAL || F::all_rows_pass(&filter),
-            window,
-        }
+        ChunkView { archetype, chunk, len, data, filter, all_pass: F::ARCHETYPAL || F::all_rows_pass(&filter), window }
     }
 
     /// Live rows in the chunk.
@@ -755,13 +706,7 @@ impl<'w, Q: QueryData, F: QueryFilter> ChunkView<'w, Q, F> {
 
     /// The items of the rows that pass the filter.
     pub fn items(self) -> impl Iterator<Item = Q::Item<'w>> {
-        let ChunkView {
-            data,
-            filter,
-            all_pass,
-            len,
-            ..
-        } = self;
+        let ChunkView { data, filter, all_pass, len, .. } = self;
         // SAFETY: rows are below `len`, each yielded once; the view is
         // consumed, so no other borrow through it remains.
         (0..len)

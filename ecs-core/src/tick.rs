@@ -71,11 +71,7 @@ impl Tick {
     /// The newer of two stamps, seen from `now`.
     #[inline]
     pub fn newest(self, other: Tick, now: Tick) -> Tick {
-        if self.age(now) <= other.age(now) {
-            self
-        } else {
-            other
-        }
+        if self.age(now) <= other.age(now) { self } else { other }
     }
 }
 
@@ -101,10 +97,7 @@ impl TickWindow {
     #[inline]
     pub fn new(last_run: u64, this_run: u64) -> Self {
         let since = this_run.saturating_sub(last_run).min(MAX_CHANGE_AGE as u64);
-        TickWindow {
-            this_run: this_run as u32,
-            since_last: since as u32,
-        }
+        TickWindow { this_run: this_run as u32, since_last: since as u32 }
     }
 
     /// The tick this run stamps its writes with.

@@ -88,8 +88,7 @@ impl World {
     /// An empty world at tick 1.
     pub fn new() -> World {
         let components = Components::default();
-        let empty = Archetype::new(ArchetypeId::EMPTY, &[], &components)
-            .expect("the empty archetype always fits");
+        let empty = Archetype::new(ArchetypeId::EMPTY, &[], &components).expect("the empty archetype always fits");
         let mut archetype_ids = HashMap::new();
         archetype_ids.insert(Box::from([] as [ComponentId; 0]), ArchetypeId::EMPTY);
         World {
@@ -231,9 +230,7 @@ impl World {
             let mut sorted = ids.clone();
             sorted.sort_unstable();
             if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-                return Err(StoreError::DuplicateComponent(
-                    self.components.info(w[0]).name(),
-                ));
+                return Err(StoreError::DuplicateComponent(self.components.info(w[0]).name()));
             }
             self.bundles.insert(key, BundleMeta { ids, spawn: None });
         }
@@ -241,9 +238,7 @@ impl World {
     }
 
     /// The spawn target of bundle `B`: archetype and column per element.
-    fn spawn_target<B: Bundle>(
-        &mut self,
-    ) -> Result<(ArchetypeId, SmallVec<[usize; 8]>), StoreError> {
+    fn spawn_target<B: Bundle>(&mut self) -> Result<(ArchetypeId, SmallVec<[usize; 8]>), StoreError> {
         let meta = self.bundle_meta::<B>()?;
         if let Some(target) = &meta.spawn {
             return Ok(target.clone());
@@ -253,15 +248,10 @@ impl World {
         sorted.sort_unstable();
         let archetype = self.archetype_for(&sorted)?;
         let arch = &self.archetypes[archetype.index()];
-        let columns: SmallVec<[usize; 8]> = ids
-            .iter()
-            .map(|&c| arch.column_of(c).expect("archetype holds its bundle"))
-            .collect();
+        let columns: SmallVec<[usize; 8]> =
+            ids.iter().map(|&c| arch.column_of(c).expect("archetype holds its bundle")).collect();
         let target = (archetype, columns);
-        self.bundles
-            .get_mut(&TypeId::of::<B>())
-            .expect("cached")
-            .spawn = Some(target.clone());
+        self.bundles.get_mut(&TypeId::of::<B>()).expect("cached").spawn = Some(target.clone());
         Ok(target)
     }
 
@@ -275,13 +265,8 @@ impl World {
         let arch = &mut self.archetypes[archetype.index()];
         let (chunk, _) = arch.open_chunk(now);
         let row = arch.chunk_len(chunk);
-        let ptrs: SmallVec<[*mut u8; 8]> =
-            columns.iter().map(|&c| arch.column_ptr(c, chunk)).collect();
-        let entity = self.entities.alloc(EntityLocation {
-            archetype,
-            chunk: chunk as u32,
-            row: row as u32,
-        });
+        let ptrs: SmallVec<[*mut u8; 8]> = columns.iter().map(|&c| arch.column_ptr(c, chunk)).collect();
+        let entity = self.entities.alloc(EntityLocation { archetype, chunk: chunk as u32, row: row as u32 });
         // SAFETY: `ptrs` are the columns of `B`'s components in tuple order in
         // the chunk `open_chunk` returned, and `row` is its first free row;
         // the entity column slot `row` is free as well. `commit_rows` then
@@ -316,17 +301,12 @@ impl World {
             }
             let (chunk, free) = arch.open_chunk(now);
             let start = arch.chunk_len(chunk);
-            let ptrs: SmallVec<[*mut u8; 8]> =
-                columns.iter().map(|&c| arch.column_ptr(c, chunk)).collect();
+            let ptrs: SmallVec<[*mut u8; 8]> = columns.iter().map(|&c| arch.column_ptr(c, chunk)).collect();
             let entities = arch.chunks[chunk].entities_ptr();
             let mut count = 0;
             while let Some(bundle) = next {
                 let row = start + count;
-                let entity = self.entities.alloc(EntityLocation {
-                    archetype,
-                    chunk: chunk as u32,
-                    row: row as u32,
-                });
+                let entity = self.entities.alloc(EntityLocation { archetype, chunk: chunk as u32, row: row as u32 });
                 // SAFETY: `row < start + free`, a free row of this chunk, and
                 // `ptrs` are `B`'s columns in tuple order.
                 unsafe {
@@ -371,12 +351,7 @@ impl World {
     /// Values of components the source has and `dst` lacks must already be
     /// dead (moved out or dropped). The caller must write every column that
     /// only `dst` has before anything else reads the row.
-    unsafe fn move_entity(
-        &mut self,
-        entity: Entity,
-        loc: EntityLocation,
-        dst: ArchetypeId,
-    ) -> EntityLocation {
+    unsafe fn move_entity(&mut self, entity: Entity, loc: EntityLocation, dst: ArchetypeId) -> EntityLocation {
         let now = self.now();
         let (src, dst_arch) = two_mut(&mut self.archetypes, loc.archetype.index(), dst.index());
         let (sc, sr) = (loc.chunk as usize, loc.row as usize);
@@ -398,11 +373,7 @@ impl World {
                 // SAFETY: source row is live; destination row is the fresh
                 // row committed above; distinct allocations, same type.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        src.value_ptr(scol, sc, sr),
-                        dst_arch.value_ptr(dcol, dc, dr),
-                        size,
-                    )
+                    std::ptr::copy_nonoverlapping(src.value_ptr(scol, sc, sr), dst_arch.value_ptr(dcol, dc, dr), size)
                 };
             }
             let changed = src.row_changed_tick(scol, sc, sr, now);
@@ -415,11 +386,7 @@ impl World {
         if let Some(moved) = moved {
             self.entities.set_location(moved, loc);
         }
-        let new_loc = EntityLocation {
-            archetype: dst,
-            chunk: dc as u32,
-            row: dr as u32,
-        };
+        let new_loc = EntityLocation { archetype: dst, chunk: dc as u32, row: dr as u32 };
         self.entities.set_location(entity, new_loc);
         new_loc
     }
@@ -434,18 +401,13 @@ impl World {
         let dst_id = match self.archetypes[src_id.index()].insert_edges.get(&key) {
             Some(&dst) => dst,
             None => {
-                let mut set: SmallVec<[ComponentId; 16]> = self.archetypes[src_id.index()]
-                    .components()
-                    .iter()
-                    .copied()
-                    .collect();
+                let mut set: SmallVec<[ComponentId; 16]> =
+                    self.archetypes[src_id.index()].components().iter().copied().collect();
                 set.extend(ids.iter().copied());
                 set.sort_unstable();
                 set.dedup();
                 let dst = self.archetype_for(&set)?;
-                self.archetypes[src_id.index()]
-                    .insert_edges
-                    .insert(key, dst);
+                self.archetypes[src_id.index()].insert_edges.insert(key, dst);
                 dst
             }
         };
@@ -488,11 +450,7 @@ impl World {
     }
 
     /// Adds one component (see [`World::insert`]).
-    pub fn insert_one<T: Component>(
-        &mut self,
-        entity: Entity,
-        component: T,
-    ) -> Result<(), StoreError> {
+    pub fn insert_one<T: Component>(&mut self, entity: Entity, component: T) -> Result<(), StoreError> {
         self.insert(entity, (component,))
     }
 
@@ -506,42 +464,26 @@ impl World {
         let src_id = loc.archetype;
         let src = &self.archetypes[src_id.index()];
         if let Some(&missing) = ids.iter().find(|&&id| !src.contains(id)) {
-            return Err(StoreError::MissingComponent {
-                entity,
-                component: self.components.info(missing).name(),
-            });
+            return Err(StoreError::MissingComponent { entity, component: self.components.info(missing).name() });
         }
         let key = TypeId::of::<B>();
         let dst_id = match src.remove_edges.get(&key) {
             Some(&dst) => dst,
             None => {
-                let set: SmallVec<[ComponentId; 16]> = src
-                    .components()
-                    .iter()
-                    .copied()
-                    .filter(|c| !ids.contains(c))
-                    .collect();
+                let set: SmallVec<[ComponentId; 16]> =
+                    src.components().iter().copied().filter(|c| !ids.contains(c)).collect();
                 if set.len() + ids.len() != src.components().len() {
-                    return Err(StoreError::DuplicateComponent(
-                        self.components.info(ids[0]).name(),
-                    ));
+                    return Err(StoreError::DuplicateComponent(self.components.info(ids[0]).name()));
                 }
                 let dst = self.archetype_for(&set)?;
-                self.archetypes[src_id.index()]
-                    .remove_edges
-                    .insert(key, dst);
+                self.archetypes[src_id.index()].remove_edges.insert(key, dst);
                 dst
             }
         };
         let src = &self.archetypes[src_id.index()];
         let ptrs: SmallVec<[*mut u8; 8]> = ids
             .iter()
-            .map(|&id| {
-                src.column_ptr(
-                    src.column_of(id).expect("checked above"),
-                    loc.chunk as usize,
-                )
-            })
+            .map(|&id| src.column_ptr(src.column_of(id).expect("checked above"), loc.chunk as usize))
             .collect();
         // SAFETY: the row is live and every pointer is the column of the
         // matching tuple element; the values are moved out here and the row
@@ -558,30 +500,18 @@ impl World {
         self.remove::<(T,)>(entity).map(|(t,)| t)
     }
 
-    fn column_for<T: Component>(
-        &self,
-        entity: Entity,
-    ) -> Result<(EntityLocation, usize), StoreError> {
+    fn column_for<T: Component>(&self, entity: Entity) -> Result<(EntityLocation, usize), StoreError> {
         let loc = self.entities.location(entity)?;
-        let missing = StoreError::MissingComponent {
-            entity,
-            component: std::any::type_name::<T>(),
-        };
+        let missing = StoreError::MissingComponent { entity, component: std::any::type_name::<T>() };
         let id = self.components.id::<T>().ok_or(missing.clone())?;
-        let col = self.archetypes[loc.archetype.index()]
-            .column_of(id)
-            .ok_or(missing)?;
+        let col = self.archetypes[loc.archetype.index()].column_of(id).ok_or(missing)?;
         Ok((loc, col))
     }
 
     /// A shared borrow of one component of a live entity.
     pub fn get<T: Component>(&self, entity: Entity) -> Result<&T, StoreError> {
         let (loc, col) = self.column_for::<T>(entity)?;
-        let ptr = self.archetypes[loc.archetype.index()].value_ptr(
-            col,
-            loc.chunk as usize,
-            loc.row as usize,
-        );
+        let ptr = self.archetypes[loc.archetype.index()].value_ptr(col, loc.chunk as usize, loc.row as usize);
         // SAFETY: the row is live, the column holds `T`, and `&self` forbids
         // any write for the borrow's lifetime.
         Ok(unsafe { &*ptr.cast::<T>() })
@@ -599,21 +529,13 @@ impl World {
         // SAFETY: the row is live, the column holds `T`, and `&mut self`
         // makes this the only borrow of the world.
         let value = unsafe { &mut *ptr.cast::<T>() };
-        Ok(Mut::new(
-            value,
-            &ticks.row_changed[arch.tick_index(chunk, row)],
-            &ticks.chunk_changed[chunk],
-            now,
-        ))
+        Ok(Mut::new(value, &ticks.row_changed[arch.tick_index(chunk, row)], &ticks.chunk_changed[chunk], now))
     }
 
     /// Whether a live entity has component `T`.
     pub fn has<T: Component>(&self, entity: Entity) -> Result<bool, StoreError> {
         let loc = self.entities.location(entity)?;
-        Ok(self
-            .components
-            .id::<T>()
-            .is_some_and(|id| self.archetypes[loc.archetype.index()].contains(id)))
+        Ok(self.components.id::<T>().is_some_and(|id| self.archetypes[loc.archetype.index()].contains(id)))
     }
 
     /// The tick at which `entity`'s `T` was last changed (row stamp or the
@@ -631,11 +553,7 @@ impl World {
     /// The tick at which `T` was added to `entity`.
     pub fn added_tick<T: Component>(&self, entity: Entity) -> Result<Tick, StoreError> {
         let (loc, col) = self.column_for::<T>(entity)?;
-        Ok(self.archetypes[loc.archetype.index()].row_added_tick(
-            col,
-            loc.chunk as usize,
-            loc.row as usize,
-        ))
+        Ok(self.archetypes[loc.archetype.index()].row_added_tick(col, loc.chunk as usize, loc.row as usize))
     }
 
     /// A new query state for data `Q`.
