@@ -362,7 +362,14 @@ impl World {
             dst_arch.chunks[dc].entities_ptr().add(dr).write(entity);
             dst_arch.commit_rows(dc, 1);
         }
-        dst_arch.stamp_new_rows(dc, dr, 1, now);
+        // Columns the source lacks are new: added and changed now. Shared
+        // columns carry their ticks below; stamping them now would make the
+        // destination chunk look changed when nothing was written.
+        for dcol in 0..dst_arch.columns.len() {
+            if !src.contains(dst_arch.columns[dcol].component) {
+                dst_arch.set_row_ticks(dcol, dc, dr, now, now, now);
+            }
+        }
         for scol in 0..src.columns.len() {
             let component = src.columns[scol].component;
             let Some(dcol) = dst_arch.column_of(component) else {

@@ -1,0 +1,344 @@
+//! Model-based property test: random sequences of spawn, despawn, insert,
+//! remove, write and query, checked after every step against a plain
+//! `HashMap` model, including exactly which entities `Changed` and `Added`
+//! queries must return.
+
+use std::collections::{HashMap, HashSet};
+
+use ecs_core::{Added, Changed, Entity, QueryState, StoreError, World};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pos(i32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Vel(i32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Tag;
+/// Has drop glue, so drops are exercised (and checked by the sanitizer run).
+#[derive(Debug, Clone, PartialEq)]
+struct Name(String);
+
+#[derive(Debug, Clone, Default)]
+struct Model {
+    pos: Option<i32>,
+    pos_changed: u64,
+    pos_added: u64,
+    vel: Option<i32>,
+    tag: bool,
+    name: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Spawn { pos: Option<i32>, vel: Option<i32>, tag: bool, name: bool },
+    SpawnBatch { count: usize, pos: i32 },
+    Despawn(usize),
+    InsertPos(usize, i32),
+    InsertVel(usize, i32),
+    InsertTagName(usize),
+    RemovePos(usize),
+    RemoveVel(usize),
+    RemoveName(usize),
+    WritePos(usize, i32),
+    SetIfNeqPos(usize, i32),
+    QueryMove,
+    QueryChanged,
+    QueryAdded,
+    Tick,
+    Stale(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let v = -5i32..5;
+    prop_oneof![
+        3 => (proptest::option::of(v.clone()), proptest::option::of(v.clone()), any::<bool>(), any::<bool>())
+            .prop_map(|(pos, vel, tag, name)| Op::Spawn { pos, vel, tag, name }),
+        1 => (1usize..400, v.clone()).prop_map(|(count, pos)| Op::SpawnBatch { count, pos }),
+        2 => any::<usize>().prop_map(Op::Despawn),
+        2 => (any::<usize>(), v.clone()).prop_map(|(i, x)| Op::InsertPos(i, x)),
+        2 => (any::<usize>(), v.clone()).prop_map(|(i, x)| Op::InsertVel(i, x)),
+        1 => any::<usize>().prop_map(Op::InsertTagName),
+        1 => any::<usize>().prop_map(Op::RemovePos),
+        1 => any::<usize>().prop_map(Op::RemoveVel),
+        1 => any::<usize>().prop_map(Op::RemoveName),
+        3 => (any::<usize>(), v.clone()).prop_map(|(i, x)| Op::WritePos(i, x)),
+        1 => (any::<usize>(), v).prop_map(|(i, x)| Op::SetIfNeqPos(i, x)),
+        2 => Just(Op::QueryMove),
+        3 => Just(Op::QueryChanged),
+        2 => Just(Op::QueryAdded),
+        2 => Just(Op::Tick),
+        1 => any::<usize>().prop_map(Op::Stale),
+    ]
+}
+
+struct Harness {
+    world: World,
+    model: HashMap<Entity, Model>,
+    order: Vec<Entity>,
+    dead: Vec<Entity>,
+    changed: QueryState<Entity, Changed<Pos>>,
+    changed_last: u64,
+    /// Whether any `Pos` was stamped changed since the `Changed` query ran
+    /// (then, and only then, may it visit a chunk).
+    pos_stamped: bool,
+    added: QueryState<Entity, Added<Pos>>,
+    added_last: u64,
+    mover: QueryState<(&'static mut Pos, &'static Vel)>,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let mut world = World::new();
+        let changed = world.query_filtered();
+        let added = world.query_filtered();
+        let mover = world.query();
+        Harness {
+            world,
+            model: HashMap::new(),
+            order: Vec::new(),
+            dead: Vec::new(),
+            changed,
+            changed_last: 0,
+            pos_stamped: false,
+            added,
+            added_last: 0,
+            mover,
+        }
+    }
+
+    fn pick(&self, i: usize) -> Option<Entity> {
+        (!self.order.is_empty()).then(|| self.order[i % self.order.len()])
+    }
+
+    fn now(&self) -> u64 {
+        self.world.change_tick()
+    }
+
+    fn spawned(&mut self, e: Entity, m: Model) {
+        assert!(self.model.insert(e, m).is_none(), "handle {e} handed out twice");
+        self.order.push(e);
+    }
+
+    fn apply(&mut self, op: &Op) {
+        let now = self.now();
+        let before: Vec<(Entity, u64)> = self.model.iter().map(|(&e, m)| (e, m.pos_changed)).collect();
+        self.apply_op(op, now);
+        // Any Pos stamp (by an entity alive now or despawned since) counts.
+        let stamped = matches!(op, Op::SpawnBatch { .. } | Op::Spawn { pos: Some(_), .. })
+            || before.iter().any(|(e, t)| self.model.get(e).is_some_and(|m| m.pos.is_some() && m.pos_changed != *t));
+        self.pos_stamped |= stamped;
+    }
+
+    fn apply_op(&mut self, op: &Op, now: u64) {
+        match *op {
+            Op::Spawn { pos, vel, tag, name } => {
+                let m = Model {
+                    pos,
+                    pos_changed: now,
+                    pos_added: now,
+                    vel,
+                    tag,
+                    name: name.then(|| format!("n{now}")),
+                };
+                let e = self.world.spawn(()).unwrap();
+                if let Some(p) = pos {
+                    self.world.insert(e, (Pos(p),)).unwrap();
+                }
+                if let Some(v) = vel {
+                    self.world.insert(e, (Vel(v),)).unwrap();
+                }
+                if tag {
+                    self.world.insert(e, (Tag,)).unwrap();
+                }
+                if let Some(n) = &m.name {
+                    self.world.insert(e, (Name(n.clone()),)).unwrap();
+                }
+                self.spawned(e, m);
+            }
+            Op::SpawnBatch { count, pos } => {
+                let es = self.world.spawn_batch((0..count).map(|i| (Pos(pos), Name(format!("b{i}"))))).unwrap();
+                assert_eq!(es.len(), count);
+                for (i, e) in es.into_iter().enumerate() {
+                    let m = Model {
+                        pos: Some(pos),
+                        pos_changed: now,
+                        pos_added: now,
+                        name: Some(format!("b{i}")),
+                        ..Model::default()
+                    };
+                    self.spawned(e, m);
+                }
+            }
+            Op::Despawn(i) => {
+                if let Some(e) = self.pick(i) {
+                    self.world.despawn(e).unwrap();
+                    self.model.remove(&e);
+                    self.order.retain(|&x| x != e);
+                    self.dead.push(e);
+                }
+            }
+            Op::InsertPos(i, x) => {
+                if let Some(e) = self.pick(i) {
+                    self.world.insert(e, (Pos(x),)).unwrap();
+                    let m = self.model.get_mut(&e).unwrap();
+                    if m.pos.is_none() {
+                        m.pos_added = now;
+                    }
+                    m.pos = Some(x);
+                    m.pos_changed = now;
+                }
+            }
+            Op::InsertVel(i, x) => {
+                if let Some(e) = self.pick(i) {
+                    self.world.insert_one(e, Vel(x)).unwrap();
+                    self.model.get_mut(&e).unwrap().vel = Some(x);
+                }
+            }
+            Op::InsertTagName(i) => {
+                if let Some(e) = self.pick(i) {
+                    self.world.insert(e, (Tag, Name(format!("t{now}")))).unwrap();
+                    let m = self.model.get_mut(&e).unwrap();
+                    m.tag = true;
+                    m.name = Some(format!("t{now}"));
+                }
+            }
+            Op::RemovePos(i) => {
+                if let Some(e) = self.pick(i) {
+                    let m = self.model.get_mut(&e).unwrap();
+                    match (self.world.remove_one::<Pos>(e), m.pos.take()) {
+                        (Ok(Pos(got)), Some(want)) => assert_eq!(got, want),
+                        (Err(StoreError::MissingComponent { .. }), None) => {}
+                        other => panic!("remove Pos mismatch: {other:?}"),
+                    }
+                }
+            }
+            Op::RemoveVel(i) => {
+                if let Some(e) = self.pick(i) {
+                    let m = self.model.get_mut(&e).unwrap();
+                    assert_eq!(self.world.remove_one::<Vel>(e).ok().map(|v| v.0), m.vel.take());
+                }
+            }
+            Op::RemoveName(i) => {
+                if let Some(e) = self.pick(i) {
+                    let m = self.model.get_mut(&e).unwrap();
+                    assert_eq!(self.world.remove_one::<Name>(e).ok().map(|n| n.0), m.name.take());
+                }
+            }
+            Op::WritePos(i, x) => {
+                if let Some(e) = self.pick(i) {
+                    let m = self.model.get_mut(&e).unwrap();
+                    match self.world.get_mut::<Pos>(e) {
+                        Ok(mut p) => {
+                            p.0 = x;
+                            m.pos = Some(x);
+                            m.pos_changed = now;
+                        }
+                        Err(_) => assert!(m.pos.is_none()),
+                    }
+                }
+            }
+            Op::SetIfNeqPos(i, x) => {
+                if let Some(e) = self.pick(i) {
+                    let m = self.model.get_mut(&e).unwrap();
+                    if let Ok(mut p) = self.world.get_mut::<Pos>(e) {
+                        let wrote = p.set_if_neq(Pos(x));
+                        assert_eq!(wrote, m.pos != Some(x));
+                        if wrote {
+                            m.pos = Some(x);
+                            m.pos_changed = now;
+                        }
+                    }
+                }
+            }
+            Op::QueryMove => {
+                self.mover.for_each_mut(&mut self.world, |(mut p, v)| {
+                    if v.0 != 0 {
+                        p.0 += v.0;
+                    }
+                });
+                for m in self.model.values_mut() {
+                    if let (Some(p), Some(v)) = (m.pos.as_mut(), m.vel) {
+                        if v != 0 {
+                            *p += v;
+                            m.pos_changed = now;
+                        }
+                    }
+                }
+            }
+            Op::QueryChanged => {
+                let got: HashSet<Entity> = self.changed.iter(&self.world).collect();
+                let want: HashSet<Entity> = self
+                    .model
+                    .iter()
+                    .filter(|(_, m)| m.pos.is_some() && m.pos_changed > self.changed_last && m.pos_changed <= now)
+                    .map(|(&e, _)| e)
+                    .collect();
+                assert_eq!(got, want, "Changed<Pos> at tick {now}, last run {}", self.changed_last);
+                self.changed_last = now;
+                let s = self.changed.stats();
+                assert!(s.chunks_skipped <= s.chunks_total);
+                if !self.pos_stamped {
+                    assert_eq!(s.chunks_skipped, s.chunks_total, "nothing written: every chunk skipped");
+                }
+                self.pos_stamped = false;
+            }
+            Op::QueryAdded => {
+                let got: HashSet<Entity> = self.added.iter(&self.world).collect();
+                let want: HashSet<Entity> = self
+                    .model
+                    .iter()
+                    .filter(|(_, m)| m.pos.is_some() && m.pos_added > self.added_last && m.pos_added <= now)
+                    .map(|(&e, _)| e)
+                    .collect();
+                assert_eq!(got, want, "Added<Pos> at tick {now}");
+                self.added_last = now;
+            }
+            Op::Tick => {
+                self.world.increment_change_tick();
+            }
+            Op::Stale(i) => {
+                if !self.dead.is_empty() {
+                    let e = self.dead[i % self.dead.len()];
+                    let err = StoreError::NoSuchEntity(e);
+                    assert_eq!(self.world.despawn(e), Err(err.clone()));
+                    assert_eq!(self.world.insert(e, (Vel(1),)), Err(err.clone()));
+                    assert_eq!(self.world.get::<Pos>(e).err(), Some(err.clone()));
+                    assert_eq!(self.world.remove_one::<Name>(e).err(), Some(err));
+                }
+            }
+        }
+    }
+
+    fn check(&mut self) {
+        assert_eq!(self.world.len() as usize, self.model.len());
+        for (&e, m) in &self.model {
+            assert!(self.world.contains(e));
+            assert_eq!(self.world.get::<Pos>(e).ok().map(|p| p.0), m.pos, "{e} Pos");
+            assert_eq!(self.world.get::<Vel>(e).ok().map(|v| v.0), m.vel, "{e} Vel");
+            assert_eq!(self.world.has::<Tag>(e), Ok(m.tag), "{e} Tag");
+            assert_eq!(self.world.get::<Name>(e).ok().map(|n| n.0.clone()), m.name, "{e} Name");
+        }
+        for &e in &self.dead {
+            assert!(!self.world.contains(e));
+        }
+        let mut all = self.world.query::<(Entity, Option<&Pos>)>();
+        let seen: Vec<(Entity, Option<i32>)> = all.iter(&self.world).map(|(e, p)| (e, p.map(|p| p.0))).collect();
+        assert_eq!(seen.len(), self.model.len());
+        for (e, p) in seen {
+            assert_eq!(self.model[&e].pos, p);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn world_matches_model(ops in proptest::collection::vec(op(), 1..60)) {
+        let mut h = Harness::new();
+        for op in &ops {
+            h.apply(op);
+            h.check();
+        }
+    }
+}
