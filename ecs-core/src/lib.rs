@@ -71,3 +71,8 @@ pub use filter::{Added, Changed, Or, QueryFilter, With, Without};
 pub use query::{ChunkStats, ChunkView, QueryError, QueryIter, QueryState};
 pub use tick::{Tick, TickWindow};
 pub use world::World;
+
+/// The README's code blocks, run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -132,14 +132,8 @@ impl Harness {
     fn apply_op(&mut self, op: &Op, now: u64) {
         match *op {
             Op::Spawn { pos, vel, tag, name } => {
-                let m = Model {
-                    pos,
-                    pos_changed: now,
-                    pos_added: now,
-                    vel,
-                    tag,
-                    name: name.then(|| format!("n{now}")),
-                };
+                let m =
+                    Model { pos, pos_changed: now, pos_added: now, vel, tag, name: name.then(|| format!("n{now}")) };
                 let e = self.world.spawn(()).unwrap();
                 if let Some(p) = pos {
                     self.world.insert(e, (Pos(p),)).unwrap();
