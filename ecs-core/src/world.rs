@@ -308,10 +308,13 @@ impl World {
                 let row = start + count;
                 let entity = self.entities.alloc(EntityLocation { archetype, chunk: chunk as u32, row: row as u32 });
                 // SAFETY: `row < start + free`, a free row of this chunk, and
-                // `ptrs` are `B`'s columns in tuple order.
+                // `ptrs` are `B`'s columns in tuple order. The row is
+                // committed before the user's iterator runs again, so a panic
+                // there leaves no entity pointing at an uncommitted row.
                 unsafe {
                     bundle.write(&ptrs, row);
                     entities.add(row).write(entity);
+                    arch.commit_rows(chunk, 1);
                 }
                 spawned.push(entity);
                 count += 1;
@@ -320,8 +323,6 @@ impl World {
                 }
                 next = bundles.next();
             }
-            // SAFETY: rows `start..start + count` were fully written above.
-            unsafe { arch.commit_rows(chunk, count) };
             arch.stamp_new_rows(chunk, start, count, now);
         }
         Ok(spawned)

@@ -390,3 +390,26 @@ fn query_state_refuses_another_world() {
     let mut q = w1.query::<&Pos>();
     q.iter(&w2).count();
 }
+
+#[test]
+fn a_panicking_spawn_iterator_leaves_a_consistent_world() {
+    let mut world = World::new();
+    let before = world.spawn_batch((0..5).map(|i| (Pos(i as f32),))).unwrap();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world
+            .spawn_batch((0..10).map(|i| {
+                assert!(i < 7, "iterator fails");
+                (Pos(100.0 + i as f32),)
+            }))
+            .unwrap();
+    }));
+    assert!(result.is_err());
+    assert_eq!(world.len(), 12, "rows spawned before the panic are live");
+    let mut q = world.query::<(Entity, &Pos)>();
+    assert_eq!(q.iter(&world).count(), 12);
+    for (i, &e) in before.iter().enumerate() {
+        assert_eq!(world.get::<Pos>(e), Ok(&Pos(i as f32)));
+    }
+    let e = world.spawn((Pos(-1.0),)).unwrap();
+    assert_eq!(world.get::<Pos>(e), Ok(&Pos(-1.0)));
+}
