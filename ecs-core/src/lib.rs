@@ -55,6 +55,7 @@ pub mod error;
 pub mod fetch;
 pub mod filter;
 pub mod query;
+pub mod resource;
 pub mod tick;
 pub mod world;
 
@@ -69,6 +70,7 @@ pub use error::StoreError;
 pub use fetch::{QueryData, ReadOnlyQueryData};
 pub use filter::{Added, Changed, Or, QueryFilter, With, Without};
 pub use query::{ChunkStats, ChunkView, QueryError, QueryIter, QueryState};
+pub use resource::Resources;
 pub use tick::{Tick, TickWindow};
 pub use world::World;
 

@@ -15,6 +15,7 @@ use crate::error::StoreError;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
 use crate::query::QueryState;
+use crate::resource::Resources;
 use crate::tick::{CHECK_TICK_THRESHOLD, Tick};
 
 /// What a bundle type resolves to, cached per bundle type.
@@ -52,6 +53,7 @@ pub struct World {
     archetypes: Vec<Archetype>,
     archetype_ids: HashMap<Box<[ComponentId]>, ArchetypeId>,
     bundles: TypeIdMap<BundleMeta>,
+    resources: Resources,
     change_tick: AtomicU64,
     last_check_tick: u64,
 }
@@ -98,6 +100,7 @@ impl World {
             archetypes: vec![empty],
             archetype_ids,
             bundles: TypeIdMap::default(),
+            resources: Resources::default(),
             change_tick: AtomicU64::new(1),
             last_check_tick: 1,
         }
@@ -171,6 +174,7 @@ impl World {
         for archetype in &mut self.archetypes {
             archetype.check_change_ticks(tick);
         }
+        self.resources.check_change_ticks(tick);
         self.last_check_tick = now;
     }
 
@@ -579,6 +583,49 @@ impl World {
     /// As [`World::query`].
     pub fn query_filtered<Q: QueryData, F: QueryFilter>(&mut self) -> QueryState<Q, F> {
         QueryState::new(self)
+    }
+
+    // ----- resources ---------------------------------------------------
+
+    /// Stores a resource (a typed singleton), returning the one it replaces.
+    ///
+    /// ```
+    /// # use ecs_core::World;
+    /// struct Gravity(f32);
+    /// let mut world = World::new();
+    /// world.insert_resource(Gravity(-9.8));
+    /// world.resource_mut::<Gravity>().unwrap().0 = -1.6;
+    /// assert_eq!(world.resource::<Gravity>().map(|g| g.0), Some(-1.6));
+    /// ```
+    pub fn insert_resource<R: Send + Sync + 'static>(&mut self, value: R) -> Option<R> {
+        let now = self.now();
+        self.resources.insert(value, now)
+    }
+
+    /// Removes a resource and returns it.
+    pub fn remove_resource<R: Send + Sync + 'static>(&mut self) -> Option<R> {
+        self.resources.remove::<R>()
+    }
+
+    /// A resource, if present.
+    pub fn resource<R: Send + Sync + 'static>(&self) -> Option<&R> {
+        self.resources.get::<R>()
+    }
+
+    /// A resource, mutably; stamps it changed at the current tick.
+    pub fn resource_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
+        let now = self.now();
+        self.resources.get_mut::<R>(now)
+    }
+
+    /// Whether a resource of type `R` is stored.
+    pub fn contains_resource<R: Send + Sync + 'static>(&self) -> bool {
+        self.resources.contains::<R>()
+    }
+
+    /// The (added, changed) ticks of a resource.
+    pub fn resource_ticks<R: Send + Sync + 'static>(&self) -> Option<(Tick, Tick)> {
+        self.resources.ticks::<R>()
     }
 
     pub(crate) fn components_mut(&mut self) -> &mut Components {
