@@ -49,7 +49,7 @@ fn oversized_components_are_a_clear_error() {
     assert!(err.to_string().contains("Huge"), "{err}");
     assert!(matches!(world.insert(e, (Huge([0; CHUNK_SIZE]),)), Err(StoreError::ComponentTooLarge { .. })));
     // Each fits alone but not together.
-    struct Half([u8; CHUNK_SIZE / 2]);
+    struct Half(#[allow(dead_code)] [u8; CHUNK_SIZE / 2]);
     assert!(world.spawn((Half([0; CHUNK_SIZE / 2]),)).is_ok());
     assert!(matches!(
         world.spawn((Half([0; CHUNK_SIZE / 2]), Huge([0; CHUNK_SIZE]))),
@@ -205,6 +205,7 @@ fn option_entity_with_without_or() {
     let a = world.spawn((Pos(1.0), Vel(1.0))).unwrap();
     let b = world.spawn((Pos(2.0),)).unwrap();
     let c = world.spawn((Vel(3.0), Tag)).unwrap();
+    assert!(world.contains(c));
     let mut q = world.query::<(Entity, &Pos, Option<&Vel>)>();
     let mut all: Vec<_> = q.iter(&world).map(|(e, p, v)| (e, p.0, v.map(|v| v.0))).collect();
     all.sort_by_key(|x| x.0);

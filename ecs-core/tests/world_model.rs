@@ -251,11 +251,11 @@ impl Harness {
                     }
                 });
                 for m in self.model.values_mut() {
-                    if let (Some(p), Some(v)) = (m.pos.as_mut(), m.vel) {
-                        if v != 0 {
-                            *p += v;
-                            m.pos_changed = now;
-                        }
+                    if let (Some(p), Some(v)) = (m.pos.as_mut(), m.vel)
+                        && v != 0
+                    {
+                        *p += v;
+                        m.pos_changed = now;
                     }
                 }
             }
