@@ -1,0 +1,18 @@
+//! Benchmarks of the chunked archetype ECS (`ecs-core`) against `bevy_ecs`
+//! 0.20 and `hecs` 0.11.
+//!
+//! * [`scenes`]: one set of scene definitions per implementation, shared by
+//!   the `ecs-bench` CLI and the criterion benches (`benches/suite.rs`,
+//!   `benches/skip.rs`). The peers are compiled only with feature `peers`.
+//! * [`measure`]: warm-up, batched samples, median in microseconds.
+//! * [`runner`]: runs the `suite` and `skip` scenarios and prints them.
+//!
+//! Run `cargo run --release -p ecs-bench --features peers -- suite` (or `skip`,
+//! `all`; add `--quick` for a short run, `--json` for one JSON object per line).
+
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod measure;
+pub mod runner;
+pub mod scenes;

@@ -1,0 +1,368 @@
+//! Runs the scenarios over every compiled-in implementation and formats the
+//! results (human-readable table or JSON lines).
+
+use std::fmt::Write as _;
+
+use crate::measure::{self, Batched, Config, Measurement, Sampler, WithSetup};
+use crate::scenes::{self, ChunkCounts, Frame, SKIP_CASES, SUITE_CASES, SkipCase, SkipScene};
+
+/// A scenario selectable on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// The ecs_bench_suite cases.
+    Suite,
+    /// Chunk skipping under `Changed<Pos>`.
+    Skip,
+}
+
+impl Scenario {
+    /// The name used on the command line and in the output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Suite => "suite",
+            Scenario::Skip => "skip",
+        }
+    }
+}
+
+/// An ECS implementation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Impl {
+    /// This workspace's `ecs-core`.
+    Ours,
+    /// `bevy_ecs` 0.20.
+    Bevy,
+    /// `hecs` 0.11.
+    Hecs,
+}
+
+impl Impl {
+    /// The name used in the output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Impl::Ours => "ours",
+            Impl::Bevy => "bevy",
+            Impl::Hecs => "hecs",
+        }
+    }
+
+    /// The implementations compiled into this build (peers need feature `peers`).
+    pub fn compiled() -> &'static [Impl] {
+        #[cfg(feature = "peers")]
+        {
+            &[Impl::Ours, Impl::Bevy, Impl::Hecs]
+        }
+        #[cfg(not(feature = "peers"))]
+        {
+            &[Impl::Ours]
+        }
+    }
+}
+
+/// One measured (scenario, case, implementation).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Case name.
+    pub case: &'static str,
+    /// Implementation.
+    pub imp: Impl,
+    /// Timing.
+    pub measurement: Measurement,
+    /// Chunk counters of the last timed query run (ours only, where applicable).
+    pub chunks: Option<ChunkCounts>,
+    /// Rows the consumer processes per frame (chunk-skip scenario only).
+    pub rows: Option<usize>,
+}
+
+impl Row {
+    /// The row as one JSON object (no trailing newline).
+    pub fn to_json(&self) -> String {
+        let mut s = format!(
+            "{{\"scenario\":\"{}\",\"case\":\"{}\",\"impl\":\"{}\",\"median_us\":{}",
+            self.scenario.name(),
+            self.case,
+            self.imp.name(),
+            json_number(self.measurement.median_us)
+        );
+        if let Some(c) = self.chunks {
+            let _ = write!(s, ",\"chunks_total\":{},\"chunks_skipped\":{}", c.total, c.skipped);
+        }
+        s.push('}');
+        s
+    }
+}
+
+fn json_number(x: f64) -> String {
+    if x.is_finite() {
+        // Three decimals (nanosecond resolution); Display drops trailing zeros.
+        format!("{}", (x * 1000.0).round() / 1000.0)
+    } else {
+        "null".to_owned()
+    }
+}
+
+/// Builds the suite scene `case` for `imp`; `None` where the implementation
+/// has no such scene (hecs has no parallel iteration).
+pub fn suite_scene(case: &str, imp: Impl) -> Option<Box<dyn Frame>> {
+    use scenes::ours;
+    let scene: Box<dyn Frame> = match (imp, case) {
+        (Impl::Ours, "simple_insert") => Box::new(ours::SimpleInsert),
+        (Impl::Ours, "simple_iter") => Box::new(ours::SimpleIter::new()),
+        (Impl::Ours, "frag_iter") => Box::new(ours::FragIter::new()),
+        (Impl::Ours, "heavy_compute") => Box::new(ours::HeavyCompute::new()),
+        (Impl::Ours, "add_remove") => Box::new(ours::AddRemove::new()),
+        #[cfg(feature = "peers")]
+        (Impl::Bevy, "simple_insert") => Box::new(scenes::bevy::SimpleInsert),
+        #[cfg(feature = "peers")]
+        (Impl::Bevy, "simple_iter") => Box::new(scenes::bevy::SimpleIter::new()),
+        #[cfg(feature = "peers")]
+        (Impl::Bevy, "frag_iter") => Box::new(scenes::bevy::FragIter::new()),
+        #[cfg(feature = "peers")]
+        (Impl::Bevy, "heavy_compute") => Box::new(scenes::bevy::HeavyCompute::new()),
+        #[cfg(feature = "peers")]
+        (Impl::Bevy, "add_remove") => Box::new(scenes::bevy::AddRemove::new()),
+        #[cfg(feature = "peers")]
+        (Impl::Hecs, "simple_insert") => Box::new(scenes::hecs::SimpleInsert),
+        #[cfg(feature = "peers")]
+        (Impl::Hecs, "simple_iter") => Box::new(scenes::hecs::SimpleIter::new()),
+        #[cfg(feature = "peers")]
+        (Impl::Hecs, "frag_iter") => Box::new(scenes::hecs::FragIter::new()),
+        #[cfg(feature = "peers")]
+        (Impl::Hecs, "add_remove") => Box::new(scenes::hecs::AddRemove::new()),
+        _ => return None,
+    };
+    Some(scene)
+}
+
+/// Builds the chunk-skip scene for `case` on `imp`; `None` where the
+/// implementation has no change detection (hecs).
+pub fn skip_scene(case: &SkipCase, imp: Impl) -> Option<Box<dyn SkipScene>> {
+    match imp {
+        Impl::Ours => Some(Box::new(scenes::ours::Skip::new(case))),
+        #[cfg(feature = "peers")]
+        Impl::Bevy => Some(Box::new(scenes::bevy::Skip::new(case))),
+        _ => None,
+    }
+}
+
+/// Runs the suite; `on_row` is called as each row is measured.
+///
+/// The implementations of one case are measured interleaved (see
+/// [`measure::measure_interleaved`]).
+pub fn run_suite(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for case in SUITE_CASES {
+        let mut scenes: Vec<(Impl, Box<dyn Frame>)> =
+            Impl::compiled().iter().filter_map(|&imp| suite_scene(case, imp).map(|s| (imp, s))).collect();
+        let measurements = {
+            let mut samplers: Vec<Batched<_>> =
+                scenes.iter_mut().map(|(_, scene)| Batched::new(move || scene.frame())).collect();
+            let mut refs: Vec<&mut dyn Sampler> = samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
+            measure::measure_interleaved(cfg, &mut refs)
+        };
+        for ((imp, scene), measurement) in scenes.iter().zip(measurements) {
+            let row = Row {
+                scenario: Scenario::Suite,
+                case,
+                imp: *imp,
+                measurement,
+                chunks: scene.chunk_counts(),
+                rows: None,
+            };
+            on_row(&row);
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// Per-implementation state of a chunk-skip measurement.
+struct SkipState {
+    scene: Box<dyn SkipScene>,
+    movers: usize,
+    last_rows: Option<usize>,
+    mismatch: Option<usize>,
+}
+
+impl SkipState {
+    /// Untimed: checks the previous frame's row count, then runs the writer.
+    fn setup(&mut self) {
+        if let Some(r) = self.last_rows.take()
+            && r != self.movers
+        {
+            self.mismatch.get_or_insert(r);
+        }
+        self.scene.write();
+    }
+
+    /// Timed: the consumer.
+    fn consume(&mut self) -> usize {
+        let r = self.scene.consume();
+        self.last_rows = Some(r);
+        r
+    }
+
+    fn mismatch(&self) -> Option<usize> {
+        self.mismatch.or(self.last_rows.filter(|&r| r != self.movers))
+    }
+}
+
+/// Runs the chunk-skip scenario; `on_row` is called as each row is measured.
+///
+/// Before timing, each scene runs a few checked frames; during timing, the
+/// consumer's row count of every frame is compared with the number of movers
+/// (outside the timed part). Any mismatch is an error: the implementations
+/// would not be doing the same work. The implementations of one case are
+/// measured interleaved.
+pub fn run_skip(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for case in &SKIP_CASES {
+        let mut states = Vec::new();
+        for &imp in Impl::compiled() {
+            let Some(mut scene) = skip_scene(case, imp) else {
+                continue;
+            };
+            scene.check().map_err(|e| format!("skip/{}/{}: {e}", case.name, imp.name()))?;
+            let movers = scene.movers();
+            states.push((imp, SkipState { scene, movers, last_rows: None, mismatch: None }));
+        }
+        let measurements = {
+            let mut samplers: Vec<WithSetup<'_, SkipState, _, _>> =
+                states.iter_mut().map(|(_, st)| WithSetup::new(st, SkipState::setup, SkipState::consume)).collect();
+            let mut refs: Vec<&mut dyn Sampler> = samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
+            measure::measure_interleaved(cfg, &mut refs)
+        };
+        for ((imp, st), measurement) in states.iter().zip(measurements) {
+            if let Some(r) = st.mismatch() {
+                return Err(format!(
+                    "skip/{}/{}: consumer processed {r} rows while the writer moved {}",
+                    case.name,
+                    imp.name(),
+                    st.movers
+                ));
+            }
+            let row = Row {
+                scenario: Scenario::Skip,
+                case: case.name,
+                imp: *imp,
+                measurement,
+                chunks: st.scene.chunk_counts(),
+                rows: Some(st.movers),
+            };
+            on_row(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+fn fmt_us(x: Option<f64>) -> String {
+    match x {
+        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) if v >= 10.0 => format!("{v:.1}"),
+        Some(v) if v >= 1.0 => format!("{v:.2}"),
+        Some(v) => format!("{v:.3}"),
+        None => "-".to_owned(),
+    }
+}
+
+fn fmt_ratio(ours: Option<f64>, peer: Option<f64>) -> String {
+    match (ours, peer) {
+        (Some(o), Some(p)) if p > 0.0 => format!("{:.2}x", o / p),
+        _ => "-".to_owned(),
+    }
+}
+
+/// Formats the rows of one scenario as a table: median microseconds per
+/// implementation, the ratio ours / peer, and ours' chunk counters.
+pub fn table(scenario: Scenario, rows: &[Row]) -> String {
+    let mut cases: Vec<&'static str> = Vec::new();
+    for r in rows.iter().filter(|r| r.scenario == scenario) {
+        if !cases.contains(&r.case) {
+            cases.push(r.case);
+        }
+    }
+    let get = |case: &str, imp: Impl| rows.iter().find(|r| r.scenario == scenario && r.case == case && r.imp == imp);
+    let skip = scenario == Scenario::Skip;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "scenario {}: median us per frame{} (ratio = ours / peer; < 1 is faster)",
+        scenario.name(),
+        if skip { " of the Changed<Pos> consumer" } else { "" }
+    );
+    if skip {
+        // hecs has no change detection: no hecs columns here.
+        let _ = write!(out, "{:<18} {:>10} {:>10} {:>10} {:>8}", "case", "ours", "bevy", "ours/bevy", "rows");
+    } else {
+        let _ = write!(
+            out,
+            "{:<18} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "case", "ours", "bevy", "hecs", "ours/bevy", "ours/hecs"
+        );
+    }
+    let _ = writeln!(out, " {:>16}", "chunks skip/all");
+    for case in cases {
+        let us = |imp| get(case, imp).map(|r| r.measurement.median_us);
+        let (o, b, h) = (us(Impl::Ours), us(Impl::Bevy), us(Impl::Hecs));
+        if skip {
+            let n = get(case, Impl::Ours).or_else(|| get(case, Impl::Bevy)).and_then(|r| r.rows);
+            let _ = write!(
+                out,
+                "{:<18} {:>10} {:>10} {:>10} {:>8}",
+                case,
+                fmt_us(o),
+                fmt_us(b),
+                fmt_ratio(o, b),
+                n.map_or("-".to_owned(), |n| n.to_string())
+            );
+        } else {
+            let _ = write!(
+                out,
+                "{:<18} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                case,
+                fmt_us(o),
+                fmt_us(b),
+                fmt_us(h),
+                fmt_ratio(o, b),
+                fmt_ratio(o, h)
+            );
+        }
+        let chunks = get(case, Impl::Ours)
+            .and_then(|r| r.chunks)
+            .map_or("-".to_owned(), |c| format!("{}/{}", c.skipped, c.total));
+        let _ = writeln!(out, " {chunks:>16}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_shape() {
+        let row = Row {
+            scenario: Scenario::Suite,
+            case: "simple_iter",
+            imp: Impl::Ours,
+            measurement: Measurement { median_us: 5.1, min_us: 5.0, max_us: 6.0, samples: 3, iters_per_sample: 10 },
+            chunks: Some(ChunkCounts { total: 7, skipped: 2 }),
+            rows: None,
+        };
+        assert_eq!(
+            row.to_json(),
+            r#"{"scenario":"suite","case":"simple_iter","impl":"ours","median_us":5.1,"chunks_total":7,"chunks_skipped":2}"#
+        );
+        let row = Row { imp: Impl::Bevy, chunks: None, ..row };
+        assert_eq!(row.to_json(), r#"{"scenario":"suite","case":"simple_iter","impl":"bevy","median_us":5.1}"#);
+    }
+
+    #[test]
+    fn table_lists_cases() {
+        let t = table(Scenario::Suite, &[]);
+        assert!(t.contains("ours/bevy"));
+    }
+}

@@ -1,0 +1,223 @@
+//! The scenes on `bevy_ecs` 0.20 (feature `peers`).
+//!
+//! Queries use cached [`QueryState`]s, as ecs_bench_suite does. Parallel
+//! iteration runs on bevy's `ComputeTaskPool`, initialised on first use with
+//! one thread per core.
+
+use bevy_ecs::prelude::{Entity, World};
+use bevy_ecs::query::{Changed, QueryState};
+use glam::Vec3;
+
+use super::{
+    ADD_REMOVE_ENTITIES, FRAG_PER_ARCHETYPE, Frame, HEAVY_ENTITIES, SIMPLE_ENTITIES, SKIP_ENTITIES, SkipCase,
+    SkipScene, define_components, for_each_frag_tag, heavy_transform, heavy_work, simple_transform, skip_matrix,
+    skip_position,
+};
+
+define_components!(#[derive(bevy_ecs::component::Component)]);
+
+fn init_task_pool() {
+    bevy_tasks::ComputeTaskPool::get_or_init(bevy_tasks::TaskPool::default);
+}
+
+fn simple_bundle() -> (Transform, Pos, Rot, Vel) {
+    (Transform(simple_transform()), Pos(Vec3::X), Rot(Vec3::X), Vel(Vec3::X))
+}
+
+/// `simple_insert`: a new world, 10k entities spawned in a batch, then dropped.
+pub fn simple_insert() {
+    let mut world = World::new();
+    world.spawn_batch((0..SIMPLE_ENTITIES).map(|_| simple_bundle()));
+    drop(world);
+}
+
+/// [`simple_insert`] as a [`Frame`].
+#[derive(Debug, Default)]
+pub struct SimpleInsert;
+
+impl Frame for SimpleInsert {
+    fn frame(&mut self) {
+        simple_insert();
+    }
+}
+
+/// `simple_iter`: 10k entities, `pos += vel`.
+pub struct SimpleIter {
+    world: World,
+    query: QueryState<(&'static Vel, &'static mut Pos)>,
+}
+
+impl SimpleIter {
+    /// Builds the world and the cached query.
+    pub fn new() -> Self {
+        let mut world = World::new();
+        world.spawn_batch((0..SIMPLE_ENTITIES).map(|_| simple_bundle()));
+        let query = world.query::<(&Vel, &mut Pos)>();
+        Self { world, query }
+    }
+}
+
+impl Default for SimpleIter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Frame for SimpleIter {
+    fn frame(&mut self) {
+        for (vel, mut pos) in self.query.iter_mut(&mut self.world) {
+            pos.0 += vel.0;
+        }
+    }
+}
+
+/// `frag_iter`: 26 archetypes x 20 entities, `data *= 2`.
+pub struct FragIter {
+    world: World,
+    query: QueryState<&'static mut Data>,
+}
+
+impl FragIter {
+    /// Builds the world and the cached query.
+    pub fn new() -> Self {
+        let mut world = World::new();
+        macro_rules! spawn_tag {
+            ($tag:ident) => {
+                world.spawn_batch((0..FRAG_PER_ARCHETYPE).map(|_| (frag::$tag(0.0), Data(1.0))));
+            };
+        }
+        for_each_frag_tag!(spawn_tag);
+        let query = world.query::<&mut Data>();
+        Self { world, query }
+    }
+}
+
+impl Default for FragIter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Frame for FragIter {
+    fn frame(&mut self) {
+        for mut data in self.query.iter_mut(&mut self.world) {
+            data.0 *= 2.0;
+        }
+    }
+}
+
+/// `heavy_compute`: 1k entities, parallel, invert a matrix 100 times each.
+pub struct HeavyCompute {
+    world: World,
+    query: QueryState<(&'static mut Pos, &'static mut Transform)>,
+}
+
+impl HeavyCompute {
+    /// Builds the world, the cached query and bevy's compute task pool.
+    pub fn new() -> Self {
+        init_task_pool();
+        let mut world = World::new();
+        world.spawn_batch(
+            (0..HEAVY_ENTITIES).map(|_| (Transform(heavy_transform()), Pos(Vec3::X), Rot(Vec3::X), Vel(Vec3::X))),
+        );
+        let query = world.query::<(&mut Pos, &mut Transform)>();
+        Self { world, query }
+    }
+}
+
+impl Default for HeavyCompute {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Frame for HeavyCompute {
+    fn frame(&mut self) {
+        self.query.par_iter_mut(&mut self.world).for_each(|(mut pos, mut mat)| {
+            heavy_work(&mut pos.0, &mut mat.0);
+        });
+    }
+}
+
+/// `add_remove`: 10k entities with `A`; insert `B` on all, then remove it from all.
+pub struct AddRemove {
+    world: World,
+    entities: Vec<Entity>,
+}
+
+impl AddRemove {
+    /// Builds the world.
+    pub fn new() -> Self {
+        let mut world = World::new();
+        let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| A(0.0))).collect();
+        Self { world, entities }
+    }
+}
+
+impl Default for AddRemove {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Frame for AddRemove {
+    fn frame(&mut self) {
+        for &e in &self.entities {
+            self.world.entity_mut(e).insert(B(0.0));
+        }
+        for &e in &self.entities {
+            self.world.entity_mut(e).remove::<B>();
+        }
+    }
+}
+
+/// The chunk-skip scene: 100k `(Pos, Matrix)`, consumer over `Changed<Pos>`.
+///
+/// Ticks: [`SkipScene::write`] first calls `World::clear_trackers`, which makes
+/// the world's `last_change_tick` the current tick and advances the tick; the
+/// writer's `get_mut` then stamps the new tick, and the consumer's
+/// `QueryState::iter_mut` sees exactly the changes in `(last_change_tick,
+/// change_tick]`, i.e. this frame's writes. This is the same window a system
+/// run once per frame would use.
+pub struct Skip {
+    world: World,
+    movers: Vec<Entity>,
+    query: QueryState<(&'static Pos, &'static mut Matrix), Changed<Pos>>,
+}
+
+impl Skip {
+    /// Builds the world for `case`.
+    pub fn new(case: &SkipCase) -> Self {
+        let mut world = World::new();
+        let entities: Vec<Entity> = world
+            .spawn_batch((0..SKIP_ENTITIES).map(|i| (Pos(skip_position(i)), Matrix(skip_matrix(skip_position(i))))))
+            .collect();
+        let movers = case.mover_indices(SKIP_ENTITIES).into_iter().map(|i| entities[i]).collect();
+        let query = world.query_filtered::<(&Pos, &mut Matrix), Changed<Pos>>();
+        Self { world, movers, query }
+    }
+}
+
+impl SkipScene for Skip {
+    fn movers(&self) -> usize {
+        self.movers.len()
+    }
+
+    fn write(&mut self) {
+        self.world.clear_trackers();
+        for &e in &self.movers {
+            if let Some(mut pos) = self.world.get_mut::<Pos>(e) {
+                pos.0.x += 1.0;
+            }
+        }
+    }
+
+    fn consume(&mut self) -> usize {
+        let mut rows = 0;
+        for (pos, mut matrix) in self.query.iter_mut(&mut self.world) {
+            matrix.0 = skip_matrix(pos.0);
+            rows += 1;
+        }
+        rows
+    }
+}

@@ -1,0 +1,129 @@
+//! The scenes on `hecs` 0.11 (feature `peers`).
+//!
+//! hecs has neither parallel iteration nor change detection, so it has no
+//! `heavy_compute` and no chunk-skip scene.
+
+use glam::Vec3;
+use hecs::{Entity, World};
+
+use super::{
+    ADD_REMOVE_ENTITIES, FRAG_PER_ARCHETYPE, Frame, SIMPLE_ENTITIES, define_components, for_each_frag_tag,
+    simple_transform,
+};
+
+define_components!();
+
+fn simple_bundle() -> (Transform, Pos, Rot, Vel) {
+    (Transform(simple_transform()), Pos(Vec3::X), Rot(Vec3::X), Vel(Vec3::X))
+}
+
+/// `simple_insert`: a new world, 10k entities spawned in a batch, then dropped.
+pub fn simple_insert() {
+    let mut world = World::new();
+    world.spawn_batch((0..SIMPLE_ENTITIES).map(|_| simple_bundle()));
+    drop(world);
+}
+
+/// [`simple_insert`] as a [`Frame`].
+#[derive(Debug, Default)]
+pub struct SimpleInsert;
+
+impl Frame for SimpleInsert {
+    fn frame(&mut self) {
+        simple_insert();
+    }
+}
+
+/// `simple_iter`: 10k entities, `pos += vel`.
+pub struct SimpleIter {
+    world: World,
+}
+
+impl SimpleIter {
+    /// Builds the world.
+    pub fn new() -> Self {
+        let mut world = World::new();
+        world.spawn_batch((0..SIMPLE_ENTITIES).map(|_| simple_bundle()));
+        Self { world }
+    }
+}
+
+impl Default for SimpleIter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Frame for SimpleIter {
+    fn frame(&mut self) {
+        for (vel, pos) in self.world.query_mut::<(&Vel, &mut Pos)>() {
+            pos.0 += vel.0;
+        }
+    }
+}
+
+/// `frag_iter`: 26 archetypes x 20 entities, `data *= 2`.
+pub struct FragIter {
+    world: World,
+}
+
+impl FragIter {
+    /// Builds the world.
+    pub fn new() -> Self {
+        let mut world = World::new();
+        macro_rules! spawn_tag {
+            ($tag:ident) => {
+                world.spawn_batch((0..FRAG_PER_ARCHETYPE).map(|_| (frag::$tag(0.0), Data(1.0))));
+            };
+        }
+        for_each_frag_tag!(spawn_tag);
+        Self { world }
+    }
+}
+
+impl Default for FragIter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Frame for FragIter {
+    fn frame(&mut self) {
+        for data in self.world.query_mut::<&mut Data>() {
+            data.0 *= 2.0;
+        }
+    }
+}
+
+/// `add_remove`: 10k entities with `A`; insert `B` on all, then remove it from all.
+pub struct AddRemove {
+    world: World,
+    entities: Vec<Entity>,
+}
+
+impl AddRemove {
+    /// Builds the world.
+    pub fn new() -> Self {
+        let mut world = World::new();
+        let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| (A(0.0),))).collect();
+        Self { world, entities }
+    }
+}
+
+impl Default for AddRemove {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Frame for AddRemove {
+    fn frame(&mut self) {
+        for &e in &self.entities {
+            // The entities were spawned above and are never despawned.
+            let _ = self.world.insert_one(e, B(0.0));
+        }
+        for &e in &self.entities {
+            let _ = self.world.remove_one::<B>(e);
+        }
+    }
+}
