@@ -18,7 +18,8 @@ use std::alloc::Layout;
 use std::ptr::NonNull;
 
 use crate::chunk::{CHUNK_SIZE, Chunk, ChunkLayout};
-use crate::component::{ComponentId, Components, TypeIdMap};
+use crate::component::{ComponentId, Components};
+use crate::edges::EdgeMap;
 use crate::entity::Entity;
 use crate::error::StoreError;
 use crate::tick::{AtomicTick, MAX_CHANGE_AGE, Tick};
@@ -51,7 +52,6 @@ pub(crate) struct ColumnTicks {
 /// One component column of an archetype.
 #[derive(Debug)]
 pub(crate) struct Column {
-    pub(crate) component: ComponentId,
     pub(crate) offset: usize,
     pub(crate) size: usize,
     pub(crate) align: usize,
@@ -74,9 +74,10 @@ pub struct Archetype {
     /// Chunks with free rows; spawns fill the last one.
     open: Vec<u32>,
     len: usize,
-    /// Cached structural edges, keyed by the bundle type inserted / removed.
-    pub(crate) insert_edges: TypeIdMap<ArchetypeId>,
-    pub(crate) remove_edges: TypeIdMap<ArchetypeId>,
+    /// Cached structural edges, keyed by the bundle type inserted /
+    /// removed: indices into the world's move plans.
+    pub(crate) insert_edges: EdgeMap,
+    pub(crate) remove_edges: EdgeMap,
 }
 
 impl std::fmt::Debug for Archetype {
@@ -113,7 +114,6 @@ impl Archetype {
             .map(|(&c, &offset)| {
                 let info = registry.info(c);
                 Column {
-                    component: c,
                     offset,
                     size: info.layout().size(),
                     align: info.layout().align(),
@@ -137,8 +137,8 @@ impl Archetype {
             chunks: Vec::new(),
             open: Vec::new(),
             len: 0,
-            insert_edges: TypeIdMap::default(),
-            remove_edges: TypeIdMap::default(),
+            insert_edges: EdgeMap::default(),
+            remove_edges: EdgeMap::default(),
         })
     }
 
@@ -246,18 +246,40 @@ impl Archetype {
 
     /// The effective changed tick of a row (its own, or the chunk's
     /// whole-column mark if newer).
+    #[inline]
     pub(crate) fn row_changed_tick(&self, col: usize, chunk: usize, row: usize, now: Tick) -> Tick {
         let t = &self.columns[col].ticks;
         t.row_changed[self.tick_index(chunk, row)].load().newest(t.chunk_all_changed[chunk].load(), now)
     }
 
     /// The added tick of a row.
+    #[inline]
     pub(crate) fn row_added_tick(&self, col: usize, chunk: usize, row: usize) -> Tick {
         self.columns[col].ticks.row_added[self.tick_index(chunk, row)].load()
     }
 
+    /// Reserves room for `rows` more rows without reallocating chunk and
+    /// tick storage along the way.
+    pub(crate) fn reserve_rows(&mut self, rows: usize) {
+        let free: usize = self.open.iter().map(|&c| self.capacity - self.chunks[c as usize].len as usize).sum();
+        let chunks = rows.saturating_sub(free).div_ceil(self.capacity);
+        if chunks == 0 {
+            return;
+        }
+        self.chunks.reserve(chunks);
+        for column in self.columns.iter_mut() {
+            let t = &mut column.ticks;
+            t.chunk_changed.reserve(chunks);
+            t.chunk_added.reserve(chunks);
+            t.chunk_all_changed.reserve(chunks);
+            t.row_changed.reserve(chunks * self.capacity);
+            t.row_added.reserve(chunks * self.capacity);
+        }
+    }
+
     /// Finds (or makes) a chunk with free rows. Returns the chunk and how
     /// many rows are free; new rows go at index `chunk_len(chunk)`.
+    #[inline]
     pub(crate) fn open_chunk(&mut self, now: Tick) -> (usize, usize) {
         if let Some(&c) = self.open.last() {
             let c = c as usize;
@@ -287,6 +309,7 @@ impl Archetype {
     /// The caller has written every component value and the entity of each
     /// of those rows, and `chunk` is the chunk `open_chunk` returned with at
     /// least `count` free rows.
+    #[inline]
     pub(crate) unsafe fn commit_rows(&mut self, chunk: usize, count: usize) {
         debug_assert!(self.chunks[chunk].len as usize + count <= self.capacity);
         debug_assert_eq!(self.open.last().map(|&c| c as usize), Some(chunk));
@@ -300,6 +323,7 @@ impl Archetype {
 
     /// Stamps rows `start..start + count` of `chunk` added and changed at
     /// `now` in every column, and raises the chunk ticks to `now`.
+    #[inline]
     pub(crate) fn stamp_new_rows(&mut self, chunk: usize, start: usize, count: usize, now: Tick) {
         let first = self.tick_index(chunk, start);
         for column in self.columns.iter_mut() {
@@ -317,6 +341,7 @@ impl Archetype {
 
     /// Sets one row's ticks in one column, raising the chunk ticks so they
     /// stay at least as new as every row (seen from `now`).
+    #[inline]
     pub(crate) fn set_row_ticks(
         &mut self,
         col: usize,
@@ -337,6 +362,7 @@ impl Archetype {
     }
 
     /// Stamps one row of one column changed at `now` (a replaced value).
+    #[inline]
     pub(crate) fn mark_row_changed(&mut self, col: usize, chunk: usize, row: usize, now: Tick) {
         let i = self.tick_index(chunk, row);
         let t = &mut self.columns[col].ticks;
@@ -366,6 +392,7 @@ impl Archetype {
     ///
     /// # Safety
     /// The row is live and its values are dead (dropped or moved out).
+    #[inline]
     pub(crate) unsafe fn swap_remove(&mut self, chunk: usize, row: usize) -> Option<Entity> {
         let last = self.chunks[chunk].len as usize - 1;
         let was_full = last + 1 == self.capacity;
@@ -379,7 +406,7 @@ impl Archetype {
                     // the `size`-byte ranges do not overlap; the value at
                     // `last` is live and is moved, not duplicated, since the
                     // row count drops by one below.
-                    unsafe { std::ptr::copy_nonoverlapping(src, dst, size) };
+                    unsafe { crate::edges::copy_value(src, dst, size) };
                 }
                 let (from, to) = (self.tick_index(chunk, last), self.tick_index(chunk, row));
                 let t = &mut self.columns[col].ticks;

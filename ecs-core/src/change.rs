@@ -9,6 +9,16 @@
 //! - Taking a whole column as `&mut [T]` (a chunk view's `slices`) marks the
 //!   whole chunk in O(1) through the chunk's "all rows changed" stamp.
 
+//!
+//! ## How marks are stored
+//! A `Mut<T>` holds plain pointers to its row's tick and to a "chunk mark".
+//! Handed out by `iter_mut`, `get_mut` or a chunk view, the chunk mark is the
+//! chunk's column tick itself. Inside `for_each_mut` and the parallel loops,
+//! whose closures cannot keep items, it is a mark local to the loop, and the
+//! chunk tick is stamped once when the loop leaves the chunk: one store per
+//! written row instead of two.
+
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 
 use crate::tick::{AtomicTick, Tick};
@@ -16,27 +26,31 @@ use crate::tick::{AtomicTick, Tick};
 /// A mutable component borrow that marks its row changed on write.
 pub struct Mut<'w, T> {
     value: &'w mut T,
-    row_changed: &'w AtomicTick,
-    chunk_changed: &'w AtomicTick,
+    row_changed: *mut u32,
+    chunk_mark: *mut u32,
     this_run: Tick,
+    _ticks: PhantomData<&'w AtomicTick>,
 }
 
 impl<'w, T> Mut<'w, T> {
+    /// # Safety
+    /// For `'w`, this `Mut` is the only writer of `row_changed`, and
+    /// `chunk_mark` is either a tick cell no other thread accesses meanwhile
+    /// or a loop-local mark that outlives the item.
     #[inline]
-    pub(crate) fn new(
-        value: &'w mut T,
-        row_changed: &'w AtomicTick,
-        chunk_changed: &'w AtomicTick,
-        this_run: Tick,
-    ) -> Self {
-        Mut { value, row_changed, chunk_changed, this_run }
+    pub(crate) unsafe fn new(value: &'w mut T, row_changed: *mut u32, chunk_mark: *mut u32, this_run: Tick) -> Self {
+        Mut { value, row_changed, chunk_mark, this_run, _ticks: PhantomData }
     }
 
     /// Marks the row changed without writing.
     #[inline]
     pub fn set_changed(&mut self) {
-        self.row_changed.store(self.this_run);
-        self.chunk_changed.store(self.this_run);
+        // SAFETY: `Mut::new`'s contract: both cells are ours to write for
+        // `'w`, with no concurrent access.
+        unsafe {
+            *self.row_changed = self.this_run.get();
+            *self.chunk_mark = self.this_run.get();
+        }
     }
 
     /// Replaces the value only if it differs, marking the row only then.
@@ -66,7 +80,8 @@ impl<'w, T> Mut<'w, T> {
 
     /// The row's own changed stamp (without the chunk's whole-column mark).
     pub fn row_changed_tick(&self) -> Tick {
-        self.row_changed.load()
+        // SAFETY: the row tick is valid for `'w` and only this `Mut` writes it.
+        Tick::new(unsafe { *self.row_changed })
     }
 
     /// Gives up the tracking wrapper, marking the row changed (the caller

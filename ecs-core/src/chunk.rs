@@ -91,9 +91,55 @@ unsafe impl Send for Chunk {}
 // pointers whose use is governed by the query access rules.
 unsafe impl Sync for Chunk {}
 
+/// Freed blocks of the standard layout kept for reuse, so a game that
+/// despawns and respawns (or drops and rebuilds worlds) does not hand memory
+/// back to the OS and fault it in again.
+struct BlockPool {
+    blocks: Vec<NonNull<u8>>,
+    limit: usize,
+}
+
+// SAFETY: the pool only holds unused, uniquely owned blocks.
+unsafe impl Send for BlockPool {}
+
+static POOL: std::sync::Mutex<BlockPool> =
+    std::sync::Mutex::new(BlockPool { blocks: Vec::new(), limit: DEFAULT_POOL_BLOCKS });
+
+/// Blocks the pool keeps by default: 16 MiB.
+pub const DEFAULT_POOL_BLOCKS: usize = 1024;
+
+fn standard_block() -> Layout {
+    Layout::from_size_align(CHUNK_SIZE, CHUNK_ALIGN).expect("valid chunk layout")
+}
+
+/// Sets how many free 16 KiB blocks the process-wide chunk pool keeps for
+/// reuse (default [`DEFAULT_POOL_BLOCKS`]); extra blocks are freed now.
+pub fn set_chunk_pool_limit(blocks: usize) {
+    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    pool.limit = blocks;
+    while pool.blocks.len() > blocks {
+        if let Some(block) = pool.blocks.pop() {
+            // SAFETY: pooled blocks were allocated with the standard layout
+            // and are owned by nobody else.
+            unsafe { std::alloc::dealloc(block.as_ptr(), standard_block()) }
+        }
+    }
+}
+
+/// Free blocks currently held by the chunk pool.
+pub fn chunk_pool_len() -> usize {
+    POOL.lock().unwrap_or_else(|e| e.into_inner()).blocks.len()
+}
+
 impl Chunk {
     pub(crate) fn new(block: Layout) -> Chunk {
         debug_assert!(block.size() > 0);
+        if block == standard_block() {
+            let pooled = POOL.lock().unwrap_or_else(|e| e.into_inner()).blocks.pop();
+            if let Some(data) = pooled {
+                return Chunk { data, block, len: 0 };
+            }
+        }
         // SAFETY: `block` has a non-zero size (CHUNK_SIZE).
         let raw = unsafe { std::alloc::alloc(block) };
         let Some(data) = NonNull::new(raw) else { std::alloc::handle_alloc_error(block) };
@@ -124,7 +170,15 @@ impl Chunk {
 
 impl Drop for Chunk {
     fn drop(&mut self) {
-        // SAFETY: `data` was allocated in `Chunk::new` with exactly `block`.
+        if self.block == standard_block() {
+            let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+            if pool.blocks.len() < pool.limit {
+                pool.blocks.push(self.data);
+                return;
+            }
+        }
+        // SAFETY: `data` was allocated in `Chunk::new` (or taken from the
+        // pool, which holds blocks of the standard layout) with `block`.
         unsafe { std::alloc::dealloc(self.data.as_ptr(), self.block) }
     }
 }
@@ -145,6 +199,24 @@ mod tests {
         let more = l.capacity + 1;
         let end = align_up(align_up(8 * more, 64) + 64 * more, 64) + 12 * more;
         assert!(end > CHUNK_SIZE);
+    }
+
+    #[test]
+    fn pool_recycles_blocks_within_its_limit() {
+        let layout = standard_block();
+        let a = Chunk::new(layout);
+        let addr = a.base();
+        drop(a);
+        // The freed block is reused (tests run in parallel, so another
+        // thread may take it first; only check when it is ours).
+        let b = Chunk::new(layout);
+        if b.base() == addr {
+            assert_eq!(b.len, 0);
+        }
+        drop(b);
+        set_chunk_pool_limit(0);
+        assert_eq!(chunk_pool_len(), 0);
+        set_chunk_pool_limit(DEFAULT_POOL_BLOCKS);
     }
 
     #[test]

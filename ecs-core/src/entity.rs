@@ -66,11 +66,35 @@ pub struct EntityLocation {
     pub row: u32,
 }
 
-#[derive(Clone, Debug)]
+/// One entity slot: 16 bytes, fields written one by one (no `Option`
+/// wrapper, so an update is three plain stores).
+#[derive(Clone, Copy, Debug)]
 struct Slot {
     generation: u32,
-    /// `None` while the slot is free.
-    location: Option<EntityLocation>,
+    /// `FREE` while the slot is free.
+    archetype: u32,
+    chunk: u32,
+    row: u32,
+}
+
+const FREE: u32 = u32::MAX;
+
+impl Slot {
+    #[inline]
+    fn set(&mut self, location: EntityLocation) {
+        self.archetype = location.archetype.0;
+        self.chunk = location.chunk;
+        self.row = location.row;
+    }
+
+    #[inline]
+    fn location(&self) -> Option<EntityLocation> {
+        (self.archetype != FREE).then_some(EntityLocation {
+            archetype: ArchetypeId(self.archetype),
+            chunk: self.chunk,
+            row: self.row,
+        })
+    }
 }
 
 /// The entity allocator: slots with generations and a free list.
@@ -83,15 +107,19 @@ pub(crate) struct Entities {
 
 impl Entities {
     /// Allocates a handle for an entity that will live at `location`.
+    #[inline]
     pub(crate) fn alloc(&mut self, location: EntityLocation) -> Entity {
+        debug_assert_ne!(location.archetype.0, FREE);
         self.len += 1;
         if let Some(index) = self.free.pop() {
             let slot = &mut self.slots[index as usize];
-            slot.location = Some(location);
+            slot.set(location);
             Entity::from_parts(index, slot.generation)
         } else {
             let index = u32::try_from(self.slots.len()).expect("more than 2^32 entity slots");
-            self.slots.push(Slot { generation: 0, location: Some(location) });
+            let mut slot = Slot { generation: 0, archetype: FREE, chunk: 0, row: 0 };
+            slot.set(location);
+            self.slots.push(slot);
             Entity::from_parts(index, 0)
         }
     }
@@ -108,7 +136,8 @@ impl Entities {
             .get_mut(entity.index as usize)
             .filter(|s| s.generation == entity.generation)
             .ok_or(StoreError::NoSuchEntity(entity))?;
-        let location = slot.location.take().ok_or(StoreError::NoSuchEntity(entity))?;
+        let location = slot.location().ok_or(StoreError::NoSuchEntity(entity))?;
+        slot.archetype = FREE;
         self.len -= 1;
         // A slot whose generation would wrap is retired for good, so no
         // handle can ever alias an entity of a later generation.
@@ -123,7 +152,9 @@ impl Entities {
     #[inline]
     pub(crate) fn location(&self, entity: Entity) -> Result<EntityLocation, StoreError> {
         match self.slots.get(entity.index as usize) {
-            Some(Slot { generation, location: Some(loc) }) if *generation == entity.generation => Ok(*loc),
+            Some(slot) if slot.generation == entity.generation => {
+                slot.location().ok_or(StoreError::NoSuchEntity(entity))
+            }
             _ => Err(StoreError::NoSuchEntity(entity)),
         }
     }
@@ -133,7 +164,7 @@ impl Entities {
     pub(crate) fn set_location(&mut self, entity: Entity, location: EntityLocation) {
         let slot = &mut self.slots[entity.index as usize];
         debug_assert_eq!(slot.generation, entity.generation);
-        slot.location = Some(location);
+        slot.set(location);
     }
 
     /// Live entity count.

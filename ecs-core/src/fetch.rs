@@ -61,6 +61,19 @@ pub unsafe trait QueryData {
     unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w>;
     /// Shortens an item's lifetime.
     fn shrink<'long: 'short, 'short>(item: Self::Item<'long>) -> Self::Item<'short>;
+    /// Loop-local chunk marks of the mutable columns (see [`crate::change`]).
+    type Marks: Copy;
+    /// Unset marks for one chunk.
+    fn new_marks(fetch: &Self::Fetch<'_>) -> Self::Marks;
+    /// Makes items fetched afterwards record chunk marks in `marks` instead
+    /// of the chunk ticks.
+    ///
+    /// # Safety
+    /// `marks` outlives every item fetched afterwards, and those items do not
+    /// outlive the loop that flushes the marks.
+    unsafe fn redirect_marks(fetch: &mut Self::Fetch<'_>, marks: *mut Self::Marks);
+    /// Stamps the chunk tick of every column whose mark was set.
+    fn flush_marks(fetch: &Self::Fetch<'_>, marks: &Self::Marks);
     /// Shortens a slices value's lifetime.
     fn shrink_slices<'long: 'short, 'short>(slices: Self::Slices<'long>) -> Self::Slices<'short>;
 }
@@ -116,6 +129,10 @@ unsafe impl<T: Component> QueryData for &T {
     fn shrink_slices<'long: 'short, 'short>(slices: &'long [T]) -> &'short [T] {
         slices
     }
+    type Marks = ();
+    fn new_marks(_: &Self::Fetch<'_>) {}
+    unsafe fn redirect_marks(_: &mut Self::Fetch<'_>, _: *mut ()) {}
+    fn flush_marks(_: &Self::Fetch<'_>, _: &()) {}
 }
 
 // SAFETY: records no writes.
@@ -124,9 +141,10 @@ unsafe impl<T: Component> ReadOnlyQueryData for &T {}
 /// Per-chunk state of a mutable fetch.
 pub struct MutFetch<'w, T> {
     values: *mut T,
-    row_changed: *const AtomicTick,
+    row_changed: *mut u32,
     chunk_changed: &'w AtomicTick,
     chunk_all_changed: &'w AtomicTick,
+    chunk_mark: *mut u32,
     this_run: Tick,
 }
 
@@ -163,9 +181,10 @@ unsafe impl<T: Component> QueryData for &mut T {
         let ticks = &archetype.columns[cache].ticks;
         MutFetch {
             values: archetype.column_ptr(cache, chunk).cast::<T>(),
-            row_changed: ticks.row_changed[archetype.tick_index(chunk, 0)..].as_ptr(),
+            row_changed: AtomicTick::slice_ptr(&ticks.row_changed, archetype.tick_index(chunk, 0)),
             chunk_changed: &ticks.chunk_changed[chunk],
             chunk_all_changed: &ticks.chunk_all_changed[chunk],
+            chunk_mark: ticks.chunk_changed[chunk].as_ptr(),
             this_run,
         }
     }
@@ -174,9 +193,7 @@ unsafe impl<T: Component> QueryData for &mut T {
         // SAFETY: `row` is live and below capacity, so both the value and its
         // tick are in bounds; the caller guarantees this is the only live
         // item for the row, and the write access is recorded.
-        unsafe {
-            Mut::new(&mut *fetch.values.add(row), &*fetch.row_changed.add(row), fetch.chunk_changed, fetch.this_run)
-        }
+        unsafe { Mut::new(&mut *fetch.values.add(row), fetch.row_changed.add(row), fetch.chunk_mark, fetch.this_run) }
     }
     #[inline]
     unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w> {
@@ -191,6 +208,21 @@ unsafe impl<T: Component> QueryData for &mut T {
     }
     fn shrink_slices<'long: 'short, 'short>(slices: &'long mut [T]) -> &'short mut [T] {
         slices
+    }
+    type Marks = u32;
+    #[inline]
+    fn new_marks(fetch: &Self::Fetch<'_>) -> u32 {
+        fetch.this_run.get() ^ 1
+    }
+    #[inline]
+    unsafe fn redirect_marks(fetch: &mut Self::Fetch<'_>, marks: *mut u32) {
+        fetch.chunk_mark = marks;
+    }
+    #[inline]
+    fn flush_marks(fetch: &Self::Fetch<'_>, marks: &u32) {
+        if *marks == fetch.this_run.get() {
+            fetch.chunk_changed.store(fetch.this_run);
+        }
     }
 }
 
@@ -230,6 +262,10 @@ unsafe impl QueryData for Entity {
     fn shrink_slices<'long: 'short, 'short>(slices: &'long [Entity]) -> &'short [Entity] {
         slices
     }
+    type Marks = ();
+    fn new_marks(_: &Self::Fetch<'_>) {}
+    unsafe fn redirect_marks(_: &mut Self::Fetch<'_>, _: *mut ()) {}
+    fn flush_marks(_: &Self::Fetch<'_>, _: &()) {}
 }
 
 // SAFETY: records no writes.
@@ -275,6 +311,10 @@ unsafe impl<T: Component> QueryData for Option<&T> {
     fn shrink_slices<'long: 'short, 'short>(slices: Option<&'long [T]>) -> Option<&'short [T]> {
         slices
     }
+    type Marks = ();
+    fn new_marks(_: &Self::Fetch<'_>) {}
+    unsafe fn redirect_marks(_: &mut Self::Fetch<'_>, _: *mut ()) {}
+    fn flush_marks(_: &Self::Fetch<'_>, _: &()) {}
 }
 
 // SAFETY: records no writes.
@@ -330,6 +370,20 @@ macro_rules! tuple_data {
                 #[allow(non_snake_case, clippy::unused_unit)]
                 let ($($name,)*) = slices;
                 ($($name::shrink_slices($name),)*)
+            }
+            type Marks = ($($name::Marks,)*);
+            #[inline]
+            fn new_marks(_fetch: &Self::Fetch<'_>) -> Self::Marks {
+                ($($name::new_marks(&_fetch.$idx),)*)
+            }
+            #[inline]
+            unsafe fn redirect_marks(_fetch: &mut Self::Fetch<'_>, _marks: *mut Self::Marks) {
+                // SAFETY: forwarded contract; each element gets its own field.
+                $( unsafe { $name::redirect_marks(&mut _fetch.$idx, &raw mut (*_marks).$idx) }; )*
+            }
+            #[inline]
+            fn flush_marks(_fetch: &Self::Fetch<'_>, _marks: &Self::Marks) {
+                $( $name::flush_marks(&_fetch.$idx, &_marks.$idx); )*
             }
         }
 

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use crate::access::{Access, ConflictKind};
 use crate::archetype::Archetype;
 use crate::component::{Component, ComponentId, Components};
-use crate::tick::{AtomicTick, TickWindow};
+use crate::tick::{AtomicTick, Tick, TickWindow};
 
 /// A query's filter part.
 ///
@@ -133,9 +133,11 @@ unsafe impl<T: Component> QueryFilter for Without<T> {
 /// Per-chunk state of a tick filter.
 #[derive(Copy, Clone)]
 pub struct TickFetch<'w> {
-    rows: &'w [AtomicTick],
+    rows: *const u32,
+    capacity: usize,
     all: bool,
     window: TickWindow,
+    _ticks: PhantomData<&'w AtomicTick>,
 }
 
 impl TickFetch<'_> {
@@ -143,10 +145,13 @@ impl TickFetch<'_> {
     /// `row` is below the chunk's capacity.
     #[inline]
     unsafe fn row(&self, row: usize) -> bool {
-        debug_assert!(row < self.rows.len());
+        debug_assert!(row < self.capacity);
         // SAFETY: `rows` spans the chunk's capacity and the caller keeps
-        // `row` below it.
-        self.all || self.window.contains(unsafe { self.rows.get_unchecked(row) }.load())
+        // `row` below it. A plain read is race-free: the filter's access
+        // records a read of the column, so no other thread writes these
+        // ticks meanwhile, and a parallel task of the same query only writes
+        // the ticks of its own rows.
+        self.all || self.window.contains(Tick::new(unsafe { *self.rows.add(row) }))
     }
 }
 
@@ -180,9 +185,11 @@ unsafe impl<T: Component> QueryFilter for Changed<T> {
         let ticks = &archetype.columns[cache].ticks;
         let start = archetype.tick_index(chunk, 0);
         TickFetch {
-            rows: &ticks.row_changed[start..start + archetype.chunk_capacity()],
+            rows: AtomicTick::slice_ptr(&ticks.row_changed, start),
+            capacity: archetype.chunk_capacity(),
             all: window.contains(ticks.chunk_all_changed[chunk].load()),
             window,
+            _ticks: PhantomData,
         }
     }
     #[inline]
@@ -225,7 +232,13 @@ unsafe impl<T: Component> QueryFilter for Added<T> {
     fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> TickFetch<'w> {
         let ticks = &archetype.columns[cache].ticks;
         let start = archetype.tick_index(chunk, 0);
-        TickFetch { rows: &ticks.row_added[start..start + archetype.chunk_capacity()], all: false, window }
+        TickFetch {
+            rows: AtomicTick::slice_ptr(&ticks.row_added, start),
+            capacity: archetype.chunk_capacity(),
+            all: false,
+            window,
+            _ticks: PhantomData,
+        }
     }
     #[inline]
     fn all_rows_pass(fetch: &TickFetch<'_>) -> bool {

@@ -279,10 +279,47 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         }
     }
 
-    /// Runs `f` on every matching row (faster than `iter_mut().for_each`
-    /// would be without the internal-iteration fast path it uses).
+    /// Runs `f` on every matching row: the fastest per-row path. The
+    /// closure cannot keep items, so writes mark a loop-local flag and each
+    /// chunk's tick is stamped once when the loop leaves it.
     pub fn for_each_mut(&mut self, world: &mut World, f: impl FnMut(Q::Item<'_>)) {
-        self.iter_mut(world).for_each(f);
+        world.check_change_ticks();
+        // SAFETY: `&mut World` is exclusive.
+        unsafe { self.for_each_unchecked(world, f) }
+    }
+
+    /// Read-only form of [`QueryState::for_each_mut`].
+    pub fn for_each(&mut self, world: &World, f: impl FnMut(Q::Item<'_>))
+    where
+        Q: ReadOnlyQueryData,
+    {
+        // SAFETY: read-only data through a shared borrow.
+        unsafe { self.for_each_unchecked(world, f) }
+    }
+
+    /// Per-row internal iteration through a shared world borrow.
+    ///
+    /// # Safety
+    /// As [`QueryState::iter_unchecked`].
+    pub unsafe fn for_each_unchecked(&mut self, world: &World, mut f: impl FnMut(Q::Item<'_>)) {
+        let window = self.begin(world);
+        let archetypes = world.archetypes();
+        for m in &self.matched {
+            let archetype = &archetypes[m.archetype.index()];
+            for chunk in 0..archetype.chunk_count() {
+                let len = archetype.chunk_len(chunk);
+                if len == 0 {
+                    continue;
+                }
+                self.stats.chunks_total += 1;
+                if !F::chunk_may_pass(m.filter, archetype, chunk, window) {
+                    self.stats.chunks_skipped += 1;
+                    continue;
+                }
+                // SAFETY: the caller holds the access; each chunk once.
+                unsafe { run_rows::<Q, F>(archetype, m, chunk, 0, len, window, &mut f) };
+            }
+        }
     }
 
     /// Runs `f` on every matching chunk, as a [`ChunkView`] (column slices,
@@ -381,19 +418,21 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         let run = |task: &ChunkTask| {
             let m = &matched[task.matched as usize];
             let archetype = &archetypes[m.archetype.index()];
-            let chunk = task.chunk as usize;
+            let mut f = &f;
             // SAFETY: the archetype matched and the chunk is in range; tasks
-            // cover disjoint rows, so no row is fetched twice.
-            let data = unsafe { Q::fetch(m.data, archetype, chunk, window.this_run()) };
-            let filter = F::fetch(m.filter, archetype, chunk, window);
-            let all = F::ARCHETYPAL || F::all_rows_pass(&filter);
-            for row in task.start as usize..task.end as usize {
-                // SAFETY: `row` is below the chunk's length.
-                if all || unsafe { F::row_passes(&filter, row) } {
-                    // SAFETY: as above; each row is visited by one task once.
-                    f(unsafe { Q::item(&data, row) });
-                }
-            }
+            // cover disjoint rows, so no row is fetched twice, and each task
+            // marks into its own local before stamping the chunk atomically.
+            unsafe {
+                run_rows::<Q, F>(
+                    archetype,
+                    m,
+                    task.chunk as usize,
+                    task.start as usize,
+                    task.end as usize,
+                    window,
+                    &mut f,
+                )
+            };
         };
         if tasks.len() <= 1 {
             tasks.iter().for_each(run);
@@ -466,6 +505,47 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             Ok(Q::item(&fetch, loc.row as usize))
         }
     }
+}
+
+/// Runs `f` on rows `start..end` of one chunk that pass the filter, with
+/// chunk marks kept in a local and flushed once at the end.
+///
+/// # Safety
+/// The archetype matched, the chunk is in range, `end` is at most its
+/// length, the caller holds the query's access to these rows, and no other
+/// item of them is alive.
+#[inline]
+unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
+    archetype: &Archetype,
+    m: &Matched<Q, F>,
+    chunk: usize,
+    start: usize,
+    end: usize,
+    window: TickWindow,
+    f: &mut impl FnMut(Q::Item<'_>),
+) {
+    // SAFETY: forwarded contract.
+    let mut data = unsafe { Q::fetch(m.data, archetype, chunk, window.this_run()) };
+    let filter = F::fetch(m.filter, archetype, chunk, window);
+    let mut marks = Q::new_marks(&data);
+    // SAFETY: `marks` lives until the flush below, and `f` cannot keep the
+    // items it is given (its argument's lifetime is higher-ranked).
+    unsafe { Q::redirect_marks(&mut data, &mut marks) };
+    if F::ARCHETYPAL || F::all_rows_pass(&filter) {
+        for row in start..end {
+            // SAFETY: `row` is live and yielded once.
+            f(unsafe { Q::item(&data, row) });
+        }
+    } else {
+        for row in start..end {
+            // SAFETY: as above.
+            if unsafe { F::row_passes(&filter, row) } {
+                // SAFETY: as above.
+                f(unsafe { Q::item(&data, row) });
+            }
+        }
+    }
+    Q::flush_marks(&data, &marks);
 }
 
 #[derive(Copy, Clone, Debug)]

@@ -140,6 +140,27 @@ impl AtomicTick {
         self.0.store(tick.0, Ordering::Relaxed)
     }
 
+    /// The cell's address, for plain (non-atomic) access by code that holds
+    /// the column's access rights (see [`crate::change`]).
+    #[inline]
+    pub(crate) fn as_ptr(&self) -> *mut u32 {
+        self.0.as_ptr()
+    }
+
+    /// Address of `cells[start]` as plain tick words, valid for every cell
+    /// from `start` to the end of the slice (the pointer is derived from the
+    /// whole tail, so offsetting it stays in bounds of its provenance).
+    ///
+    /// # Panics
+    /// If `start > cells.len()`.
+    #[inline]
+    pub(crate) fn slice_ptr(cells: &[AtomicTick], start: usize) -> *mut u32 {
+        // `AtomicTick` is a transparent `AtomicU32`, which has the layout of
+        // `u32` and sits in an `UnsafeCell`, so writing through a pointer
+        // derived from a shared borrow is allowed.
+        cells[start..].as_ptr().cast::<u32>().cast_mut()
+    }
+
     /// Exclusive access, no atomic operation needed.
     #[inline]
     pub(crate) fn get_mut(&mut self) -> &mut u32 {

@@ -10,6 +10,7 @@ use crate::archetype::{Archetype, ArchetypeId};
 use crate::bundle::{Bundle, BundleIds};
 use crate::change::Mut;
 use crate::component::{Component, ComponentId, Components, TypeIdMap};
+use crate::edges::MovePlan;
 use crate::entity::{Entities, Entity, EntityLocation};
 use crate::error::StoreError;
 use crate::fetch::QueryData;
@@ -53,6 +54,7 @@ pub struct World {
     archetypes: Vec<Archetype>,
     archetype_ids: HashMap<Box<[ComponentId]>, ArchetypeId>,
     bundles: TypeIdMap<BundleMeta>,
+    plans: Vec<MovePlan>,
     resources: Resources,
     change_tick: AtomicU64,
     last_check_tick: u64,
@@ -100,6 +102,7 @@ impl World {
             archetypes: vec![empty],
             archetype_ids,
             bundles: TypeIdMap::default(),
+            plans: Vec::new(),
             resources: Resources::default(),
             change_tick: AtomicU64::new(1),
             last_check_tick: 1,
@@ -298,6 +301,7 @@ impl World {
         let mut spawned = Vec::with_capacity(hint);
         self.entities.reserve(hint);
         let arch = &mut self.archetypes[archetype.index()];
+        arch.reserve_rows(hint);
         loop {
             let mut next = bundles.next();
             if next.is_none() {
@@ -348,16 +352,19 @@ impl World {
         Ok(())
     }
 
-    /// Moves a live entity's row from its archetype to `dst`. Values of
-    /// components both share are moved with their ticks; columns only `dst`
-    /// has are left unwritten and stamped added and changed now.
+    /// Moves a live entity's row along a cached plan. Values of components
+    /// both archetypes hold are moved with their ticks; columns only the
+    /// destination has are left unwritten and stamped added and changed now.
     ///
     /// # Safety
-    /// Values of components the source has and `dst` lacks must already be
-    /// dead (moved out or dropped). The caller must write every column that
-    /// only `dst` has before anything else reads the row.
-    unsafe fn move_entity(&mut self, entity: Entity, loc: EntityLocation, dst: ArchetypeId) -> EntityLocation {
+    /// `plan` was made for the entity's archetype. Values of components the
+    /// source has and the destination lacks must already be dead (moved out
+    /// or dropped). The caller must write every fresh column before anything
+    /// else reads the row.
+    unsafe fn move_entity(&mut self, entity: Entity, loc: EntityLocation, plan: usize) -> EntityLocation {
         let now = self.now();
+        let plan = &self.plans[plan];
+        let dst = plan.dst;
         let (src, dst_arch) = two_mut(&mut self.archetypes, loc.archetype.index(), dst.index());
         let (sc, sr) = (loc.chunk as usize, loc.row as usize);
         let (dc, _) = dst_arch.open_chunk(now);
@@ -367,27 +374,23 @@ impl World {
             dst_arch.chunks[dc].entities_ptr().add(dr).write(entity);
             dst_arch.commit_rows(dc, 1);
         }
-        // Columns the source lacks are new: added and changed now. Shared
-        // columns carry their ticks below; stamping them now would make the
-        // destination chunk look changed when nothing was written.
-        for dcol in 0..dst_arch.columns.len() {
-            if !src.contains(dst_arch.columns[dcol].component) {
-                dst_arch.set_row_ticks(dcol, dc, dr, now, now, now);
-            }
+        // Fresh columns: added and changed now. Shared columns carry their
+        // ticks; stamping them now would make the destination chunk look
+        // changed when nothing was written.
+        for &dcol in plan.fresh.iter() {
+            dst_arch.set_row_ticks(dcol as usize, dc, dr, now, now, now);
         }
-        for scol in 0..src.columns.len() {
-            let component = src.columns[scol].component;
-            let Some(dcol) = dst_arch.column_of(component) else {
-                continue;
+        for &(scol, dcol) in plan.shared.iter() {
+            let (scol, dcol) = (scol as usize, dcol as usize);
+            // SAFETY: the source row is live; the destination row is the
+            // fresh row committed above; distinct allocations, same type.
+            unsafe {
+                crate::edges::copy_value(
+                    src.value_ptr(scol, sc, sr),
+                    dst_arch.value_ptr(dcol, dc, dr),
+                    src.columns[scol].size,
+                )
             };
-            let size = src.columns[scol].size;
-            if size > 0 {
-                // SAFETY: source row is live; destination row is the fresh
-                // row committed above; distinct allocations, same type.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(src.value_ptr(scol, sc, sr), dst_arch.value_ptr(dcol, dc, dr), size)
-                };
-            }
             let changed = src.row_changed_tick(scol, sc, sr, now);
             let added = src.row_added_tick(scol, sc, sr);
             dst_arch.set_row_ticks(dcol, dc, dr, changed, added, now);
@@ -403,56 +406,87 @@ impl World {
         new_loc
     }
 
+    /// The cached insert plan of bundle `B` from archetype `src`.
+    fn insert_plan<B: Bundle>(&mut self, src: ArchetypeId) -> Result<usize, StoreError> {
+        let key = TypeId::of::<B>();
+        if let Some(plan) = self.archetypes[src.index()].insert_edges.get(&key) {
+            return Ok(plan as usize);
+        }
+        let ids = self.bundle_meta::<B>()?.ids.clone();
+        let mut set: SmallVec<[ComponentId; 16]> = self.archetypes[src.index()].components().iter().copied().collect();
+        set.extend(ids.iter().copied());
+        set.sort_unstable();
+        set.dedup();
+        let dst = self.archetype_for(&set)?;
+        let plan = MovePlan::new(&self.archetypes[src.index()], &self.archetypes[dst.index()], &ids, true);
+        self.plans.push(plan);
+        let index = self.plans.len() - 1;
+        self.archetypes[src.index()].insert_edges.insert(key, index as u32);
+        Ok(index)
+    }
+
+    /// The cached remove plan of bundle `B` from archetype `src`; an error
+    /// naming the first component the archetype lacks.
+    fn remove_plan<B: Bundle>(&mut self, entity: Entity, src: ArchetypeId) -> Result<usize, StoreError> {
+        let key = TypeId::of::<B>();
+        if let Some(plan) = self.archetypes[src.index()].remove_edges.get(&key) {
+            return Ok(plan as usize);
+        }
+        let mut ids = BundleIds::new();
+        B::component_ids(&self.components, &mut ids)
+            .map_err(|component| StoreError::MissingComponent { entity, component })?;
+        let arch = &self.archetypes[src.index()];
+        if let Some(&missing) = ids.iter().find(|&&id| !arch.contains(id)) {
+            return Err(StoreError::MissingComponent { entity, component: self.components.info(missing).name() });
+        }
+        let set: SmallVec<[ComponentId; 16]> = arch.components().iter().copied().filter(|c| !ids.contains(c)).collect();
+        if set.len() + ids.len() != arch.components().len() {
+            return Err(StoreError::DuplicateComponent(self.components.info(ids[0]).name()));
+        }
+        let dst = self.archetype_for(&set)?;
+        let plan = MovePlan::new(&self.archetypes[src.index()], &self.archetypes[dst.index()], &ids, false);
+        self.plans.push(plan);
+        let index = self.plans.len() - 1;
+        self.archetypes[src.index()].remove_edges.insert(key, index as u32);
+        Ok(index)
+    }
+
     /// Adds the components of `bundle` to a live entity, replacing values it
     /// already has (those count as changed, not added).
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), StoreError> {
         let loc = self.entities.location(entity)?;
-        let key = TypeId::of::<B>();
-        let ids = self.bundle_meta::<B>()?.ids.clone();
-        let src_id = loc.archetype;
-        let dst_id = match self.archetypes[src_id.index()].insert_edges.get(&key) {
-            Some(&dst) => dst,
-            None => {
-                let mut set: SmallVec<[ComponentId; 16]> =
-                    self.archetypes[src_id.index()].components().iter().copied().collect();
-                set.extend(ids.iter().copied());
-                set.sort_unstable();
-                set.dedup();
-                let dst = self.archetype_for(&set)?;
-                self.archetypes[src_id.index()].insert_edges.insert(key, dst);
-                dst
-            }
-        };
+        let plan_index = self.insert_plan::<B>(loc.archetype)?;
         let now = self.now();
         // Components the entity already has: drop the old value, the new one
         // replaces it below.
-        let src = &mut self.archetypes[src_id.index()];
-        let mut replaced: SmallVec<[ComponentId; 8]> = SmallVec::new();
-        for &id in &ids {
-            if let Some(col) = src.column_of(id) {
-                replaced.push(id);
-                if let Some(drop) = src.columns[col].drop {
-                    // SAFETY: the row is live; the value is replaced below
-                    // without being read again.
-                    unsafe { drop(src.value_ptr(col, loc.chunk as usize, loc.row as usize)) };
-                }
+        let plan = &self.plans[plan_index];
+        let src = &mut self.archetypes[loc.archetype.index()];
+        for &(_, existing) in plan.bundle.iter() {
+            if let Some(col) = existing
+                && let Some(drop) = src.columns[col as usize].drop
+            {
+                // SAFETY: the row is live; the value is replaced below
+                // without being read again.
+                unsafe { drop(src.value_ptr(col as usize, loc.chunk as usize, loc.row as usize)) };
             }
         }
-        let new_loc = if dst_id == src_id {
+        let dst_id = plan.dst;
+        let new_loc = if dst_id == loc.archetype {
             loc
         } else {
-            // SAFETY: the destination is a superset of the source, so no
-            // source value is left behind; the new columns are written below.
-            unsafe { self.move_entity(entity, loc, dst_id) }
+            // SAFETY: the plan was made for this archetype; the destination
+            // is a superset of the source, so no source value is left
+            // behind; the fresh columns are written below.
+            unsafe { self.move_entity(entity, loc, plan_index) }
         };
+        let plan = &self.plans[plan_index];
         let dst = &mut self.archetypes[dst_id.index()];
         let (chunk, row) = (new_loc.chunk as usize, new_loc.row as usize);
         let mut ptrs: SmallVec<[*mut u8; 8]> = SmallVec::new();
-        for &id in &ids {
-            let col = dst.column_of(id).expect("destination holds the bundle");
-            ptrs.push(dst.column_ptr(col, chunk));
-            if replaced.contains(&id) {
-                dst.mark_row_changed(col, chunk, row, now);
+        for &(col, existing) in plan.bundle.iter() {
+            ptrs.push(dst.column_ptr(col as usize, chunk));
+            if existing.is_some() {
+                dst.mark_row_changed(col as usize, chunk, row, now);
             }
         }
         // SAFETY: each pointer is the column of the matching tuple element;
@@ -470,40 +504,21 @@ impl World {
     /// Fails, changing nothing, if the entity lacks any of them.
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, StoreError> {
         let loc = self.entities.location(entity)?;
-        let mut ids = BundleIds::new();
-        B::component_ids(&self.components, &mut ids)
-            .map_err(|component| StoreError::MissingComponent { entity, component })?;
-        let src_id = loc.archetype;
-        let src = &self.archetypes[src_id.index()];
-        if let Some(&missing) = ids.iter().find(|&&id| !src.contains(id)) {
-            return Err(StoreError::MissingComponent { entity, component: self.components.info(missing).name() });
-        }
-        let key = TypeId::of::<B>();
-        let dst_id = match src.remove_edges.get(&key) {
-            Some(&dst) => dst,
-            None => {
-                let set: SmallVec<[ComponentId; 16]> =
-                    src.components().iter().copied().filter(|c| !ids.contains(c)).collect();
-                if set.len() + ids.len() != src.components().len() {
-                    return Err(StoreError::DuplicateComponent(self.components.info(ids[0]).name()));
-                }
-                let dst = self.archetype_for(&set)?;
-                self.archetypes[src_id.index()].remove_edges.insert(key, dst);
-                dst
-            }
-        };
-        let src = &self.archetypes[src_id.index()];
-        let ptrs: SmallVec<[*mut u8; 8]> = ids
+        let plan_index = self.remove_plan::<B>(entity, loc.archetype)?;
+        let src = &self.archetypes[loc.archetype.index()];
+        let ptrs: SmallVec<[*mut u8; 8]> = self.plans[plan_index]
+            .bundle
             .iter()
-            .map(|&id| src.column_ptr(src.column_of(id).expect("checked above"), loc.chunk as usize))
+            .map(|&(col, _)| src.column_ptr(col as usize, loc.chunk as usize))
             .collect();
         // SAFETY: the row is live and every pointer is the column of the
         // matching tuple element; the values are moved out here and the row
         // is moved (without them) right after.
         let bundle = unsafe { B::read(&ptrs, loc.row as usize) };
-        // SAFETY: the removed values were moved out above; the destination
-        // is a subset of the source, so it has no unwritten columns.
-        unsafe { self.move_entity(entity, loc, dst_id) };
+        // SAFETY: the plan was made for this archetype; the removed values
+        // were moved out above; the destination is a subset of the source,
+        // so it has no fresh columns.
+        unsafe { self.move_entity(entity, loc, plan_index) };
         Ok(bundle)
     }
 
@@ -539,9 +554,16 @@ impl World {
         let ptr = arch.value_ptr(col, chunk, row);
         let ticks = &arch.columns[col].ticks;
         // SAFETY: the row is live, the column holds `T`, and `&mut self`
-        // makes this the only borrow of the world.
-        let value = unsafe { &mut *ptr.cast::<T>() };
-        Ok(Mut::new(value, &ticks.row_changed[arch.tick_index(chunk, row)], &ticks.chunk_changed[chunk], now))
+        // makes this the only borrow of the world, so the value, the row
+        // tick and the chunk tick are ours alone for the borrow.
+        Ok(unsafe {
+            Mut::new(
+                &mut *ptr.cast::<T>(),
+                ticks.row_changed[arch.tick_index(chunk, row)].as_ptr(),
+                ticks.chunk_changed[chunk].as_ptr(),
+                now,
+            )
+        })
     }
 
     /// Whether a live entity has component `T`.

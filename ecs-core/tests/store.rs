@@ -414,3 +414,47 @@ fn a_panicking_spawn_iterator_leaves_a_consistent_world() {
     let e = world.spawn((Pos(-1.0),)).unwrap();
     assert_eq!(world.get::<Pos>(e), Ok(&Pos(-1.0)));
 }
+
+#[test]
+fn every_write_path_marks_exactly_the_written_rows() {
+    let mut world = World::new();
+    // Few chunks, so parallel iteration splits chunks into row ranges.
+    let es = world.spawn_batch((0..700).map(|i| (Pos(i as f32), Vel(if i % 97 == 0 { 1.0 } else { 0.0 })))).unwrap();
+    let want: Vec<Entity> = es.iter().copied().step_by(97).collect();
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    changed_pos(&mut world, &mut changed);
+    let mut q = world.query::<(&mut Pos, &Vel)>();
+
+    q.par_for_each_mut(&mut world, |(mut p, v)| {
+        if v.0 != 0.0 {
+            p.0 += v.0;
+        }
+    });
+    assert_eq!(changed_pos(&mut world, &mut changed), want, "par_for_each_mut");
+
+    q.for_each_mut(&mut world, |(mut p, v)| {
+        if v.0 != 0.0 {
+            p.0 += v.0;
+        }
+    });
+    assert_eq!(changed_pos(&mut world, &mut changed), want, "for_each_mut");
+
+    for (mut p, v) in q.iter_mut(&mut world) {
+        if v.0 != 0.0 {
+            p.0 += v.0;
+        }
+    }
+    assert_eq!(changed_pos(&mut world, &mut changed), want, "iter_mut");
+
+    q.par_for_each_chunk_mut(&mut world, |mut view| {
+        for row in 0..view.len() {
+            let (mut p, v) = view.get(row).unwrap();
+            if v.0 != 0.0 {
+                p.0 += v.0;
+            }
+        }
+    });
+    assert_eq!(changed_pos(&mut world, &mut changed), want, "chunk views");
+    assert_eq!(world.get::<Pos>(es[97]), Ok(&Pos(97.0 + 4.0)));
+    assert_eq!(changed_pos(&mut world, &mut changed), vec![]);
+}
