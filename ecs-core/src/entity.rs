@@ -78,6 +78,8 @@ struct Slot {
 }
 
 const FREE: u32 = u32::MAX;
+/// Marks a slot handed out by [`Entities::reserve`] and not yet spawned.
+const RESERVED: u32 = u32::MAX - 1;
 
 impl Slot {
     #[inline]
@@ -89,7 +91,7 @@ impl Slot {
 
     #[inline]
     fn location(&self) -> Option<EntityLocation> {
-        (self.archetype != FREE).then_some(EntityLocation {
+        (self.archetype < RESERVED).then_some(EntityLocation {
             archetype: ArchetypeId(self.archetype),
             chunk: self.chunk,
             row: self.row,
@@ -103,13 +105,63 @@ pub(crate) struct Entities {
     slots: Vec<Slot>,
     free: Vec<u32>,
     len: u32,
+    /// Fresh indices handed out through `&self` since the last flush; they
+    /// follow `slots.len()`.
+    reserved: std::sync::atomic::AtomicU32,
 }
 
 impl Entities {
+    /// Hands out a handle for an entity to be spawned later (by a deferred
+    /// command), through a shared borrow. The slot becomes real at the next
+    /// [`Entities::flush`].
+    pub(crate) fn reserve(&self) -> Entity {
+        let n = self.reserved.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let index = u32::try_from(self.slots.len() as u64 + n as u64).expect("more than 2^32 entity slots");
+        Entity::from_parts(index, 0)
+    }
+
+    /// Turns reserved handles into reserved slots. Must run before any
+    /// allocation that could take their indices.
+    #[inline]
+    pub(crate) fn flush(&mut self) {
+        let n = std::mem::take(self.reserved.get_mut());
+        for _ in 0..n {
+            self.slots.push(Slot { generation: 0, archetype: RESERVED, chunk: 0, row: 0 });
+        }
+    }
+
+    /// Places a reserved entity at `location`. Fails if the handle is not a
+    /// reserved, never-spawned slot.
+    pub(crate) fn alloc_reserved(&mut self, entity: Entity, location: EntityLocation) -> Result<(), StoreError> {
+        self.flush();
+        match self.slots.get_mut(entity.index as usize) {
+            Some(slot) if slot.archetype == RESERVED && slot.generation == entity.generation => {
+                slot.set(location);
+                self.len += 1;
+                Ok(())
+            }
+            _ => Err(StoreError::NoSuchEntity(entity)),
+        }
+    }
+
+    /// Whether `entity` is a reserved handle waiting to be spawned.
+    pub(crate) fn is_reserved(&self, entity: Entity) -> bool {
+        match self.slots.get(entity.index as usize) {
+            Some(slot) => slot.archetype == RESERVED && slot.generation == entity.generation,
+            None => {
+                let pending = self.reserved.load(std::sync::atomic::Ordering::Relaxed) as usize;
+                entity.generation == 0 && (entity.index as usize) < self.slots.len() + pending
+            }
+        }
+    }
+
     /// Allocates a handle for an entity that will live at `location`.
     #[inline]
     pub(crate) fn alloc(&mut self, location: EntityLocation) -> Entity {
-        debug_assert_ne!(location.archetype.0, FREE);
+        debug_assert!(location.archetype.0 < RESERVED);
+        if *self.reserved.get_mut() > 0 {
+            self.flush();
+        }
         self.len += 1;
         if let Some(index) = self.free.pop() {
             let slot = &mut self.slots[index as usize];
@@ -125,7 +177,7 @@ impl Entities {
     }
 
     /// Reserves room for `additional` more slots.
-    pub(crate) fn reserve(&mut self, additional: usize) {
+    pub(crate) fn reserve_capacity(&mut self, additional: usize) {
         self.slots.reserve(additional.saturating_sub(self.free.len()));
     }
 
@@ -204,6 +256,23 @@ mod tests {
         e.free(a_last).unwrap();
         let b = e.alloc(loc());
         assert_ne!(b.index(), a.index());
+    }
+
+    #[test]
+    fn reserved_handles_become_slots_without_aliasing() {
+        let mut e = Entities::default();
+        let a = e.alloc(loc());
+        let r1 = e.reserve();
+        let r2 = e.reserve();
+        assert!(e.is_reserved(r1) && e.is_reserved(r2));
+        assert!(e.location(r1).is_err());
+        let b = e.alloc(loc());
+        assert!(b != r1 && b != r2 && b != a, "allocation skips reserved indices");
+        e.alloc_reserved(r2, loc()).unwrap();
+        assert!(e.location(r2).is_ok());
+        assert_eq!(e.alloc_reserved(r2, loc()), Err(StoreError::NoSuchEntity(r2)));
+        assert_eq!(e.len(), 3);
+        assert!(e.is_reserved(r1));
     }
 
     #[test]

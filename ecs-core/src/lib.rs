@@ -38,25 +38,65 @@
 //! assert!(stats.chunks_skipped > 0 && stats.chunks_visited() == 1);
 //! ```
 //!
+//! Game code is usually written as systems: plain functions whose
+//! parameters say what they touch. A [`Schedule`] runs systems whose accesses
+//! do not conflict in parallel, and each system sees exactly the changes made
+//! since its previous run.
+//!
+//! ```
+//! use ecs_core::prelude::*;
+//!
+//! struct Pos(f32);
+//! struct Vel(f32);
+//! struct Gravity(f32);
+//!
+//! fn fall(mut q: Query<(&mut Vel, &mut Pos)>, g: Res<Gravity>) {
+//!     q.for_each_mut(|(mut v, mut p)| {
+//!         v.0 -= g.0;
+//!         p.0 += v.0;
+//!     });
+//! }
+//! fn cull(mut q: Query<(Entity, &Pos), Changed<Pos>>, mut commands: Commands) {
+//!     q.for_each(|(e, p)| if p.0 < 0.0 { commands.despawn(e) });
+//! }
+//!
+//! let mut world = World::new();
+//! world.insert_resource(Gravity(1.0));
+//! world.spawn_batch((0..100).map(|i| (Pos(i as f32), Vel(0.0)))).unwrap();
+//! let mut schedule = Schedule::new();
+//! schedule.add_systems((fall, cull).chain());
+//! for _ in 0..3 {
+//!     schedule.run(&mut world).unwrap();
+//! }
+//! assert_eq!(world.len(), 94); // heights 0..=5 fell below zero (1 + 2 + 3 = 6)
+//! ```
+//!
 //! Modules: [`tick`] (clock and wrap-safe comparison), [`mod@entity`],
 //! [`component`], [`chunk`] (16 KiB layout), [`archetype`] (chunks and ticks),
 //! [`bundle`], [`world`], [`fetch`] and [`filter`] (what queries take),
 //! [`query`] (states, iterators, chunk views, skip counts), [`change`]
-//! (`Mut<T>` and the write-mark rule), [`access`] (conflict checks).
+//! (`Mut<T>` and the write-mark rule), [`access`] (conflict checks),
+//! [`resource`], [`event`], [`command`] (deferred structural changes),
+//! [`system`] (function systems and their parameters), [`schedule`]
+//! (ordering, stages, parallel runs).
 
 pub mod access;
 pub mod archetype;
 pub mod bundle;
 pub mod change;
 pub mod chunk;
+pub mod command;
 pub mod component;
 mod edges;
 pub mod entity;
 pub mod error;
+pub mod event;
 pub mod fetch;
 pub mod filter;
 pub mod query;
 pub mod resource;
+pub mod schedule;
+pub mod system;
 pub mod tick;
 pub mod world;
 
@@ -65,13 +105,20 @@ pub use archetype::{Archetype, ArchetypeId};
 pub use bundle::Bundle;
 pub use change::Mut;
 pub use chunk::{CHUNK_ALIGN, CHUNK_SIZE, chunk_pool_len, set_chunk_pool_limit};
+pub use command::{CommandQueue, Commands};
 pub use component::{Component, ComponentId, ComponentInfo, Components};
 pub use entity::{Entity, EntityLocation};
 pub use error::StoreError;
+pub use event::{EventReader, EventWriter, Events};
 pub use fetch::{QueryData, ReadOnlyQueryData};
 pub use filter::{Added, Changed, Or, QueryFilter, With, Without};
 pub use query::{ChunkStats, ChunkView, QueryError, QueryIter, QueryState};
 pub use resource::Resources;
+pub use schedule::{CommandError, IntoSystemConfig, IntoSystemConfigs, Schedule, ScheduleError, SystemConfig};
+pub use system::{
+    IntoSystem, Local, Query, Res, ResMut, System, SystemAccess, SystemMeta, SystemParam, SystemParamFunction,
+    SystemStats,
+};
 pub use tick::{Tick, TickWindow};
 pub use world::World;
 
@@ -79,3 +126,12 @@ pub use world::World;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The items most game code needs, including the traits whose methods
+/// (`chain`, `before`, `after`) configure systems.
+pub mod prelude {
+    pub use crate::{
+        Added, Changed, ChunkStats, Commands, Entity, EventReader, EventWriter, Events, IntoSystemConfig,
+        IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Res, ResMut, Schedule, With, Without, World,
+    };
+}

@@ -192,6 +192,11 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         self.stats
     }
 
+    /// Zeroes the chunk counts (systems do this before each run).
+    pub fn reset_stats(&mut self) {
+        self.stats = ChunkStats::default();
+    }
+
     /// The world tick of the latest run (0 before the first).
     pub fn last_run(&self) -> u64 {
         self.last_run
@@ -265,6 +270,20 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// [`QueryState::access`]).
     pub unsafe fn iter_unchecked<'w, 's>(&'s mut self, world: &'w World) -> QueryIter<'w, 's, Q, F> {
         let window = self.begin(world);
+        // SAFETY: forwarded contract.
+        unsafe { self.iter_in(world, window) }
+    }
+
+    /// Iterates with a window the caller chose (a system's), adding to the
+    /// chunk counts instead of resetting them.
+    ///
+    /// # Safety
+    /// As [`QueryState::iter_unchecked`]; the archetypes must be up to date.
+    pub(crate) unsafe fn iter_in<'w, 's>(
+        &'s mut self,
+        world: &'w World,
+        window: TickWindow,
+    ) -> QueryIter<'w, 's, Q, F> {
         QueryIter {
             archetypes: world.archetypes(),
             matched: self.matched.iter(),
@@ -301,8 +320,15 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     ///
     /// # Safety
     /// As [`QueryState::iter_unchecked`].
-    pub unsafe fn for_each_unchecked(&mut self, world: &World, mut f: impl FnMut(Q::Item<'_>)) {
+    pub unsafe fn for_each_unchecked(&mut self, world: &World, f: impl FnMut(Q::Item<'_>)) {
         let window = self.begin(world);
+        // SAFETY: forwarded contract.
+        unsafe { self.for_each_in(world, window, f) }
+    }
+
+    /// # Safety
+    /// As [`QueryState::iter_in`].
+    pub(crate) unsafe fn for_each_in(&mut self, world: &World, window: TickWindow, mut f: impl FnMut(Q::Item<'_>)) {
         let archetypes = world.archetypes();
         for m in &self.matched {
             let archetype = &archetypes[m.archetype.index()];
@@ -343,8 +369,20 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     ///
     /// # Safety
     /// As [`QueryState::iter_unchecked`].
-    pub unsafe fn for_each_chunk_unchecked<'w>(&mut self, world: &'w World, mut f: impl FnMut(ChunkView<'w, Q, F>)) {
+    pub unsafe fn for_each_chunk_unchecked<'w>(&mut self, world: &'w World, f: impl FnMut(ChunkView<'w, Q, F>)) {
         let window = self.begin(world);
+        // SAFETY: forwarded contract.
+        unsafe { self.for_each_chunk_in(world, window, f) }
+    }
+
+    /// # Safety
+    /// As [`QueryState::iter_in`].
+    pub(crate) unsafe fn for_each_chunk_in<'w>(
+        &mut self,
+        world: &'w World,
+        window: TickWindow,
+        mut f: impl FnMut(ChunkView<'w, Q, F>),
+    ) {
         let archetypes = world.archetypes();
         for m in &self.matched {
             let archetype = &archetypes[m.archetype.index()];
@@ -411,6 +449,18 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// As [`QueryState::iter_unchecked`].
     pub unsafe fn par_for_each_unchecked(&mut self, world: &World, f: impl Fn(Q::Item<'_>) + Send + Sync) {
         let window = self.begin(world);
+        // SAFETY: forwarded contract.
+        unsafe { self.par_for_each_in(world, window, f) }
+    }
+
+    /// # Safety
+    /// As [`QueryState::iter_in`].
+    pub(crate) unsafe fn par_for_each_in(
+        &mut self,
+        world: &World,
+        window: TickWindow,
+        f: impl Fn(Q::Item<'_>) + Send + Sync,
+    ) {
         let mut tasks = self.chunk_tasks(world, window);
         split_tasks(&mut tasks);
         let archetypes = world.archetypes();
@@ -458,6 +508,18 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         f: impl Fn(ChunkView<'w, Q, F>) + Send + Sync,
     ) {
         let window = self.begin(world);
+        // SAFETY: forwarded contract.
+        unsafe { self.par_for_each_chunk_in(world, window, f) }
+    }
+
+    /// # Safety
+    /// As [`QueryState::iter_in`].
+    pub(crate) unsafe fn par_for_each_chunk_in<'w>(
+        &mut self,
+        world: &'w World,
+        window: TickWindow,
+        f: impl Fn(ChunkView<'w, Q, F>) + Send + Sync,
+    ) {
         let tasks = self.chunk_tasks(world, window);
         let archetypes = world.archetypes();
         let matched = &self.matched;
@@ -489,6 +551,27 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         // SAFETY: read-only data, live row, matched archetype.
         unsafe {
             let fetch = Q::fetch(cache, archetype, loc.chunk as usize, world.now());
+            Ok(Q::item(&fetch, loc.row as usize))
+        }
+    }
+
+    /// One entity's item through a shared world borrow, writes stamped
+    /// `this_run`.
+    ///
+    /// # Safety
+    /// As [`QueryState::iter_unchecked`], and no other item for the entity's
+    /// row is alive.
+    pub(crate) unsafe fn get_unchecked<'w>(
+        &self,
+        world: &'w World,
+        entity: Entity,
+        this_run: crate::Tick,
+    ) -> Result<Q::Item<'w>, QueryError> {
+        let (cache, loc) = self.matched_cache(world, entity)?;
+        let archetype = &world.archetypes()[loc.archetype.index()];
+        // SAFETY: forwarded contract; live row, matched archetype.
+        unsafe {
+            let fetch = Q::fetch(cache, archetype, loc.chunk as usize, this_run);
             Ok(Q::item(&fetch, loc.row as usize))
         }
     }

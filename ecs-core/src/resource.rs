@@ -1,16 +1,23 @@
 //! Resources: typed singletons stored in the world, with a change tick each.
 
 use std::any::{Any, TypeId};
+use std::cell::UnsafeCell;
 
 use crate::component::TypeIdMap;
-use crate::tick::Tick;
+use crate::tick::{AtomicTick, Tick};
 
 struct Slot {
-    value: Box<dyn Any + Send + Sync>,
+    value: UnsafeCell<Box<dyn Any + Send + Sync>>,
     name: &'static str,
     added: Tick,
-    changed: Tick,
+    changed: AtomicTick,
 }
+
+// SAFETY: the value is `Send + Sync`; mutable access through a shared borrow
+// only happens in `get_unchecked_mut`, whose callers guarantee exclusive
+// access (schedulers check resource access sets before running systems in
+// parallel).
+unsafe impl Sync for Slot {}
 
 /// The world's resources, one value per type.
 #[derive(Default)]
@@ -27,35 +34,65 @@ impl std::fmt::Debug for Resources {
 impl Resources {
     /// Stores `value`, returning the previous one of its type.
     pub(crate) fn insert<R: Send + Sync + 'static>(&mut self, value: R, now: Tick) -> Option<R> {
-        let slot = Slot { value: Box::new(value), name: std::any::type_name::<R>(), added: now, changed: now };
+        let slot = Slot {
+            value: UnsafeCell::new(Box::new(value)),
+            name: std::any::type_name::<R>(),
+            added: now,
+            changed: AtomicTick::new(now),
+        };
         match self.slots.insert(TypeId::of::<R>(), slot) {
             Some(old) => {
                 // Replacing keeps the added tick of the first insert.
                 if let Some(s) = self.slots.get_mut(&TypeId::of::<R>()) {
                     s.added = old.added;
                 }
-                old.value.downcast::<R>().ok().map(|b| *b)
+                old.value.into_inner().downcast::<R>().ok().map(|b| *b)
             }
             None => None,
         }
     }
 
     pub(crate) fn remove<R: Send + Sync + 'static>(&mut self) -> Option<R> {
-        self.slots.remove(&TypeId::of::<R>()).and_then(|s| s.value.downcast::<R>().ok()).map(|b| *b)
+        self.slots.remove(&TypeId::of::<R>()).and_then(|s| s.value.into_inner().downcast::<R>().ok()).map(|b| *b)
     }
 
     pub(crate) fn get<R: Send + Sync + 'static>(&self) -> Option<&R> {
-        self.slots.get(&TypeId::of::<R>())?.value.downcast_ref()
+        let slot = self.slots.get(&TypeId::of::<R>())?;
+        // SAFETY: shared access; writers through a shared borrow
+        // (`get_unchecked_mut`) guarantee nobody else reads meanwhile.
+        unsafe { &*slot.value.get() }.downcast_ref()
     }
 
     pub(crate) fn get_mut<R: Send + Sync + 'static>(&mut self, now: Tick) -> Option<&mut R> {
         let slot = self.slots.get_mut(&TypeId::of::<R>())?;
-        slot.changed = now;
-        slot.value.downcast_mut()
+        *slot.changed.get_mut() = now.get();
+        slot.value.get_mut().downcast_mut()
+    }
+
+    /// # Safety
+    /// For the borrow's lifetime nothing else reads or writes `R`.
+    // Interior mutability through `UnsafeCell`; exclusivity is the caller's contract.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn get_unchecked_mut<R: Send + Sync + 'static>(&self, now: Tick) -> Option<&mut R> {
+        let slot = self.slots.get(&TypeId::of::<R>())?;
+        slot.changed.store(now);
+        // SAFETY: the caller guarantees exclusive access to `R`.
+        unsafe { &mut *slot.value.get() }.downcast_mut()
+    }
+
+    /// # Safety
+    /// For the borrow's lifetime nothing else reads or writes `R`.
+    // Interior mutability through `UnsafeCell`; exclusivity is the caller's contract.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn get_unchecked_parts<R: Send + Sync + 'static>(&self) -> Option<(&mut R, &AtomicTick)> {
+        let slot = self.slots.get(&TypeId::of::<R>())?;
+        // SAFETY: the caller guarantees exclusive access to `R`.
+        let value = unsafe { &mut *slot.value.get() }.downcast_mut()?;
+        Some((value, &slot.changed))
     }
 
     pub(crate) fn ticks<R: Send + Sync + 'static>(&self) -> Option<(Tick, Tick)> {
-        self.slots.get(&TypeId::of::<R>()).map(|s| (s.added, s.changed))
+        self.slots.get(&TypeId::of::<R>()).map(|s| (s.added, s.changed.load()))
     }
 
     pub(crate) fn contains<R: Send + Sync + 'static>(&self) -> bool {
@@ -65,7 +102,9 @@ impl Resources {
     pub(crate) fn check_change_ticks(&mut self, now: Tick) {
         for slot in self.slots.values_mut() {
             slot.added.clamp_age(now);
-            slot.changed.clamp_age(now);
+            let mut changed = slot.changed.load();
+            changed.clamp_age(now);
+            *slot.changed.get_mut() = changed.get();
         }
     }
 }

@@ -56,6 +56,7 @@ pub struct World {
     bundles: TypeIdMap<BundleMeta>,
     plans: Vec<MovePlan>,
     resources: Resources,
+    event_updaters: Vec<fn(&mut World)>,
     change_tick: AtomicU64,
     last_check_tick: u64,
 }
@@ -103,6 +104,7 @@ impl World {
             archetype_ids,
             bundles: TypeIdMap::default(),
             plans: Vec::new(),
+            event_updaters: Vec::new(),
             resources: Resources::default(),
             change_tick: AtomicU64::new(1),
             last_check_tick: 1,
@@ -267,13 +269,40 @@ impl World {
     /// Fails, changing nothing, if the bundle names a component twice or
     /// one row of its component set does not fit in a 16 KiB chunk.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, StoreError> {
+        self.spawn_with(bundle, None)
+    }
+
+    /// Spawns a bundle as an entity handed out earlier by
+    /// [`World::reserve_entity`] (what deferred spawn commands use).
+    pub fn spawn_reserved<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<Entity, StoreError> {
+        if !self.entities.is_reserved(entity) {
+            return Err(StoreError::NoSuchEntity(entity));
+        }
+        self.spawn_with(bundle, Some(entity))
+    }
+
+    /// Hands out an entity handle through a shared borrow, to be spawned
+    /// later with [`World::spawn_reserved`]. Until then the handle is not
+    /// alive.
+    pub fn reserve_entity(&self) -> Entity {
+        self.entities.reserve()
+    }
+
+    fn spawn_with<B: Bundle>(&mut self, bundle: B, reserved: Option<Entity>) -> Result<Entity, StoreError> {
         let (archetype, columns) = self.spawn_target::<B>()?;
         let now = self.now();
         let arch = &mut self.archetypes[archetype.index()];
         let (chunk, _) = arch.open_chunk(now);
         let row = arch.chunk_len(chunk);
         let ptrs: SmallVec<[*mut u8; 8]> = columns.iter().map(|&c| arch.column_ptr(c, chunk)).collect();
-        let entity = self.entities.alloc(EntityLocation { archetype, chunk: chunk as u32, row: row as u32 });
+        let location = EntityLocation { archetype, chunk: chunk as u32, row: row as u32 };
+        let entity = match reserved {
+            Some(entity) => {
+                self.entities.alloc_reserved(entity, location)?;
+                entity
+            }
+            None => self.entities.alloc(location),
+        };
         // SAFETY: `ptrs` are the columns of `B`'s components in tuple order in
         // the chunk `open_chunk` returned, and `row` is its first free row;
         // the entity column slot `row` is free as well. `commit_rows` then
@@ -299,7 +328,7 @@ impl World {
         let mut bundles = bundles.into_iter();
         let hint = bundles.size_hint().0;
         let mut spawned = Vec::with_capacity(hint);
-        self.entities.reserve(hint);
+        self.entities.reserve_capacity(hint);
         let arch = &mut self.archetypes[archetype.index()];
         arch.reserve_rows(hint);
         loop {
@@ -638,6 +667,55 @@ impl World {
     pub fn resource_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
         let now = self.now();
         self.resources.get_mut::<R>(now)
+    }
+
+    /// A resource, mutably, through a shared borrow (for schedulers).
+    ///
+    /// # Safety
+    /// For the borrow's lifetime nothing else reads or writes `R`.
+    // Interior mutability through `UnsafeCell`; exclusivity is the caller's contract.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn resource_unchecked_mut<R: Send + Sync + 'static>(&self) -> Option<&mut R> {
+        let now = self.now();
+        // SAFETY: forwarded contract.
+        unsafe { self.resources.get_unchecked_mut::<R>(now) }
+    }
+
+    /// A resource and its changed-tick cell, mutably, through a shared
+    /// borrow (for `ResMut`, which stamps the tick on write).
+    ///
+    /// # Safety
+    /// For the borrow's lifetime nothing else reads or writes `R`.
+    // Interior mutability through `UnsafeCell`; exclusivity is the caller's contract.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn resource_unchecked_parts<R: Send + Sync + 'static>(
+        &self,
+    ) -> Option<(&mut R, &crate::tick::AtomicTick)> {
+        // SAFETY: forwarded contract.
+        unsafe { self.resources.get_unchecked_parts::<R>() }
+    }
+
+    /// Registers event type `E`: stores an empty [`crate::Events<E>`]
+    /// resource and has [`World::update_events`] age it.
+    pub fn add_event<E: Send + Sync + 'static>(&mut self) {
+        if !self.contains_resource::<crate::event::Events<E>>() {
+            self.insert_resource(crate::event::Events::<E>::default());
+            self.event_updaters.push(|world| {
+                if let Some(events) = world.resource_mut::<crate::event::Events<E>>() {
+                    events.update();
+                }
+            });
+        }
+    }
+
+    /// Ages every registered event type by one update: events older than two
+    /// updates are dropped. Schedules call this at the start of each run.
+    pub fn update_events(&mut self) {
+        let updaters = std::mem::take(&mut self.event_updaters);
+        for update in &updaters {
+            update(self);
+        }
+        self.event_updaters = updaters;
     }
 
     /// Whether a resource of type `R` is stored.
