@@ -1,24 +1,27 @@
-//! Schedules: systems with ordering constraints, run in stages of systems
-//! whose accesses do not conflict, each stage in parallel on rayon.
+//! Schedules: systems with ordering constraints, run in parallel on rayon
+//! wherever their accesses allow.
 //!
 //! ## Build
 //! [`Schedule::build`] (run on first use) initializes every system, refuses
-//! one whose own parameters conflict (naming the system and component),
+//! one whose own parameters conflict (naming the system and component), and
 //! orders systems by their `before`/`after` constraints (a cycle is an
-//! error), and packs them into stages: each system goes into the earliest
-//! stage after all its predecessors that holds nothing it conflicts with
-//! (component reads/writes, with `With`/`Without` disjointness; resource
-//! reads/writes). Systems in one stage run at the same time; stages run one
-//! after another.
+//! error). Two systems that conflict (component reads/writes, with
+//! `With`/`Without` disjointness; resource reads/writes) and are not ordered
+//! get an implicit edge in the order they were added, so conflicting systems
+//! never overlap and always run in the same order.
 //!
 //! ## Run
 //! Each run ages events, checks every system can run (resources present),
-//! then runs the stages. The world tick advances before every system run.
-//! After each stage, the deferred commands of its systems are applied in the
-//! order the systems were added: a sync point with a deterministic result no
-//! matter which thread finished first.
+//! then starts every system with no unfinished predecessor; a finishing
+//! system starts the successors it was the last one holding back. The world
+//! tick advances before every system run. At the end of the run (the sync
+//! point) the deferred commands of all systems are applied in the order the
+//! systems were added, so the result does not depend on which thread
+//! finished first.
 
 use std::any::TypeId;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::StoreError;
 use crate::system::{IntoSystem, System, SystemStats};
@@ -213,7 +216,12 @@ pub struct CommandError {
 #[derive(Default)]
 pub struct Schedule {
     configs: Vec<SystemConfig>,
+    /// Groups of systems that may run at the same time (for inspection).
     stages: Vec<Vec<usize>>,
+    /// Successors of each system: explicit order plus conflict edges.
+    successors: Vec<Vec<usize>>,
+    /// Predecessor count of each system.
+    predecessors: Vec<usize>,
     built_for: Option<u64>,
     command_errors: Vec<CommandError>,
 }
@@ -302,6 +310,38 @@ impl Schedule {
         for stage in &mut stages {
             stage.sort_unstable();
         }
+        // Dependency graph: explicit predecessors, plus an edge between every
+        // conflicting pair in topological (then insertion) order.
+        let mut position = vec![0usize; n];
+        for (k, &i) in order.iter().enumerate() {
+            position[i] = k;
+        }
+        let mut successors: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, p) in preds.iter().enumerate() {
+            for &j in p {
+                if !successors[j].contains(&i) {
+                    successors[j].push(i);
+                }
+            }
+        }
+        for a in 0..n {
+            for b in 0..n {
+                if position[a] < position[b] && !successors[a].contains(&b) {
+                    let (x, y) = (&self.configs[a].system.meta().access, &self.configs[b].system.meta().access);
+                    if x.conflict_with(y, world.components()).is_some() {
+                        successors[a].push(b);
+                    }
+                }
+            }
+        }
+        let mut predecessors = vec![0usize; n];
+        for list in &successors {
+            for &b in list {
+                predecessors[b] += 1;
+            }
+        }
+        self.successors = successors;
+        self.predecessors = predecessors;
         self.stages = stages;
         self.built_for = Some(world.id());
         Ok(())
@@ -320,42 +360,46 @@ impl Schedule {
             config.system.validate(world).map_err(ScheduleError::Unavailable)?;
         }
         self.command_errors.clear();
+        if self.stages.iter().all(|stage| stage.len() <= 1) {
+            // Nothing can overlap: run in order on this thread.
+            for stage in &self.stages {
+                for &i in stage {
+                    let this_run = world.increment_change_tick();
+                    // SAFETY: `&mut World` is exclusive and one system runs.
+                    unsafe { self.configs[i].system.run_unsafe(world, this_run) };
+                }
+            }
+        } else {
+            self.run_parallel(world);
+        }
         let mut errors = Vec::new();
-        for stage in &self.stages {
-            if let [only] = stage.as_slice() {
-                let this_run = world.increment_change_tick();
-                // SAFETY: `&mut World` is exclusive and one system runs.
-                unsafe { self.configs[*only].system.run_unsafe(world, this_run) };
-            } else {
-                let world_ref: &World = world;
-                let mut members: Vec<&mut Box<dyn System>> = self
-                    .configs
-                    .iter_mut()
-                    .enumerate()
-                    .filter(|(i, _)| stage.binary_search(i).is_ok())
-                    .map(|(_, c)| &mut c.system)
-                    .collect();
-                rayon::scope(|scope| {
-                    for system in members.iter_mut() {
-                        scope.spawn(move |_| {
-                            let this_run = world_ref.increment_change_tick_shared();
-                            // SAFETY: systems of one stage do not conflict
-                            // (checked in `build`), so each holds its access
-                            // alone while the stage runs.
-                            unsafe { system.run_unsafe(world_ref, this_run) };
-                        });
-                    }
-                });
-            }
-            for &i in stage {
-                let system = &mut self.configs[i].system;
-                system.apply_deferred(world, &mut errors);
-                let name = &system.meta().name;
-                self.command_errors.extend(errors.drain(..).map(|error| CommandError { system: name.clone(), error }));
-            }
+        for config in &mut self.configs {
+            config.system.apply_deferred(world, &mut errors);
+            let name = &config.system.meta().name;
+            self.command_errors.extend(errors.drain(..).map(|error| CommandError { system: name.clone(), error }));
         }
         world.check_change_ticks();
         Ok(())
+    }
+
+    /// Runs the systems on rayon, each as soon as its predecessors are done.
+    fn run_parallel(&mut self, world: &World) {
+        let remaining: Vec<AtomicUsize> = self.predecessors.iter().map(|&p| AtomicUsize::new(p)).collect();
+        let systems: Vec<Mutex<&mut Box<dyn System>>> =
+            self.configs.iter_mut().map(|c| Mutex::new(&mut c.system)).collect();
+        let run = Run { world, systems: &systems, successors: &self.successors, remaining: &remaining };
+        let roots: Vec<usize> = (0..self.predecessors.len()).filter(|&i| self.predecessors[i] == 0).collect();
+        // The calling thread runs the first ready system itself (no wake-up
+        // to wait for); the pool takes the others.
+        rayon::in_place_scope(|scope| {
+            let run = &run;
+            for &i in roots.iter().skip(1) {
+                scope.spawn(move |scope| run.system(scope, i));
+            }
+            if let Some(&first) = roots.first() {
+                run.system(scope, first);
+            }
+        });
     }
 
     /// Figures of each system's latest run, in the order they were added.
@@ -372,5 +416,48 @@ impl Schedule {
     /// like); nothing was applied for them.
     pub fn command_errors(&self) -> &[CommandError] {
         &self.command_errors
+    }
+}
+
+/// Shared state of one parallel run.
+struct Run<'a> {
+    world: &'a World,
+    systems: &'a [Mutex<&'a mut Box<dyn System>>],
+    successors: &'a [Vec<usize>],
+    remaining: &'a [AtomicUsize],
+}
+
+impl<'a> Run<'a> {
+    /// Runs system `i`, then each successor it was the last to hold back:
+    /// the first on this same thread, the others on the pool.
+    fn system<'s>(&'a self, scope: &rayon::Scope<'s>, first: usize)
+    where
+        'a: 's,
+    {
+        let mut i = first;
+        loop {
+            {
+                let mut system = self.systems[i].lock().unwrap_or_else(|e| e.into_inner());
+                let this_run = self.world.increment_change_tick_shared();
+                // SAFETY: every system that conflicts with this one is ordered
+                // before or after it (conflict edges added in `build`), so
+                // none runs meanwhile and this one holds its access alone.
+                unsafe { system.run_unsafe(self.world, this_run) };
+            }
+            let mut next = None;
+            for &successor in &self.successors[i] {
+                if self.remaining[successor].fetch_sub(1, Ordering::AcqRel) == 1 {
+                    if next.is_none() {
+                        next = Some(successor);
+                    } else {
+                        scope.spawn(move |scope| self.system(scope, successor));
+                    }
+                }
+            }
+            match next {
+                Some(n) => i = n,
+                None => return,
+            }
+        }
     }
 }
