@@ -10,9 +10,10 @@ pub const USAGE: &str = "\
 usage: ecs-bench SCENARIO [--json] [--quick]
 
 SCENARIO:
-  suite   ecs_bench_suite cases: simple_insert, simple_iter, frag_iter, heavy_compute, add_remove
-  skip    chunk skipping: 100k entities, Changed<Pos> consumer, 0-100 % movers
-  all     suite, then skip
+  suite     ecs_bench_suite cases: simple_insert, simple_iter, frag_iter, heavy_compute, add_remove
+  skip      chunk skipping: 100k entities, Changed<Pos> consumer, 0-100 % movers
+  schedule  ecs_bench_suite schedule: systems ab, cd, ce in one schedule, 4 x 10k entities
+  all       suite, skip, then schedule
 
 options:
   --json   one JSON object per line instead of a table
@@ -63,15 +64,16 @@ where
                 scenario = Some(match name {
                     "suite" => vec![Scenario::Suite],
                     "skip" => vec![Scenario::Skip],
-                    "all" => vec![Scenario::Suite, Scenario::Skip],
+                    "schedule" => vec![Scenario::Schedule],
+                    "all" => vec![Scenario::Suite, Scenario::Skip, Scenario::Schedule],
                     other => {
-                        return Err(format!("unknown scenario `{other}` (expected suite, skip or all)"));
+                        return Err(format!("unknown scenario `{other}` (expected suite, skip, schedule or all)"));
                     }
                 });
             }
         }
     }
-    let scenarios = scenario.ok_or_else(|| "missing SCENARIO (suite, skip or all)".to_owned())?;
+    let scenarios = scenario.ok_or_else(|| "missing SCENARIO (suite, skip, schedule or all)".to_owned())?;
     Ok(Command::Run(Options { scenarios, json, quick }))
 }
 
@@ -124,6 +126,13 @@ where
                     return 1;
                 }
             },
+            Scenario::Schedule => match runner::run_schedule(&cfg, on_row) {
+                Ok(rows) => rows,
+                Err(e) => {
+                    eprintln!("ecs-bench: check failed: {e}");
+                    return 1;
+                }
+            },
         };
         if !json {
             let _ = writeln!(std::io::stdout(), "{}", runner::table(scenario, &rows));
@@ -144,7 +153,15 @@ mod tests {
         );
         assert_eq!(
             parse(["--quick", "all"]),
-            Ok(Command::Run(Options { scenarios: vec![Scenario::Suite, Scenario::Skip], json: false, quick: true }))
+            Ok(Command::Run(Options {
+                scenarios: vec![Scenario::Suite, Scenario::Skip, Scenario::Schedule],
+                json: false,
+                quick: true
+            }))
+        );
+        assert_eq!(
+            parse(["schedule", "--quick", "--json"]),
+            Ok(Command::Run(Options { scenarios: vec![Scenario::Schedule], json: true, quick: true }))
         );
         assert_eq!(parse(["--help"]), Ok(Command::Help));
     }
@@ -155,5 +172,7 @@ mod tests {
         assert!(parse(["nope"]).is_err());
         assert!(parse(["suite", "--fast"]).is_err());
         assert!(parse(["suite", "skip"]).is_err());
+        assert!(parse(["schedule", "all"]).is_err());
+        assert!(parse(["Schedule"]).is_err());
     }
 }

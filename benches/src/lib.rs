@@ -3,12 +3,13 @@
 //!
 //! * [`scenes`]: one set of scene definitions per implementation, shared by
 //!   the `ecs-bench` CLI and the criterion benches (`benches/suite.rs`,
-//!   `benches/skip.rs`). The peers are compiled only with feature `peers`.
+//!   `benches/skip.rs`, `benches/schedule.rs`). The peers are compiled only
+//!   with feature `peers`.
 //! * [`measure`]: warm-up, batched samples, median in microseconds.
-//! * [`runner`]: runs the `suite` and `skip` scenarios and prints them.
+//! * [`runner`]: runs the `suite`, `skip` and `schedule` scenarios and prints them.
 //!
 //! Run `cargo run --release -p ecs-bench --features peers -- suite` (or `skip`,
-//! `all`; add `--quick` for a short run, `--json` for one JSON object per line).
+//! `schedule`, `all`; add `--quick` for a short run, `--json` for one JSON object per line).
 
 #![forbid(unsafe_code)]
 

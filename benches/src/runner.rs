@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 
 use crate::measure::{self, Batched, Config, Measurement, Sampler, WithSetup};
-use crate::scenes::{self, ChunkCounts, Frame, SKIP_CASES, SUITE_CASES, SkipCase, SkipScene};
+use crate::scenes::{
+    self, ChunkCounts, Frame, SKIP_CASES, SUITE_CASES, ScheduleScene, SkipCase, SkipScene, SystemReport,
+};
 
 /// A scenario selectable on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,6 +15,8 @@ pub enum Scenario {
     Suite,
     /// Chunk skipping under `Changed<Pos>`.
     Skip,
+    /// The ecs_bench_suite `schedule` case: three systems in one schedule.
+    Schedule,
 }
 
 impl Scenario {
@@ -21,6 +25,7 @@ impl Scenario {
         match self {
             Scenario::Suite => "suite",
             Scenario::Skip => "skip",
+            Scenario::Schedule => "schedule",
         }
     }
 }
@@ -74,6 +79,9 @@ pub struct Row {
     pub chunks: Option<ChunkCounts>,
     /// Rows the consumer processes per frame (chunk-skip scenario only).
     pub rows: Option<usize>,
+    /// Per-system timing and chunk counters of the last timed run (schedule
+    /// scenario, ours only; empty otherwise).
+    pub systems: Vec<SystemReport>,
 }
 
 impl Row {
@@ -89,9 +97,43 @@ impl Row {
         if let Some(c) = self.chunks {
             let _ = write!(s, ",\"chunks_total\":{},\"chunks_skipped\":{}", c.total, c.skipped);
         }
+        if !self.systems.is_empty() {
+            s.push_str(",\"systems\":[");
+            for (i, sys) in self.systems.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                let _ = write!(
+                    s,
+                    "{{\"name\":{},\"last_run_us\":{},\"chunks_total\":{},\"chunks_skipped\":{}}}",
+                    json_string(&sys.name),
+                    json_number(sys.last_run_us),
+                    sys.chunks.total,
+                    sys.chunks.skipped
+                );
+            }
+            s.push(']');
+        }
         s.push('}');
         s
     }
+}
+
+fn json_string(text: &str) -> String {
+    let mut s = String::with_capacity(text.len() + 2);
+    s.push('"');
+    for ch in text.chars() {
+        match ch {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(s, "\\u{:04x}", u32::from(c));
+            }
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
 }
 
 fn json_number(x: f64) -> String {
@@ -170,6 +212,7 @@ pub fn run_suite(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Vec<Row> {
                 measurement,
                 chunks: scene.chunk_counts(),
                 rows: None,
+                systems: Vec::new(),
             };
             on_row(&row);
             rows.push(row);
@@ -250,10 +293,66 @@ pub fn run_skip(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, 
                 measurement,
                 chunks: st.scene.chunk_counts(),
                 rows: Some(st.movers),
+                systems: Vec::new(),
             };
             on_row(&row);
             rows.push(row);
         }
+    }
+    Ok(rows)
+}
+
+/// Builds the `schedule` scene on `imp`; `None` where the implementation has
+/// no schedule (hecs).
+pub fn schedule_scene(imp: Impl) -> Option<Box<dyn ScheduleScene>> {
+    match imp {
+        Impl::Ours => Some(Box::new(scenes::ours::ScheduleBench::new())),
+        #[cfg(feature = "peers")]
+        Impl::Bevy => Some(Box::new(scenes::bevy::ScheduleBench::new())),
+        _ => None,
+    }
+}
+
+/// The case name of the `schedule` scenario's only row per implementation.
+pub const SCHEDULE_CASE: &str = "schedule";
+
+/// Runs the `schedule` scenario; `on_row` is called as each row is measured.
+///
+/// Each implementation's scene is checked before timing (initial values,
+/// then after one and two runs) and again after timing, with the total
+/// number of runs, which warm-up and samples included: the sampled entities
+/// must show every pair swapped once per run, so both implementations did the
+/// same work. One iteration is one run of the schedule; the implementations
+/// are measured interleaved.
+pub fn run_schedule(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
+    let mut scenes: Vec<(Impl, Box<dyn ScheduleScene>)> = Vec::new();
+    for &imp in Impl::compiled() {
+        let Some(mut scene) = schedule_scene(imp) else {
+            continue;
+        };
+        scene.check_runs().map_err(|e| format!("schedule/{}: check before timing: {e}", imp.name()))?;
+        scenes.push((imp, scene));
+    }
+    let measurements = {
+        let mut samplers: Vec<Batched<_>> =
+            scenes.iter_mut().map(|(_, scene)| Batched::new(move || scene.run())).collect();
+        let mut refs: Vec<&mut dyn Sampler> = samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
+        measure::measure_interleaved(cfg, &mut refs)
+    };
+    let mut rows = Vec::new();
+    for ((imp, scene), measurement) in scenes.iter().zip(measurements) {
+        scene.check().map_err(|e| format!("schedule/{}: check after timing: {e}", imp.name()))?;
+        let row = Row {
+            scenario: Scenario::Schedule,
+            case: SCHEDULE_CASE,
+            imp: *imp,
+            measurement,
+            chunks: scene.chunk_counts(),
+            rows: None,
+            systems: scene.systems(),
+        };
+        on_row(&row);
+        rows.push(row);
     }
     Ok(rows)
 }
@@ -276,7 +375,8 @@ fn fmt_ratio(ours: Option<f64>, peer: Option<f64>) -> String {
 }
 
 /// Formats the rows of one scenario as a table: median microseconds per
-/// implementation, the ratio ours / peer, and ours' chunk counters.
+/// implementation, the ratio ours / peer, and ours' chunk counters; for
+/// `schedule`, also ours' per-system figures of the last timed run.
 pub fn table(scenario: Scenario, rows: &[Row]) -> String {
     let mut cases: Vec<&'static str> = Vec::new();
     for r in rows.iter().filter(|r| r.scenario == scenario) {
@@ -285,55 +385,88 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
         }
     }
     let get = |case: &str, imp: Impl| rows.iter().find(|r| r.scenario == scenario && r.case == case && r.imp == imp);
-    let skip = scenario == Scenario::Skip;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "scenario {}: median us per frame{} (ratio = ours / peer; < 1 is faster)",
+        "scenario {}: median us per {} (ratio = ours / peer; < 1 is faster)",
         scenario.name(),
-        if skip { " of the Changed<Pos> consumer" } else { "" }
+        match scenario {
+            Scenario::Suite => "frame",
+            Scenario::Skip => "frame of the Changed<Pos> consumer",
+            Scenario::Schedule => "schedule run",
+        }
     );
-    if skip {
-        // hecs has no change detection: no hecs columns here.
-        let _ = write!(out, "{:<18} {:>10} {:>10} {:>10} {:>8}", "case", "ours", "bevy", "ours/bevy", "rows");
-    } else {
-        let _ = write!(
-            out,
-            "{:<18} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            "case", "ours", "bevy", "hecs", "ours/bevy", "ours/hecs"
-        );
-    }
-    let _ = writeln!(out, " {:>16}", "chunks skip/all");
-    for case in cases {
-        let us = |imp| get(case, imp).map(|r| r.measurement.median_us);
-        let (o, b, h) = (us(Impl::Ours), us(Impl::Bevy), us(Impl::Hecs));
-        if skip {
-            let n = get(case, Impl::Ours).or_else(|| get(case, Impl::Bevy)).and_then(|r| r.rows);
-            let _ = write!(
-                out,
-                "{:<18} {:>10} {:>10} {:>10} {:>8}",
-                case,
-                fmt_us(o),
-                fmt_us(b),
-                fmt_ratio(o, b),
-                n.map_or("-".to_owned(), |n| n.to_string())
-            );
-        } else {
+    match scenario {
+        Scenario::Suite => {
             let _ = write!(
                 out,
                 "{:<18} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                case,
-                fmt_us(o),
-                fmt_us(b),
-                fmt_us(h),
-                fmt_ratio(o, b),
-                fmt_ratio(o, h)
+                "case", "ours", "bevy", "hecs", "ours/bevy", "ours/hecs"
             );
+        }
+        // hecs has no change detection: no hecs columns here.
+        Scenario::Skip => {
+            let _ = write!(out, "{:<18} {:>10} {:>10} {:>10} {:>8}", "case", "ours", "bevy", "ours/bevy", "rows");
+        }
+        // hecs has no schedule: no hecs columns here.
+        Scenario::Schedule => {
+            let _ = write!(out, "{:<18} {:>10} {:>10} {:>10}", "case", "ours", "bevy", "ours/bevy");
+        }
+    }
+    let _ = writeln!(out, " {:>16}", "chunks skip/all");
+    for &case in &cases {
+        let us = |imp| get(case, imp).map(|r| r.measurement.median_us);
+        let (o, b, h) = (us(Impl::Ours), us(Impl::Bevy), us(Impl::Hecs));
+        match scenario {
+            Scenario::Suite => {
+                let _ = write!(
+                    out,
+                    "{:<18} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                    case,
+                    fmt_us(o),
+                    fmt_us(b),
+                    fmt_us(h),
+                    fmt_ratio(o, b),
+                    fmt_ratio(o, h)
+                );
+            }
+            Scenario::Skip => {
+                let n = get(case, Impl::Ours).or_else(|| get(case, Impl::Bevy)).and_then(|r| r.rows);
+                let _ = write!(
+                    out,
+                    "{:<18} {:>10} {:>10} {:>10} {:>8}",
+                    case,
+                    fmt_us(o),
+                    fmt_us(b),
+                    fmt_ratio(o, b),
+                    n.map_or("-".to_owned(), |n| n.to_string())
+                );
+            }
+            Scenario::Schedule => {
+                let _ = write!(out, "{:<18} {:>10} {:>10} {:>10}", case, fmt_us(o), fmt_us(b), fmt_ratio(o, b));
+            }
         }
         let chunks = get(case, Impl::Ours)
             .and_then(|r| r.chunks)
             .map_or("-".to_owned(), |c| format!("{}/{}", c.skipped, c.total));
         let _ = writeln!(out, " {chunks:>16}");
+    }
+    for &case in &cases {
+        let Some(row) = get(case, Impl::Ours).filter(|r| !r.systems.is_empty()) else {
+            continue;
+        };
+        let _ = writeln!(out, "ours, per system (last timed run of {case}):");
+        let _ = writeln!(out, "  {:<40} {:>10} {:>16}", "system", "last us", "chunks skip/all");
+        for sys in &row.systems {
+            let last = if sys.last_run_us.is_finite() { Some(sys.last_run_us) } else { None };
+            let _ = writeln!(
+                out,
+                "  {:<40} {:>10} {:>16}",
+                sys.name,
+                fmt_us(last),
+                format!("{}/{}", sys.chunks.skipped, sys.chunks.total)
+            );
+        }
     }
     out
 }
@@ -351,6 +484,7 @@ mod tests {
             measurement: Measurement { median_us: 5.1, min_us: 5.0, max_us: 6.0, samples: 3, iters_per_sample: 10 },
             chunks: Some(ChunkCounts { total: 7, skipped: 2 }),
             rows: None,
+            systems: Vec::new(),
         };
         assert_eq!(
             row.to_json(),
@@ -358,6 +492,55 @@ mod tests {
         );
         let row = Row { imp: Impl::Bevy, chunks: None, ..row };
         assert_eq!(row.to_json(), r#"{"scenario":"suite","case":"simple_iter","impl":"bevy","median_us":5.1}"#);
+    }
+
+    #[test]
+    fn json_shape_with_systems() {
+        let row = Row {
+            scenario: Scenario::Schedule,
+            case: SCHEDULE_CASE,
+            imp: Impl::Ours,
+            measurement: Measurement { median_us: 20.0, min_us: 19.0, max_us: 21.0, samples: 3, iters_per_sample: 10 },
+            chunks: Some(ChunkCounts { total: 3, skipped: 0 }),
+            rows: None,
+            systems: vec![SystemReport {
+                name: "a\"b".to_owned(),
+                last_run_us: 1.25,
+                chunks: ChunkCounts { total: 3, skipped: 0 },
+            }],
+        };
+        assert_eq!(
+            row.to_json(),
+            r#"{"scenario":"schedule","case":"schedule","impl":"ours","median_us":20,"chunks_total":3,"chunks_skipped":0,"systems":[{"name":"a\"b","last_run_us":1.25,"chunks_total":3,"chunks_skipped":0}]}"#
+        );
+        let t = table(Scenario::Schedule, std::slice::from_ref(&row));
+        assert!(t.contains("per system") && t.contains("a\"b") && t.contains("1.25"));
+    }
+
+    #[test]
+    fn schedule_scenes_swap_every_pair_once_per_run() {
+        for &imp in Impl::compiled() {
+            let Some(mut scene) = schedule_scene(imp) else {
+                continue;
+            };
+            scene.check_runs().unwrap_or_else(|e| panic!("{}: {e}", imp.name()));
+            for _ in 0..3 {
+                scene.run();
+            }
+            assert_eq!(scene.runs(), 5);
+            scene.check().unwrap_or_else(|e| panic!("{}: {e}", imp.name()));
+        }
+    }
+
+    #[test]
+    fn ours_runs_ab_alongside_cd() {
+        let scene = scenes::ours::ScheduleBench::new();
+        let stages: Vec<Vec<String>> = scene
+            .stages()
+            .into_iter()
+            .map(|stage| stage.into_iter().map(|name| name.rsplit("::").next().unwrap_or("").to_owned()).collect())
+            .collect();
+        assert_eq!(stages, [vec!["ab".to_owned(), "cd".to_owned()], vec!["ce".to_owned()]]);
     }
 
     #[test]

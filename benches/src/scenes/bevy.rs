@@ -1,17 +1,18 @@
 //! The scenes on `bevy_ecs` 0.20 (feature `peers`).
 //!
 //! Queries use cached [`QueryState`]s, as ecs_bench_suite does. Parallel
-//! iteration runs on bevy's `ComputeTaskPool`, initialised on first use with
-//! one thread per core.
+//! iteration and the multi-threaded schedule executor run on bevy's
+//! `ComputeTaskPool`, initialised on first use with one thread per core.
 
-use bevy_ecs::prelude::{Entity, World};
+use bevy_ecs::prelude::{Entity, Query, World};
 use bevy_ecs::query::{Changed, QueryState};
+use bevy_ecs::schedule::{MultiThreadedExecutor, Schedule};
 use glam::Vec3;
 
 use super::{
-    ADD_REMOVE_ENTITIES, FRAG_PER_ARCHETYPE, Frame, HEAVY_ENTITIES, SIMPLE_ENTITIES, SKIP_ENTITIES, SkipCase,
-    SkipScene, define_components, for_each_frag_tag, heavy_transform, heavy_work, simple_transform, skip_matrix,
-    skip_position,
+    ADD_REMOVE_ENTITIES, AbcdeValues, FRAG_PER_ARCHETYPE, Frame, HEAVY_ENTITIES, SCHEDULE_GROUPS,
+    SCHEDULE_PER_ARCHETYPE, SIMPLE_ENTITIES, SKIP_ENTITIES, ScheduleGroup, ScheduleScene, SkipCase, SkipScene,
+    define_components, for_each_frag_tag, heavy_transform, heavy_work, simple_transform, skip_matrix, skip_position,
 };
 
 define_components!(#[derive(bevy_ecs::component::Component)]);
@@ -219,5 +220,86 @@ impl SkipScene for Skip {
             rows += 1;
         }
         rows
+    }
+}
+
+/// `schedule` system: swaps `A` and `B`.
+fn ab(mut query: Query<'_, '_, (&mut A, &mut B)>) {
+    query.iter_mut().for_each(|(mut a, mut b)| std::mem::swap(&mut a.0, &mut b.0));
+}
+
+/// `schedule` system: swaps `C` and `D`.
+fn cd(mut query: Query<'_, '_, (&mut C, &mut D)>) {
+    query.iter_mut().for_each(|(mut c, mut d)| std::mem::swap(&mut c.0, &mut d.0));
+}
+
+/// `schedule` system: swaps `C` and `E`.
+fn ce(mut query: Query<'_, '_, (&mut C, &mut E)>) {
+    query.iter_mut().for_each(|(mut c, mut e)| std::mem::swap(&mut c.0, &mut e.0));
+}
+
+/// `schedule`: systems `ab`, `cd` and `ce` in one [`Schedule`] with bevy's
+/// [`MultiThreadedExecutor`] (`ab` may run alongside `cd` or `ce`; `cd` and
+/// `ce` both write `C` and run one after the other), on 4 x 10k entities.
+pub struct ScheduleBench {
+    world: World,
+    schedule: Schedule,
+    entities: Vec<Entity>,
+    runs: u64,
+}
+
+impl ScheduleBench {
+    /// Builds the world, the schedule and bevy's compute task pool.
+    pub fn new() -> Self {
+        init_task_pool();
+        let mut world = World::new();
+        let mut entities = Vec::with_capacity(super::SCHEDULE_ENTITIES);
+        for (g, group) in SCHEDULE_GROUPS.into_iter().enumerate() {
+            let values = (g * SCHEDULE_PER_ARCHETYPE..(g + 1) * SCHEDULE_PER_ARCHETYPE).map(|i| group.initial(i));
+            match group {
+                ScheduleGroup::Ab => entities.extend(world.spawn_batch(values.map(|v| (A(v.a), B(v.b))))),
+                ScheduleGroup::Abc => {
+                    entities.extend(world.spawn_batch(values.map(|v| (A(v.a), B(v.b), C(v.c.unwrap_or_default())))));
+                }
+                ScheduleGroup::Abcd => entities.extend(world.spawn_batch(
+                    values.map(|v| (A(v.a), B(v.b), C(v.c.unwrap_or_default()), D(v.d.unwrap_or_default()))),
+                )),
+                ScheduleGroup::Abce => entities.extend(world.spawn_batch(
+                    values.map(|v| (A(v.a), B(v.b), C(v.c.unwrap_or_default()), E(v.e.unwrap_or_default()))),
+                )),
+            }
+        }
+        let mut schedule = Schedule::default();
+        schedule.set_executor(MultiThreadedExecutor::new());
+        schedule.add_systems((ab, cd, ce));
+        Self { world, schedule, entities, runs: 0 }
+    }
+}
+
+impl Default for ScheduleBench {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ScheduleScene for ScheduleBench {
+    fn run(&mut self) {
+        self.schedule.run(&mut self.world);
+        self.runs += 1;
+    }
+
+    fn runs(&self) -> u64 {
+        self.runs
+    }
+
+    fn values(&self, index: usize) -> Option<AbcdeValues> {
+        let e = *self.entities.get(index)?;
+        Some(AbcdeValues {
+            a: self.world.get::<A>(e)?.0,
+            b: self.world.get::<B>(e)?.0,
+            c: self.world.get::<C>(e).map(|c| c.0),
+            d: self.world.get::<D>(e).map(|d| d.0),
+            e: self.world.get::<E>(e).map(|x| x.0),
+        })
     }
 }

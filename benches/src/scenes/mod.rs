@@ -6,7 +6,7 @@
 //! (feature `peers`) are the reference implementations.
 //!
 //! Suite scenes implement [`Frame`]; change-detection scenes implement
-//! [`SkipScene`].
+//! [`SkipScene`]; the system-schedule scenes implement [`ScheduleScene`].
 
 use glam::{Mat4, Vec3};
 
@@ -29,6 +29,8 @@ pub const HEAVY_INVERSIONS: usize = 100;
 pub const ADD_REMOVE_ENTITIES: usize = 10_000;
 /// Entities in the chunk-skip scenario.
 pub const SKIP_ENTITIES: usize = 100_000;
+/// Entities per archetype in `schedule` (four archetypes).
+pub const SCHEDULE_PER_ARCHETYPE: usize = 10_000;
 
 /// Initial transform matrix of `simple_*` entities.
 pub fn simple_transform() -> Mat4 {
@@ -121,6 +123,115 @@ pub const SKIP_CASES: [SkipCase; 8] = [
     SkipCase { name: "scattered_10pct", percent: 10, layout: Layout::Scattered },
 ];
 
+/// The component sets of the `schedule` scene, in spawn order: `(A, B)`,
+/// `(A, B, C)`, `(A, B, C, D)`, `(A, B, C, E)`, [`SCHEDULE_PER_ARCHETYPE`]
+/// entities each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScheduleGroup {
+    /// `(A, B)`.
+    Ab,
+    /// `(A, B, C)`.
+    Abc,
+    /// `(A, B, C, D)`.
+    Abcd,
+    /// `(A, B, C, E)`.
+    Abce,
+}
+
+/// The `schedule` groups, in spawn order.
+pub const SCHEDULE_GROUPS: [ScheduleGroup; 4] =
+    [ScheduleGroup::Ab, ScheduleGroup::Abc, ScheduleGroup::Abcd, ScheduleGroup::Abce];
+
+/// Total number of entities in the `schedule` scene.
+pub const SCHEDULE_ENTITIES: usize = SCHEDULE_GROUPS.len() * SCHEDULE_PER_ARCHETYPE;
+
+/// The names of the three systems of the `schedule` scene, in the order they are added.
+pub const SCHEDULE_SYSTEMS: [&str; 3] = ["ab", "cd", "ce"];
+
+/// The `A`..`E` values of one `schedule` entity (`None` where the component is absent).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AbcdeValues {
+    /// `A`.
+    pub a: f32,
+    /// `B`.
+    pub b: f32,
+    /// `C`, if present.
+    pub c: Option<f32>,
+    /// `D`, if present.
+    pub d: Option<f32>,
+    /// `E`, if present.
+    pub e: Option<f32>,
+}
+
+impl ScheduleGroup {
+    /// The group of the entity spawned `index`-th (`None` past the end).
+    pub fn of(index: usize) -> Option<Self> {
+        SCHEDULE_GROUPS.get(index / SCHEDULE_PER_ARCHETYPE).copied()
+    }
+
+    /// Initial values of the entity spawned `index`-th, which must belong to
+    /// this group. Every value is distinct from the entity's other values
+    /// and exact in `f32`, so a swap is always visible.
+    pub fn initial(self, index: usize) -> AbcdeValues {
+        let i = index as f32;
+        let (has_c, has_d, has_e) = match self {
+            ScheduleGroup::Ab => (false, false, false),
+            ScheduleGroup::Abc => (true, false, false),
+            ScheduleGroup::Abcd => (true, true, false),
+            ScheduleGroup::Abce => (true, false, true),
+        };
+        AbcdeValues {
+            a: i,
+            b: -i - 1.0,
+            c: has_c.then_some(i + 0.5),
+            d: has_d.then_some(-i - 0.5),
+            e: has_e.then_some(i + 0.25),
+        }
+    }
+}
+
+/// What the `schedule` systems leave in an entity that started at `initial`
+/// after `runs` runs of the schedule: `ab` swaps `A` and `B` of every entity,
+/// `cd` swaps `C` and `D` where both exist, `ce` swaps `C` and `E` where both
+/// exist (no entity has both `D` and `E`), once per run each.
+pub fn schedule_expected(initial: AbcdeValues, runs: u64) -> AbcdeValues {
+    if runs.is_multiple_of(2) {
+        return initial;
+    }
+    let mut v = initial;
+    std::mem::swap(&mut v.a, &mut v.b);
+    if v.d.is_some() {
+        std::mem::swap(&mut v.c, &mut v.d);
+    }
+    if v.e.is_some() {
+        std::mem::swap(&mut v.c, &mut v.e);
+    }
+    v
+}
+
+/// Spawn indices of the entities whose values the `schedule` check reads:
+/// the first, a middle and the last entity of each group.
+pub fn schedule_samples() -> Vec<usize> {
+    (0..SCHEDULE_GROUPS.len())
+        .flat_map(|g| {
+            let base = g * SCHEDULE_PER_ARCHETYPE;
+            [base, base + SCHEDULE_PER_ARCHETYPE / 2 + 7, base + SCHEDULE_PER_ARCHETYPE - 1]
+        })
+        .collect()
+}
+
+/// Timing and chunk counters of one system of the last schedule run (only
+/// `ours` reports them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SystemReport {
+    /// The system's name as the schedule reports it.
+    pub name: String,
+    /// Wall-clock time of its last run, in microseconds.
+    pub last_run_us: f64,
+    /// Chunk counters of its queries in the last run.
+    pub chunks: ChunkCounts,
+}
+
 /// Chunk counters of one query run (only `ours` has them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChunkCounts {
@@ -176,6 +287,78 @@ pub trait SkipScene {
     }
 }
 
+/// The `schedule` scene: three systems in one schedule, run on a world of
+/// [`SCHEDULE_ENTITIES`] entities. [`ScheduleScene::run`] is the timed unit.
+pub trait ScheduleScene {
+    /// Runs the schedule once (one benchmark iteration).
+    fn run(&mut self);
+
+    /// How many runs of the schedule have completed.
+    fn runs(&self) -> u64;
+
+    /// The first error the implementation reported while building or running
+    /// the schedule, if any (bevy panics instead).
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
+    /// The current values of the entity spawned `index`-th, `None` if it
+    /// cannot be read.
+    fn values(&self, index: usize) -> Option<AbcdeValues>;
+
+    /// Per-system timing and chunk counters of the last run, where the
+    /// implementation reports them.
+    fn systems(&self) -> Vec<SystemReport> {
+        Vec::new()
+    }
+
+    /// Chunk counters of the last run summed over the systems, where the
+    /// implementation has them.
+    fn chunk_counts(&self) -> Option<ChunkCounts> {
+        let systems = self.systems();
+        if systems.is_empty() {
+            return None;
+        }
+        Some(systems.iter().fold(ChunkCounts::default(), |acc, s| ChunkCounts {
+            total: acc.total + s.chunks.total,
+            skipped: acc.skipped + s.chunks.skipped,
+        }))
+    }
+
+    /// Untimed: checks that no error was reported and that the sampled
+    /// entities (see [`schedule_samples`]) hold what [`ScheduleScene::runs`]
+    /// runs of the three systems must leave, i.e. every pair was swapped once
+    /// per run.
+    fn check(&self) -> Result<(), String> {
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
+        let runs = self.runs();
+        for index in schedule_samples() {
+            let group = ScheduleGroup::of(index).ok_or_else(|| format!("sample {index} is out of range"))?;
+            let expected = schedule_expected(group.initial(index), runs);
+            let got = self.values(index).ok_or_else(|| format!("entity #{index} ({group:?}) cannot be read"))?;
+            if got != expected {
+                return Err(format!(
+                    "after {runs} runs, entity #{index} ({group:?}) holds {got:?}, expected {expected:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Untimed: checks the initial values, runs the schedule twice (odd and
+    /// even run counts), checking after each run.
+    fn check_runs(&mut self) -> Result<(), String> {
+        self.check()?;
+        for _ in 0..2 {
+            self.run();
+            self.check()?;
+        }
+        Ok(())
+    }
+}
+
 /// Defines the suite and chunk-skip component newtypes in the calling module;
 /// extra attributes (such as `#[derive(Component)]`) are applied to each type.
 macro_rules! define_components {
@@ -205,15 +388,30 @@ macro_rules! define_components {
         #[derive(Clone, Copy, Debug, PartialEq)]
         pub struct Matrix(pub glam::Mat4);
 
-        /// Component present on every `add_remove` entity.
+        /// Component present on every `add_remove` and `schedule` entity.
         $(#[$attr])*
         #[derive(Clone, Copy, Debug, PartialEq)]
         pub struct A(pub f32);
 
-        /// Component inserted and removed by `add_remove`.
+        /// Component inserted and removed by `add_remove`; on every `schedule` entity.
         $(#[$attr])*
         #[derive(Clone, Copy, Debug, PartialEq)]
         pub struct B(pub f32);
+
+        /// `schedule` component (groups `ABC`, `ABCD`, `ABCE`).
+        $(#[$attr])*
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct C(pub f32);
+
+        /// `schedule` component (group `ABCD`).
+        $(#[$attr])*
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct D(pub f32);
+
+        /// `schedule` component (group `ABCE`).
+        $(#[$attr])*
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct E(pub f32);
 
         /// The data iterated by `frag_iter`.
         $(#[$attr])*
@@ -284,5 +482,22 @@ mod tests {
         }
         let scattered = SKIP_CASES[6].mover_indices(SKIP_ENTITIES);
         assert_eq!(scattered[1] - scattered[0], 20);
+    }
+
+    #[test]
+    fn schedule_expectations() {
+        let v = ScheduleGroup::Abcd.initial(2 * SCHEDULE_PER_ARCHETYPE + 3);
+        let once = schedule_expected(v, 1);
+        assert_eq!((once.a, once.b, once.c, once.d, once.e), (v.b, v.a, v.d, v.c, None));
+        assert_eq!(schedule_expected(v, 2), v);
+        let v = ScheduleGroup::Abce.initial(3 * SCHEDULE_PER_ARCHETYPE);
+        let once = schedule_expected(v, 3);
+        assert_eq!((once.c, once.e, once.d), (v.e, v.c, None));
+        let v = ScheduleGroup::Abc.initial(SCHEDULE_PER_ARCHETYPE);
+        assert_eq!(schedule_expected(v, 1).c, v.c);
+        let samples = schedule_samples();
+        assert_eq!(samples.len(), 12);
+        assert!(samples.iter().all(|&i| ScheduleGroup::of(i).is_some()));
+        assert_eq!(ScheduleGroup::of(SCHEDULE_ENTITIES), None);
     }
 }

@@ -2,15 +2,18 @@
 //!
 //! Queries use cached [`QueryState`]s and the store's internal iteration
 //! (`for_each_mut`, `par_for_each_mut`). The chunk-skip consumer reports the
-//! store's chunk counters ([`QueryState::stats`]).
+//! store's chunk counters ([`QueryState::stats`]). The `schedule` scene uses
+//! the store's function systems and [`Schedule`], which reports per-system
+//! timings and chunk counters.
 
-use ecs_core::{Changed, Entity, QueryState, World};
+use ecs_core::{Changed, Entity, Query, QueryState, Schedule, ScheduleError, World};
 use glam::Vec3;
 
 use super::{
-    ADD_REMOVE_ENTITIES, ChunkCounts, FRAG_PER_ARCHETYPE, Frame, HEAVY_ENTITIES, SIMPLE_ENTITIES, SKIP_ENTITIES,
-    SkipCase, SkipScene, define_components, for_each_frag_tag, heavy_transform, heavy_work, simple_transform,
-    skip_matrix, skip_position,
+    ADD_REMOVE_ENTITIES, AbcdeValues, ChunkCounts, FRAG_PER_ARCHETYPE, Frame, HEAVY_ENTITIES, SCHEDULE_GROUPS,
+    SCHEDULE_PER_ARCHETYPE, SIMPLE_ENTITIES, SKIP_ENTITIES, ScheduleGroup, ScheduleScene, SkipCase, SkipScene,
+    SystemReport, define_components, for_each_frag_tag, heavy_transform, heavy_work, simple_transform, skip_matrix,
+    skip_position,
 };
 
 define_components!();
@@ -237,4 +240,120 @@ impl SkipScene for Skip {
     fn chunk_counts(&self) -> Option<ChunkCounts> {
         Some(counts(self.query.stats()))
     }
+}
+
+/// Spawns the four `schedule` groups in order; returns the entities in spawn order.
+fn spawn_schedule_world(world: &mut World) -> Vec<Entity> {
+    let mut entities = Vec::with_capacity(super::SCHEDULE_ENTITIES);
+    for (g, group) in SCHEDULE_GROUPS.into_iter().enumerate() {
+        let values = (g * SCHEDULE_PER_ARCHETYPE..(g + 1) * SCHEDULE_PER_ARCHETYPE).map(|i| group.initial(i));
+        let spawned = match group {
+            ScheduleGroup::Ab => world.spawn_batch(values.map(|v| (A(v.a), B(v.b)))),
+            ScheduleGroup::Abc => world.spawn_batch(values.map(|v| (A(v.a), B(v.b), C(v.c.unwrap_or_default())))),
+            ScheduleGroup::Abcd => world
+                .spawn_batch(values.map(|v| (A(v.a), B(v.b), C(v.c.unwrap_or_default()), D(v.d.unwrap_or_default())))),
+            ScheduleGroup::Abce => world
+                .spawn_batch(values.map(|v| (A(v.a), B(v.b), C(v.c.unwrap_or_default()), E(v.e.unwrap_or_default())))),
+        };
+        entities.extend(spawned.expect(SPAWN_FAILED));
+    }
+    entities
+}
+
+/// `schedule` system: swaps `A` and `B`.
+fn ab(mut q: Query<'_, '_, (&mut A, &mut B)>) {
+    q.for_each_mut(|(mut a, mut b)| std::mem::swap(&mut a.0, &mut b.0));
+}
+
+/// `schedule` system: swaps `C` and `D`.
+fn cd(mut q: Query<'_, '_, (&mut C, &mut D)>) {
+    q.for_each_mut(|(mut c, mut d)| std::mem::swap(&mut c.0, &mut d.0));
+}
+
+/// `schedule` system: swaps `C` and `E`.
+fn ce(mut q: Query<'_, '_, (&mut C, &mut E)>) {
+    q.for_each_mut(|(mut c, mut e)| std::mem::swap(&mut c.0, &mut e.0));
+}
+
+/// `schedule`: systems `ab`, `cd` and `ce` in one [`Schedule`] on 4 x 10k
+/// entities. The schedule packs `ab` and `cd` into one stage (run in
+/// parallel on rayon) and `ce`, which also writes `C`, into the next.
+///
+/// The schedule is built in [`ScheduleBench::new`]; a build or run error is
+/// kept and reported by [`ScheduleScene::check`] (the first one wins).
+pub struct ScheduleBench {
+    world: World,
+    schedule: Schedule,
+    entities: Vec<Entity>,
+    runs: u64,
+    error: Option<ScheduleError>,
+}
+
+impl ScheduleBench {
+    /// Builds the world and the schedule.
+    pub fn new() -> Self {
+        let mut world = World::new();
+        let entities = spawn_schedule_world(&mut world);
+        let mut schedule = Schedule::new();
+        schedule.add_systems((ab, cd, ce));
+        let error = schedule.build(&mut world).err();
+        Self { world, schedule, entities, runs: 0, error }
+    }
+
+    /// The schedule's stages, as system names.
+    pub fn stages(&self) -> Vec<Vec<String>> {
+        self.schedule.stage_names()
+    }
+}
+
+impl Default for ScheduleBench {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ScheduleScene for ScheduleBench {
+    fn run(&mut self) {
+        match self.schedule.run(&mut self.world) {
+            Ok(()) => self.runs += 1,
+            Err(e) => {
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+
+    fn runs(&self) -> u64 {
+        self.runs
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.error.as_ref().map(|e| format!("schedule error: {e}"))
+    }
+
+    fn values(&self, index: usize) -> Option<AbcdeValues> {
+        let e = *self.entities.get(index)?;
+        Some(AbcdeValues {
+            a: self.world.get::<A>(e).ok()?.0,
+            b: self.world.get::<B>(e).ok()?.0,
+            c: self.world.get::<C>(e).ok().map(|c| c.0),
+            d: self.world.get::<D>(e).ok().map(|d| d.0),
+            e: self.world.get::<E>(e).ok().map(|x| x.0),
+        })
+    }
+
+    fn systems(&self) -> Vec<SystemReport> {
+        self.schedule
+            .system_stats()
+            .map(|s| SystemReport {
+                name: short_name(&s.name).to_owned(),
+                last_run_us: s.time.as_secs_f64() * 1e6,
+                chunks: counts(s.chunks()),
+            })
+            .collect()
+    }
+}
+
+/// The last path segment of a system's name (`ecs_bench::scenes::ours::ab` -> `ab`).
+fn short_name(name: &str) -> &str {
+    name.rsplit("::").next().unwrap_or(name)
 }
