@@ -458,3 +458,44 @@ fn every_write_path_marks_exactly_the_written_rows() {
     assert_eq!(world.get::<Pos>(es[97]), Ok(&Pos(97.0 + 4.0)));
     assert_eq!(changed_pos(&mut world, &mut changed), vec![]);
 }
+
+#[test]
+fn internal_loops_match_row_by_row_iteration() {
+    let mut world = World::new();
+    let es = world.spawn_batch((0..3000).map(|i| (Pos(i as f32), Vel(0.0)))).unwrap();
+    let tagged = world.spawn_batch((0..500).map(|i| (Pos(i as f32), Tag))).unwrap();
+    type Filter = Or<(Changed<Pos>, Added<Tag>)>;
+    let mut by_iter = world.query_filtered::<Entity, Changed<Pos>>();
+    let mut by_loop = world.query_filtered::<Entity, Changed<Pos>>();
+    let mut or_iter = world.query_filtered::<Entity, Filter>();
+    let mut or_loop = world.query_filtered::<Entity, Filter>();
+    let mut and_iter = world.query_filtered::<Entity, (Changed<Pos>, Without<Tag>)>();
+    let mut and_par = world.query_filtered::<Entity, (Changed<Pos>, Without<Tag>)>();
+    for (round, step) in [1usize, 7, 63, 64, 65, 200, 3].into_iter().enumerate() {
+        for e in es.iter().skip(round).step_by(step) {
+            world.get_mut::<Pos>(*e).unwrap().0 += 1.0;
+        }
+        if round == 2 {
+            for e in tagged.iter().step_by(5) {
+                world.get_mut::<Pos>(*e).unwrap().0 += 1.0;
+            }
+        }
+        let sorted = |mut v: Vec<Entity>| {
+            v.sort();
+            v
+        };
+        let a = sorted(by_iter.iter(&world).collect());
+        let mut b = Vec::new();
+        by_loop.for_each(&world, |e| b.push(e));
+        assert_eq!(a, sorted(b), "Changed, step {step}");
+        let a = sorted(or_iter.iter(&world).collect());
+        let mut b = Vec::new();
+        or_loop.for_each(&world, |e| b.push(e));
+        assert_eq!(a, sorted(b), "Or, step {step}");
+        let a = sorted(and_iter.iter(&world).collect());
+        let b = std::sync::Mutex::new(Vec::new());
+        and_par.par_for_each(&world, |e| b.lock().unwrap().push(e));
+        assert_eq!(a, sorted(b.into_inner().unwrap()), "And, parallel, step {step}");
+        assert!(!a.is_empty());
+    }
+}
