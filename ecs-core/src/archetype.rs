@@ -361,6 +361,18 @@ impl Archetype {
         *a = Tick::new(*a).newest(added, now).get();
     }
 
+    /// Stamps one row of one column added and changed at `now` (a value
+    /// that is new to the row), raising the chunk ticks to `now`.
+    #[inline]
+    pub(crate) fn stamp_row(&mut self, col: usize, chunk: usize, row: usize, now: Tick) {
+        let i = self.tick_index(chunk, row);
+        let t = &mut self.columns[col].ticks;
+        *t.row_changed[i].get_mut() = now.get();
+        *t.row_added[i].get_mut() = now.get();
+        *t.chunk_changed[chunk].get_mut() = now.get();
+        *t.chunk_added[chunk].get_mut() = now.get();
+    }
+
     /// Stamps one row of one column changed at `now` (a replaced value).
     #[inline]
     pub(crate) fn mark_row_changed(&mut self, col: usize, chunk: usize, row: usize, now: Tick) {

@@ -7,6 +7,36 @@ use crate::component::{Component, ComponentId, Components};
 /// Component ids of a bundle, in tuple order.
 pub type BundleIds = SmallVec<[ComponentId; 8]>;
 
+/// The most components one bundle tuple can hold.
+pub const MAX_BUNDLE: usize = 12;
+
+/// Column pointers of one bundle, in tuple order, on the stack.
+#[derive(Clone, Copy)]
+pub(crate) struct BundlePtrs {
+    ptrs: [*mut u8; MAX_BUNDLE],
+    len: usize,
+}
+
+impl BundlePtrs {
+    #[inline]
+    pub(crate) fn new() -> Self {
+        BundlePtrs { ptrs: [std::ptr::null_mut(); MAX_BUNDLE], len: 0 }
+    }
+
+    /// Appends one pointer. Bundles have at most [`MAX_BUNDLE`] elements,
+    /// so this never overflows.
+    #[inline]
+    pub(crate) fn push(&mut self, ptr: *mut u8) {
+        self.ptrs[self.len] = ptr;
+        self.len += 1;
+    }
+
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[*mut u8] {
+        &self.ptrs[..self.len]
+    }
+}
+
 /// A statically known set of components: tuples of up to 12 components,
 /// and `()` for an entity with none.
 ///

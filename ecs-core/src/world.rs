@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use smallvec::SmallVec;
 
 use crate::archetype::{Archetype, ArchetypeId};
-use crate::bundle::{Bundle, BundleIds};
+use crate::bundle::{Bundle, BundleIds, BundlePtrs};
 use crate::change::Mut;
 use crate::component::{Component, ComponentId, Components, TypeIdMap};
 use crate::edges::MovePlan;
@@ -294,7 +294,10 @@ impl World {
         let arch = &mut self.archetypes[archetype.index()];
         let (chunk, _) = arch.open_chunk(now);
         let row = arch.chunk_len(chunk);
-        let ptrs: SmallVec<[*mut u8; 8]> = columns.iter().map(|&c| arch.column_ptr(c, chunk)).collect();
+        let mut ptrs = BundlePtrs::new();
+        for &c in &columns {
+            ptrs.push(arch.column_ptr(c, chunk));
+        }
         let location = EntityLocation { archetype, chunk: chunk as u32, row: row as u32 };
         let entity = match reserved {
             Some(entity) => {
@@ -308,7 +311,7 @@ impl World {
         // the entity column slot `row` is free as well. `commit_rows` then
         // makes exactly that one initialised row live.
         unsafe {
-            bundle.write(&ptrs, row);
+            bundle.write(ptrs.as_slice(), row);
             arch.chunks[chunk].entities_ptr().add(row).write(entity);
             arch.commit_rows(chunk, 1);
         }
@@ -338,8 +341,11 @@ impl World {
             }
             let (chunk, free) = arch.open_chunk(now);
             let start = arch.chunk_len(chunk);
-            let ptrs: SmallVec<[*mut u8; 8]> = columns.iter().map(|&c| arch.column_ptr(c, chunk)).collect();
-            let entities = arch.chunks[chunk].entities_ptr();
+            let mut ptrs = BundlePtrs::new();
+            for &c in &columns {
+                ptrs.push(arch.column_ptr(c, chunk));
+            }
+            let ptrs = ptrs.as_slice();
             let mut count = 0;
             while let Some(bundle) = next {
                 let row = start + count;
@@ -349,8 +355,8 @@ impl World {
                 // committed before the user's iterator runs again, so a panic
                 // there leaves no entity pointing at an uncommitted row.
                 unsafe {
-                    bundle.write(&ptrs, row);
-                    entities.add(row).write(entity);
+                    bundle.write(ptrs, row);
+                    arch.chunks[chunk].entities_ptr().add(row).write(entity);
                     arch.commit_rows(chunk, 1);
                 }
                 spawned.push(entity);
@@ -407,7 +413,7 @@ impl World {
         // ticks; stamping them now would make the destination chunk look
         // changed when nothing was written.
         for &dcol in plan.fresh.iter() {
-            dst_arch.set_row_ticks(dcol as usize, dc, dr, now, now, now);
+            dst_arch.stamp_row(dcol as usize, dc, dr, now);
         }
         for &(scol, dcol) in plan.shared.iter() {
             let (scol, dcol) = (scol as usize, dcol as usize);
@@ -511,7 +517,7 @@ impl World {
         let plan = &self.plans[plan_index];
         let dst = &mut self.archetypes[dst_id.index()];
         let (chunk, row) = (new_loc.chunk as usize, new_loc.row as usize);
-        let mut ptrs: SmallVec<[*mut u8; 8]> = SmallVec::new();
+        let mut ptrs = BundlePtrs::new();
         for &(col, existing) in plan.bundle.iter() {
             ptrs.push(dst.column_ptr(col as usize, chunk));
             if existing.is_some() {
@@ -520,7 +526,7 @@ impl World {
         }
         // SAFETY: each pointer is the column of the matching tuple element;
         // the slots hold either dropped values or fresh, unwritten memory.
-        unsafe { bundle.write(&ptrs, row) };
+        unsafe { bundle.write(ptrs.as_slice(), row) };
         Ok(())
     }
 
@@ -543,7 +549,7 @@ impl World {
         // SAFETY: the row is live and every pointer is the column of the
         // matching tuple element; the values are moved out here and the row
         // is moved (without them) right after.
-        let bundle = unsafe { B::read(&ptrs, loc.row as usize) };
+        let bundle = unsafe { B::read(ptrs.as_slice(), loc.row as usize) };
         // SAFETY: the plan was made for this archetype; the removed values
         // were moved out above; the destination is a subset of the source,
         // so it has no fresh columns.
