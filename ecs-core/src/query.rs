@@ -329,8 +329,24 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// # Safety
     /// As [`QueryState::iter_in`].
     pub(crate) unsafe fn for_each_in(&mut self, world: &World, window: TickWindow, mut f: impl FnMut(Q::Item<'_>)) {
+        self.walk_chunks(world, window, |_, m, archetype, chunk, len| {
+            // SAFETY: the caller holds the access; each chunk once.
+            unsafe { run_rows::<Q, F>(archetype, m, chunk, 0, len, window, &mut f) };
+        });
+    }
+
+    /// Calls `visit` for every non-empty chunk of the matched archetypes
+    /// that passes the filter's chunk-level test, counting chunks seen and
+    /// skipped: the one walk every iteration form shares.
+    #[inline]
+    fn walk_chunks<'w>(
+        &mut self,
+        world: &'w World,
+        window: TickWindow,
+        mut visit: impl FnMut(usize, &Matched<Q, F>, &'w Archetype, usize, usize),
+    ) {
         let archetypes = world.archetypes();
-        for m in &self.matched {
+        for (index, m) in self.matched.iter().enumerate() {
             let archetype = &archetypes[m.archetype.index()];
             for chunk in 0..archetype.chunk_count() {
                 let len = archetype.chunk_len(chunk);
@@ -342,8 +358,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
                     self.stats.chunks_skipped += 1;
                     continue;
                 }
-                // SAFETY: the caller holds the access; each chunk once.
-                unsafe { run_rows::<Q, F>(archetype, m, chunk, 0, len, window, &mut f) };
+                visit(index, m, archetype, chunk, len);
             }
         }
     }
@@ -383,45 +398,19 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         window: TickWindow,
         mut f: impl FnMut(ChunkView<'w, Q, F>),
     ) {
-        let archetypes = world.archetypes();
-        for m in &self.matched {
-            let archetype = &archetypes[m.archetype.index()];
-            for chunk in 0..archetype.chunk_count() {
-                let len = archetype.chunk_len(chunk);
-                if len == 0 {
-                    continue;
-                }
-                self.stats.chunks_total += 1;
-                if !F::chunk_may_pass(m.filter, archetype, chunk, window) {
-                    self.stats.chunks_skipped += 1;
-                    continue;
-                }
-                // SAFETY: the caller holds the query's access; each chunk is
-                // handed out once.
-                f(unsafe { ChunkView::new(archetype, m.data, m.filter, chunk, len, window) });
-            }
-        }
+        self.walk_chunks(world, window, |_, m, archetype, chunk, len| {
+            // SAFETY: the caller holds the query's access; each chunk is
+            // handed out once.
+            f(unsafe { ChunkView::new(archetype, m.data, m.filter, chunk, len, window) });
+        });
     }
 
     /// Lists the chunks that pass the chunk-level filter, counting skips.
     fn chunk_tasks(&mut self, world: &World, window: TickWindow) -> Vec<ChunkTask> {
-        let archetypes = world.archetypes();
         let mut tasks = Vec::new();
-        for (matched, m) in self.matched.iter().enumerate() {
-            let archetype = &archetypes[m.archetype.index()];
-            for chunk in 0..archetype.chunk_count() {
-                let len = archetype.chunk_len(chunk);
-                if len == 0 {
-                    continue;
-                }
-                self.stats.chunks_total += 1;
-                if !F::chunk_may_pass(m.filter, archetype, chunk, window) {
-                    self.stats.chunks_skipped += 1;
-                    continue;
-                }
-                tasks.push(ChunkTask { matched: matched as u32, chunk: chunk as u32, start: 0, end: len as u32 });
-            }
-        }
+        self.walk_chunks(world, window, |matched, _, _, chunk, len| {
+            tasks.push(ChunkTask { matched: matched as u32, chunk: chunk as u32, start: 0, end: len as u32 });
+        });
         tasks
     }
 
