@@ -40,6 +40,18 @@ pub unsafe trait QueryFilter {
     /// Chunk-level test from chunk ticks only. `false` means no row of the
     /// chunk can pass.
     fn chunk_may_pass(cache: Self::Cache, archetype: &Archetype, chunk: usize, window: TickWindow) -> bool;
+    /// The first chunk at or after `from` (of `count`) that may hold passing
+    /// rows, or `count` if none: the skip loop, from chunk ticks alone.
+    #[inline]
+    fn next_passing_chunk(
+        cache: Self::Cache,
+        archetype: &Archetype,
+        from: usize,
+        count: usize,
+        window: TickWindow,
+    ) -> usize {
+        (from..count).find(|&c| Self::chunk_may_pass(cache, archetype, c, window)).unwrap_or(count)
+    }
     /// Per-chunk state for row tests.
     fn fetch<'w>(cache: Self::Cache, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> Self::Fetch<'w>;
     /// Whether every row of the chunk passes (no row test needed).
@@ -85,6 +97,10 @@ unsafe impl<T: Component> QueryFilter for With<T> {
         true
     }
     #[inline]
+    fn next_passing_chunk(_: (), _: &Archetype, from: usize, _: usize, _: TickWindow) -> usize {
+        from
+    }
+    #[inline]
     fn fetch<'w>(_: (), _: &'w Archetype, _: usize, _: TickWindow) -> Self::Fetch<'w> {}
     #[inline]
     fn all_rows_pass(_: &()) -> bool {
@@ -117,6 +133,10 @@ unsafe impl<T: Component> QueryFilter for Without<T> {
     #[inline]
     fn chunk_may_pass(_: (), _: &Archetype, _: usize, _: TickWindow) -> bool {
         true
+    }
+    #[inline]
+    fn next_passing_chunk(_: (), _: &Archetype, from: usize, _: usize, _: TickWindow) -> usize {
+        from
     }
     #[inline]
     fn fetch<'w>(_: (), _: &'w Archetype, _: usize, _: TickWindow) -> Self::Fetch<'w> {}
@@ -181,6 +201,11 @@ unsafe impl<T: Component> QueryFilter for Changed<T> {
         window.contains(archetype.columns[cache].ticks.chunk_changed[chunk].load())
     }
     #[inline]
+    fn next_passing_chunk(cache: usize, archetype: &Archetype, from: usize, count: usize, window: TickWindow) -> usize {
+        let ticks = &archetype.columns[cache].ticks.chunk_changed[..count];
+        ticks[from.min(count)..].iter().position(|t| window.contains(t.load())).map_or(count, |p| from + p)
+    }
+    #[inline]
     fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> TickFetch<'w> {
         let ticks = &archetype.columns[cache].ticks;
         let start = archetype.tick_index(chunk, 0);
@@ -227,6 +252,11 @@ unsafe impl<T: Component> QueryFilter for Added<T> {
     #[inline]
     fn chunk_may_pass(cache: usize, archetype: &Archetype, chunk: usize, window: TickWindow) -> bool {
         window.contains(archetype.columns[cache].ticks.chunk_added[chunk].load())
+    }
+    #[inline]
+    fn next_passing_chunk(cache: usize, archetype: &Archetype, from: usize, count: usize, window: TickWindow) -> usize {
+        let ticks = &archetype.columns[cache].ticks.chunk_added[..count];
+        ticks[from.min(count)..].iter().position(|t| window.contains(t.load())).map_or(count, |p| from + p)
     }
     #[inline]
     fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> TickFetch<'w> {
@@ -279,6 +309,21 @@ macro_rules! tuple_filter {
                 true $( && $name::chunk_may_pass(_cache.$idx, _archetype, _chunk, _window) )*
             }
             #[inline]
+            #[allow(unused_mut)]
+            fn next_passing_chunk(_cache: Self::Cache, _archetype: &Archetype, from: usize, _count: usize, _window: TickWindow) -> usize {
+                // Every element must pass: jump to the furthest candidate
+                // until all agree.
+                let mut chunk = from;
+                loop {
+                    let mut next = chunk;
+                    $( next = next.max($name::next_passing_chunk(_cache.$idx, _archetype, next, _count, _window)); )*
+                    if next == chunk || next >= _count {
+                        return next.min(_count);
+                    }
+                    chunk = next;
+                }
+            }
+            #[inline]
             fn fetch<'w>(_cache: Self::Cache, _archetype: &'w Archetype, _chunk: usize, _window: TickWindow) -> Self::Fetch<'w> {
                 ($($name::fetch(_cache.$idx, _archetype, _chunk, _window),)*)
             }
@@ -324,6 +369,14 @@ macro_rules! tuple_filter {
             #[inline]
             fn chunk_may_pass(_cache: Self::Cache, _archetype: &Archetype, _chunk: usize, _window: TickWindow) -> bool {
                 false $( || _cache.$idx.is_some_and(|c| $name::chunk_may_pass(c, _archetype, _chunk, _window)) )*
+            }
+            #[inline]
+            #[allow(unused_variables)]
+            fn next_passing_chunk(_cache: Self::Cache, _archetype: &Archetype, from: usize, count: usize, _window: TickWindow) -> usize {
+                // Any element may pass: the nearest candidate.
+                let next = count;
+                $( let next = _cache.$idx.map_or(next, |c| next.min($name::next_passing_chunk(c, _archetype, from, count, _window))); )*
+                next
             }
             #[inline]
             fn fetch<'w>(_cache: Self::Cache, _archetype: &'w Archetype, _chunk: usize, _window: TickWindow) -> Self::Fetch<'w> {

@@ -13,13 +13,15 @@ use crate::filter::QueryFilter;
 use crate::tick::TickWindow;
 use crate::world::World;
 
-/// How many chunks one query run looked at and how many it skipped from
-/// chunk ticks alone. Empty chunks are not counted.
+/// How many chunks one query run covered and how many it skipped: every
+/// allocated chunk of the matched archetypes counts; a chunk is skipped when
+/// its rows were not looked at (the filter's chunk-level test failed from
+/// chunk ticks alone, or the chunk is empty).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChunkStats {
-    /// Non-empty chunks in matched archetypes.
+    /// Allocated chunks in the matched archetypes.
     pub chunks_total: u64,
-    /// Chunks skipped because the filter's chunk-level test failed.
+    /// Chunks whose rows were not looked at.
     pub chunks_skipped: u64,
 }
 
@@ -337,7 +339,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
 
     /// Calls `visit` for every non-empty chunk of the matched archetypes
     /// that passes the filter's chunk-level test, counting chunks seen and
-    /// skipped: the one walk every iteration form shares.
+    /// skipped: the one walk every iteration form shares. The skip loop reads
+    /// chunk ticks only.
     #[inline]
     fn walk_chunks<'w>(
         &mut self,
@@ -346,21 +349,27 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         mut visit: impl FnMut(usize, &Matched<Q, F>, &'w Archetype, usize, usize),
     ) {
         let archetypes = world.archetypes();
+        let (mut total, mut visited) = (0u64, 0u64);
         for (index, m) in self.matched.iter().enumerate() {
             let archetype = &archetypes[m.archetype.index()];
-            for chunk in 0..archetype.chunk_count() {
+            let count = archetype.chunk_count();
+            total += count as u64;
+            let mut chunk = 0;
+            loop {
+                chunk = F::next_passing_chunk(m.filter, archetype, chunk, count, window);
+                if chunk >= count {
+                    break;
+                }
                 let len = archetype.chunk_len(chunk);
-                if len == 0 {
-                    continue;
+                if len > 0 {
+                    visited += 1;
+                    visit(index, m, archetype, chunk, len);
                 }
-                self.stats.chunks_total += 1;
-                if !F::chunk_may_pass(m.filter, archetype, chunk, window) {
-                    self.stats.chunks_skipped += 1;
-                    continue;
-                }
-                visit(index, m, archetype, chunk, len);
+                chunk += 1;
             }
         }
+        self.stats.chunks_total += total;
+        self.stats.chunks_skipped += total - visited;
     }
 
     /// Runs `f` on every matching chunk, as a [`ChunkView`] (column slices,
@@ -675,22 +684,23 @@ impl<'w, Q: QueryData, F: QueryFilter> QueryIter<'w, '_, Q, F> {
                     Some(m) => *m,
                     None => return false,
                 };
-                self.current = Some((&self.archetypes[m.archetype.index()], m));
+                let archetype = &self.archetypes[m.archetype.index()];
+                self.stats.chunks_total += archetype.chunk_count() as u64;
+                self.current = Some((archetype, m));
                 self.chunk = 0;
                 continue;
             };
-            if self.chunk >= archetype.chunk_count() {
+            let count = archetype.chunk_count();
+            let from = self.chunk;
+            let chunk = F::next_passing_chunk(m.filter, archetype, from, count, self.window);
+            self.stats.chunks_skipped += (chunk - from) as u64;
+            if chunk >= count {
                 self.current = None;
                 continue;
             }
-            let chunk = self.chunk;
-            self.chunk += 1;
+            self.chunk = chunk + 1;
             let len = archetype.chunk_len(chunk);
             if len == 0 {
-                continue;
-            }
-            self.stats.chunks_total += 1;
-            if !F::chunk_may_pass(m.filter, archetype, chunk, self.window) {
                 self.stats.chunks_skipped += 1;
                 continue;
             }

@@ -472,27 +472,40 @@ fn internal_loops_match_row_by_row_iteration() {
     let mut and_iter = world.query_filtered::<Entity, (Changed<Pos>, Without<Tag>)>();
     let mut and_par = world.query_filtered::<Entity, (Changed<Pos>, Without<Tag>)>();
     for (round, step) in [1usize, 7, 63, 64, 65, 200, 3].into_iter().enumerate() {
-        for e in es.iter().skip(round).step_by(step) {
-            world.get_mut::<Pos>(*e).unwrap().0 += 1.0;
-        }
-        if round == 2 {
-            for e in tagged.iter().step_by(5) {
-                world.get_mut::<Pos>(*e).unwrap().0 += 1.0;
-            }
-        }
         let sorted = |mut v: Vec<Entity>| {
             v.sort();
             v
         };
+        let mut written: Vec<Entity> = es.iter().skip(round).step_by(step).copied().collect();
+        for e in &written {
+            world.get_mut::<Pos>(*e).unwrap().0 += 1.0;
+        }
+        let untagged_written = sorted(written.clone());
+        if round == 2 {
+            for e in tagged.iter().step_by(5) {
+                world.get_mut::<Pos>(*e).unwrap().0 += 1.0;
+                written.push(*e);
+            }
+        }
+        // Brute force: the first run sees every spawn; later runs exactly
+        // the rows written this round.
+        let (want_changed, want_untagged) = if round == 0 {
+            (sorted(es.iter().chain(&tagged).copied().collect()), sorted(es.clone()))
+        } else {
+            (sorted(written.clone()), untagged_written)
+        };
         let a = sorted(by_iter.iter(&world).collect());
+        assert_eq!(a, want_changed, "Changed vs brute force, step {step}");
         let mut b = Vec::new();
         by_loop.for_each(&world, |e| b.push(e));
         assert_eq!(a, sorted(b), "Changed, step {step}");
         let a = sorted(or_iter.iter(&world).collect());
+        assert_eq!(a, want_changed, "Or vs brute force, step {step}");
         let mut b = Vec::new();
         or_loop.for_each(&world, |e| b.push(e));
         assert_eq!(a, sorted(b), "Or, step {step}");
         let a = sorted(and_iter.iter(&world).collect());
+        assert_eq!(a, want_untagged, "And vs brute force, step {step}");
         let b = std::sync::Mutex::new(Vec::new());
         and_par.par_for_each(&world, |e| b.lock().unwrap().push(e));
         assert_eq!(a, sorted(b.into_inner().unwrap()), "And, parallel, step {step}");
