@@ -1,0 +1,264 @@
+//! Bit packing: a writer that appends values of any width up to 64 bits,
+//! and a reader that treats every byte as hostile (every read is bounds
+//! checked and returns an error past the end; nothing panics and nothing
+//! allocates from a value it read).
+
+/// Why a read failed. Decoding never panics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitError {
+    /// The read needed more bits than the buffer holds.
+    OutOfData {
+        /// Bits the read asked for.
+        wanted: u32,
+        /// Bits left.
+        left: usize,
+    },
+    /// A width above 64 bits was asked for.
+    BadWidth(u32),
+    /// A length field exceeded the caller's bound.
+    TooLong {
+        /// The decoded length.
+        len: u64,
+        /// The largest allowed.
+        max: u64,
+    },
+}
+
+impl std::fmt::Display for BitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BitError::OutOfData { wanted, left } => write!(f, "packet ends early: wanted {wanted} bits, {left} left"),
+            BitError::BadWidth(bits) => write!(f, "bit width {bits} is above 64"),
+            BitError::TooLong { len, max } => write!(f, "length {len} exceeds the limit {max}"),
+        }
+    }
+}
+
+impl std::error::Error for BitError {}
+
+/// Appends bit fields, least significant bit first, into bytes.
+///
+/// ```
+/// use ecs_replication::bits::{BitReader, BitWriter};
+/// let mut w = BitWriter::new();
+/// w.write_bits(5, 3);
+/// w.write_bool(true);
+/// w.write_varint(300);
+/// let bytes = w.finish();
+/// let mut r = BitReader::new(&bytes);
+/// assert_eq!(r.read_bits(3), Ok(5));
+/// assert_eq!(r.read_bool(), Ok(true));
+/// assert_eq!(r.read_varint(), Ok(300));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct BitWriter {
+    bytes: Vec<u8>,
+    /// Bits used in the last byte (0 when it is full or there is none).
+    used: u32,
+}
+
+impl BitWriter {
+    /// An empty writer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty writer that reuses `buffer`'s allocation.
+    pub fn with_buffer(mut buffer: Vec<u8>) -> Self {
+        buffer.clear();
+        BitWriter { bytes: buffer, used: 0 }
+    }
+
+    /// Bits written so far.
+    pub fn bit_len(&self) -> usize {
+        if self.used == 0 { self.bytes.len() * 8 } else { (self.bytes.len() - 1) * 8 + self.used as usize }
+    }
+
+    /// Writes the low `bits` bits of `value` (`bits <= 64`; higher bits of
+    /// `value` are ignored).
+    ///
+    /// # Panics
+    /// If `bits > 64`: a programming error, never driven by input.
+    pub fn write_bits(&mut self, value: u64, bits: u32) {
+        assert!(bits <= 64, "bit width {bits} is above 64");
+        let mut value = if bits == 64 { value } else { value & ((1u64 << bits) - 1) };
+        let mut left = bits;
+        while left > 0 {
+            if self.used == 0 {
+                self.bytes.push(0);
+            }
+            let room = 8 - self.used;
+            let take = room.min(left);
+            let last = self.bytes.len() - 1;
+            self.bytes[last] |= ((value & ((1u64 << take) - 1)) as u8) << self.used;
+            value >>= take;
+            left -= take;
+            self.used = (self.used + take) % 8;
+        }
+    }
+
+    /// Writes one bit.
+    pub fn write_bool(&mut self, value: bool) {
+        self.write_bits(value as u64, 1);
+    }
+
+    /// Writes an unsigned value in 7-bit groups (small values are short).
+    pub fn write_varint(&mut self, mut value: u64) {
+        loop {
+            let group = value & 0x7f;
+            value >>= 7;
+            self.write_bits(group | if value != 0 { 0x80 } else { 0 }, 8);
+            if value == 0 {
+                return;
+            }
+        }
+    }
+
+    /// Writes a signed value zigzag-encoded as a varint.
+    pub fn write_signed_varint(&mut self, value: i64) {
+        self.write_varint(((value << 1) ^ (value >> 63)) as u64);
+    }
+
+    /// The bytes, the last one padded with zero bits.
+    pub fn finish(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+/// Reads bit fields written by [`BitWriter`], checking every bound.
+#[derive(Clone, Debug)]
+pub struct BitReader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> BitReader<'a> {
+    /// A reader over `bytes`.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        BitReader { bytes, pos: 0 }
+    }
+
+    /// Bits not read yet.
+    pub fn remaining(&self) -> usize {
+        self.bytes.len() * 8 - self.pos
+    }
+
+    /// Reads `bits` bits (`bits <= 64`).
+    pub fn read_bits(&mut self, bits: u32) -> Result<u64, BitError> {
+        if bits > 64 {
+            return Err(BitError::BadWidth(bits));
+        }
+        if bits as usize > self.remaining() {
+            return Err(BitError::OutOfData { wanted: bits, left: self.remaining() });
+        }
+        let mut value = 0u64;
+        let mut got = 0u32;
+        while got < bits {
+            let byte = self.bytes[self.pos / 8];
+            let offset = (self.pos % 8) as u32;
+            let take = (8 - offset).min(bits - got);
+            let part = (byte >> offset) as u64 & ((1u64 << take) - 1);
+            value |= part << got;
+            got += take;
+            self.pos += take as usize;
+        }
+        Ok(value)
+    }
+
+    /// Reads one bit.
+    pub fn read_bool(&mut self) -> Result<bool, BitError> {
+        Ok(self.read_bits(1)? == 1)
+    }
+
+    /// Reads a varint; at most 10 groups, so hostile input cannot loop.
+    pub fn read_varint(&mut self) -> Result<u64, BitError> {
+        let mut value = 0u64;
+        for i in 0..10 {
+            let group = self.read_bits(8)?;
+            value |= (group & 0x7f).checked_shl(7 * i).unwrap_or(0);
+            if group & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(BitError::TooLong { len: u64::MAX, max: u64::MAX >> 1 })
+    }
+
+    /// Reads a zigzag varint.
+    pub fn read_signed_varint(&mut self) -> Result<i64, BitError> {
+        let v = self.read_varint()?;
+        Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
+    }
+
+    /// Reads a length and refuses it above `max` (so a caller never sizes
+    /// a buffer from an unchecked field).
+    pub fn read_len(&mut self, max: u64) -> Result<u64, BitError> {
+        let len = self.read_varint()?;
+        if len > max { Err(BitError::TooLong { len, max }) } else { Ok(len) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn fields_round_trip(fields in proptest::collection::vec((any::<u64>(), 0u32..=64), 0..50)) {
+            let mut w = BitWriter::new();
+            for &(v, bits) in &fields {
+                w.write_bits(v, bits);
+            }
+            let total: usize = fields.iter().map(|f| f.1 as usize).sum();
+            prop_assert_eq!(w.bit_len(), total);
+            let bytes = w.finish();
+            prop_assert_eq!(bytes.len(), total.div_ceil(8));
+            let mut r = BitReader::new(&bytes);
+            for &(v, bits) in &fields {
+                let want = if bits == 64 { v } else { v & ((1u64 << bits) - 1) };
+                prop_assert_eq!(r.read_bits(bits), Ok(want));
+            }
+            prop_assert!(r.remaining() < 8);
+        }
+
+        #[test]
+        fn varints_round_trip(a in any::<u64>(), b in any::<i64>()) {
+            let mut w = BitWriter::new();
+            w.write_bool(true);
+            w.write_varint(a);
+            w.write_signed_varint(b);
+            let bytes = w.finish();
+            let mut r = BitReader::new(&bytes);
+            prop_assert_eq!(r.read_bool(), Ok(true));
+            prop_assert_eq!(r.read_varint(), Ok(a));
+            prop_assert_eq!(r.read_signed_varint(), Ok(b));
+        }
+
+        #[test]
+        fn hostile_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..64), widths in proptest::collection::vec(0u32..80, 0..40)) {
+            let mut r = BitReader::new(&bytes);
+            for w in widths {
+                let _ = r.read_bits(w);
+                let _ = r.read_varint();
+                let _ = r.read_len(100);
+            }
+        }
+    }
+
+    #[test]
+    fn reads_past_the_end_are_errors() {
+        let mut r = BitReader::new(&[0xff]);
+        assert_eq!(r.read_bits(9), Err(BitError::OutOfData { wanted: 9, left: 8 }));
+        assert_eq!(r.read_bits(65), Err(BitError::BadWidth(65)));
+        assert_eq!(r.read_bits(8), Ok(0xff));
+        assert!(r.read_bool().is_err());
+        // Eleven continuation bytes: refused, not looped on.
+        let long = [0x80u8; 11];
+        assert!(BitReader::new(&long).read_varint().is_err());
+        let mut w = BitWriter::new();
+        w.write_varint(1000);
+        assert_eq!(BitReader::new(&w.finish()).read_len(999), Err(BitError::TooLong { len: 1000, max: 999 }));
+    }
+}
