@@ -77,6 +77,22 @@ impl std::fmt::Debug for World {
     }
 }
 
+/// Stamps rows `start..start + count` of a chunk as spawned at `now` when
+/// dropped.
+struct StampOnDrop<'a> {
+    arch: &'a mut Archetype,
+    chunk: usize,
+    start: usize,
+    count: usize,
+    now: Tick,
+}
+
+impl Drop for StampOnDrop<'_> {
+    fn drop(&mut self) {
+        self.arch.stamp_new_rows(self.chunk, self.start, self.count, self.now);
+    }
+}
+
 /// Two distinct elements of a slice, both mutably.
 fn two_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     assert_ne!(a, b);
@@ -346,9 +362,12 @@ impl World {
                 ptrs.push(arch.column_ptr(c, chunk));
             }
             let ptrs = ptrs.as_slice();
-            let mut count = 0;
+            // Stamps the rows committed in this chunk when the batch moves
+            // on, or when the user's iterator panics (then the rows already
+            // spawned still carry correct ticks).
+            let mut rows = StampOnDrop { arch: &mut *arch, chunk, start, count: 0, now };
             while let Some(bundle) = next {
-                let row = start + count;
+                let row = start + rows.count;
                 let entity = self.entities.alloc(EntityLocation { archetype, chunk: chunk as u32, row: row as u32 });
                 // SAFETY: `row < start + free`, a free row of this chunk, and
                 // `ptrs` are `B`'s columns in tuple order. The row is
@@ -356,17 +375,16 @@ impl World {
                 // there leaves no entity pointing at an uncommitted row.
                 unsafe {
                     bundle.write(ptrs, row);
-                    arch.chunks[chunk].entities_ptr().add(row).write(entity);
-                    arch.commit_rows(chunk, 1);
+                    rows.arch.chunks[chunk].entities_ptr().add(row).write(entity);
+                    rows.arch.commit_rows(chunk, 1);
                 }
                 spawned.push(entity);
-                count += 1;
-                if count == free {
+                rows.count += 1;
+                if rows.count == free {
                     break;
                 }
                 next = bundles.next();
             }
-            arch.stamp_new_rows(chunk, start, count, now);
         }
         Ok(spawned)
     }

@@ -406,6 +406,10 @@ fn a_panicking_spawn_iterator_leaves_a_consistent_world() {
     }));
     assert!(result.is_err());
     assert_eq!(world.len(), 12, "rows spawned before the panic are live");
+    // ...and stamped as added: a new Added query sees all 12 (rows left
+    // without stamps would keep tick 0 and be missed).
+    let mut added = world.query_filtered::<Entity, Added<Pos>>();
+    assert_eq!(added.iter(&world).count(), 12);
     let mut q = world.query::<(Entity, &Pos)>();
     assert_eq!(q.iter(&world).count(), 12);
     for (i, &e) in before.iter().enumerate() {
