@@ -528,13 +528,22 @@ pub trait System: Send + Sync + 'static {
     /// The system was initialized on this world, and for the call nothing
     /// else uses what its access records.
     unsafe fn run_unsafe(&mut self, world: &World, this_run: u64);
-    /// Runs once with exclusive access (advances the world tick first).
-    fn run(&mut self, world: &mut World) {
+    /// Runs once on its own with exclusive access: initializes if needed,
+    /// refuses a system whose parameters conflict or cannot be fetched (the
+    /// message says why), advances the world tick, runs, and applies its
+    /// commands. Returns the commands that failed.
+    fn run(&mut self, world: &mut World) -> Result<Vec<crate::StoreError>, String> {
+        self.initialize(world);
+        if let Some(error) = &self.meta().error {
+            return Err(error.clone());
+        }
+        self.validate(world)?;
         let this_run = world.increment_change_tick();
         // SAFETY: `&mut World` is exclusive.
         unsafe { self.run_unsafe(world, this_run) };
         let mut errors = Vec::new();
         self.apply_deferred(world, &mut errors);
+        Ok(errors)
     }
     /// Applies deferred commands; appends their errors.
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<crate::StoreError>);

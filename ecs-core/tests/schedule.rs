@@ -338,3 +338,21 @@ fn per_system_stats_report_time_and_chunk_skips() {
     assert!(chunks.chunks_total >= 5);
     assert_eq!(chunks.chunks_skipped, chunks.chunks_total, "nothing changed since the first run");
 }
+
+#[test]
+fn a_system_runs_on_its_own_and_refuses_what_it_cannot_do() {
+    use ecs_core::{IntoSystem, System};
+    fn count(mut q: Query<&Pos>, mut n: ResMut<u32>) {
+        *n += q.iter().count() as u32;
+    }
+    let mut world = World::new();
+    world.spawn((Pos(1.0),)).unwrap();
+    let mut system = count.into_system();
+    let err = system.run(&mut world).unwrap_err();
+    assert!(err.contains("u32"), "{err}");
+    world.insert_resource(0u32);
+    assert_eq!(system.run(&mut world), Ok(vec![]));
+    assert_eq!(*world.resource::<u32>().unwrap(), 1);
+    fn conflicted(_a: Query<&mut Pos>, _b: Query<&Pos>) {}
+    assert!(conflicted.into_system().run(&mut world).is_err());
+}
