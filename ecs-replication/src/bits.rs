@@ -119,6 +119,17 @@ impl BitWriter {
         self.write_varint(((value << 1) ^ (value >> 63)) as u64);
     }
 
+    /// Appends everything `other` has written, bit for bit.
+    pub fn append(&mut self, other: &BitWriter) {
+        let full = if other.used == 0 { other.bytes.len() } else { other.bytes.len() - 1 };
+        for &b in &other.bytes[..full] {
+            self.write_bits(b as u64, 8);
+        }
+        if other.used != 0 {
+            self.write_bits(other.bytes[full] as u64, other.used);
+        }
+    }
+
     /// The bytes, the last one padded with zero bits.
     pub fn finish(self) -> Vec<u8> {
         self.bytes
@@ -221,6 +232,22 @@ mod tests {
                 prop_assert_eq!(r.read_bits(bits), Ok(want));
             }
             prop_assert!(r.remaining() < 8);
+        }
+
+        #[test]
+        fn append_equals_writing_in_one_go(a in proptest::collection::vec((any::<u64>(), 0u32..=64), 0..20), b in proptest::collection::vec((any::<u64>(), 0u32..=64), 0..20)) {
+            let (mut one, mut first, mut second) = (BitWriter::new(), BitWriter::new(), BitWriter::new());
+            for &(v, bits) in &a {
+                one.write_bits(v, bits);
+                first.write_bits(v, bits);
+            }
+            for &(v, bits) in &b {
+                one.write_bits(v, bits);
+                second.write_bits(v, bits);
+            }
+            first.append(&second);
+            prop_assert_eq!(first.bit_len(), one.bit_len());
+            prop_assert_eq!(first.finish(), one.finish());
         }
 
         #[test]

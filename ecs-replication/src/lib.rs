@@ -13,10 +13,15 @@
 //! - [`quantize`]: positions as signed fixed point (error at most half a
 //!   unit) and rotations as smallest three (29 bits at 9 bits per
 //!   component).
+//! - [`codec`]: the snapshot packet format (spawn, update and despawn
+//!   entries, per-component codecs from a shared [`codec::Schema`], position
+//!   deltas against the baseline) and a decoder that refuses malformed or
+//!   hostile packets with an error value.
 //!
 //! It is for sending game state from one server to many clients. It is not
 //! a general-purpose RPC or reliable-messaging layer.
 #![forbid(unsafe_code)]
 
 pub mod bits;
+pub mod codec;
 pub mod quantize;

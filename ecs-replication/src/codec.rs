@@ -1,0 +1,568 @@
+//! The snapshot packet codec: no ECS types, usable on its own.
+//!
+//! ## Wire format (version 1), bit-packed
+//! ```text
+//! magic u16 | version u8 | schema hash u32 | tick u32 | baseline tick u32 (0 = none)
+//! entry count (varint, bounded)
+//! entry: kind (2 bits: spawn, update, despawn) | network id (varint, bounded)
+//!        spawn/update: component mask (one bit per schema component)
+//!                      per set bit: delta flag (1 bit, updates only) | value
+//! ```
+//! Values follow the schema: raw bytes of a fixed size, a quantized position
+//! (absolute: `3 * bits`; delta: three zigzag varints against the baseline),
+//! or a smallest-three rotation.
+//!
+//! The decoder treats every byte as hostile: the schema hash must match,
+//! counts and ids are bounded before anything is sized from them, an entry
+//! count larger than the remaining bits could hold is refused up front, and
+//! any malformed field is an error value, never a panic.
+
+use crate::bits::{BitError, BitReader, BitWriter};
+use crate::quantize::{PositionQuantizer, RotationQuantizer};
+
+const MAGIC: u16 = 0xEC5A;
+/// The wire format version this codec writes and reads.
+pub const WIRE_VERSION: u8 = 1;
+
+/// How one component type is put on the wire.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FieldCodec {
+    /// Plain bytes of a fixed size (plain-old-data components).
+    Bytes(u16),
+    /// A position quantized to fixed point.
+    Position(PositionQuantizer),
+    /// A rotation as smallest three.
+    Rotation(RotationQuantizer),
+}
+
+/// The replicated component types, in a fixed order both ends share.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schema {
+    fields: Vec<(String, FieldCodec)>,
+}
+
+/// Why a schema cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchemaError {
+    /// More than 64 component types.
+    TooManyComponents,
+    /// Two components with one name.
+    DuplicateName(String),
+    /// A byte field of size 0 or over 1024.
+    BadByteSize(String),
+}
+
+impl std::fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SchemaError::TooManyComponents => f.write_str("a schema holds at most 64 component types"),
+            SchemaError::DuplicateName(n) => write!(f, "component {n} is listed twice"),
+            SchemaError::BadByteSize(n) => write!(f, "component {n}: byte size must be 1 to 1024"),
+        }
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
+impl Schema {
+    /// A schema from named codecs, in wire order.
+    pub fn new(fields: Vec<(String, FieldCodec)>) -> Result<Schema, SchemaError> {
+        if fields.len() > 64 {
+            return Err(SchemaError::TooManyComponents);
+        }
+        for (i, (name, codec)) in fields.iter().enumerate() {
+            if fields[..i].iter().any(|(n, _)| n == name) {
+                return Err(SchemaError::DuplicateName(name.clone()));
+            }
+            if let FieldCodec::Bytes(n) = codec
+                && !(1..=1024).contains(n)
+            {
+                return Err(SchemaError::BadByteSize(name.clone()));
+            }
+        }
+        Ok(Schema { fields })
+    }
+
+    /// Component types.
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Whether the schema is empty.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// The codec of component `index`.
+    pub fn codec(&self, index: usize) -> Option<FieldCodec> {
+        self.fields.get(index).map(|(_, c)| *c)
+    }
+
+    /// The index of a component by name.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|(n, _)| n == name)
+    }
+
+    /// A hash of names, codecs and the wire version: two ends with
+    /// different schemas refuse each other's packets.
+    pub fn hash(&self) -> u32 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ WIRE_VERSION as u64;
+        let mut eat = |v: u64| {
+            h ^= v;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        };
+        for (name, codec) in &self.fields {
+            for b in name.bytes() {
+                eat(b as u64);
+            }
+            match codec {
+                FieldCodec::Bytes(n) => eat(0x100 | *n as u64),
+                FieldCodec::Position(p) => {
+                    eat(0x200 | p.bits() as u64);
+                    eat(p.unit().to_bits() as u64);
+                }
+                FieldCodec::Rotation(r) => eat(0x300 | r.total_bits() as u64),
+            }
+        }
+        (h ^ (h >> 32)) as u32
+    }
+}
+
+/// One component value on the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// Plain bytes.
+    Bytes(Vec<u8>),
+    /// A quantized position.
+    Position([i32; 3]),
+    /// A quantized position relative to the baseline's value.
+    PositionDelta([i32; 3]),
+    /// A smallest-three rotation.
+    Rotation(u64),
+}
+
+/// What happens to one entity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// The entity appears with the listed components.
+    Spawn,
+    /// Listed components changed.
+    Update,
+    /// The entity is gone.
+    Despawn,
+}
+
+/// One entity's part of a packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Spawn, update or despawn.
+    pub kind: EntryKind,
+    /// The server's id for the entity (not an ECS handle).
+    pub net_id: u64,
+    /// `(schema index, value)`, ascending by index.
+    pub components: Vec<(u8, Value)>,
+}
+
+/// A decoded packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Packet {
+    /// The server tick this snapshot describes.
+    pub tick: u32,
+    /// The tick it is delta-coded against (0: none).
+    pub baseline: u32,
+    /// The entries, in wire order.
+    pub entries: Vec<Entry>,
+}
+
+/// Bounds the decoder enforces before sizing anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most entries in one packet.
+    pub max_entries: u64,
+    /// Largest network id.
+    pub max_net_id: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_entries: 4096, max_net_id: (1 << 40) - 1 }
+    }
+}
+
+/// Why a packet was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The packet ended early or a field was malformed.
+    Bits(BitError),
+    /// Not one of our packets.
+    BadMagic(u16),
+    /// Another wire version.
+    Version(u8),
+    /// Another schema.
+    SchemaMismatch {
+        /// Ours.
+        expected: u32,
+        /// Theirs.
+        found: u32,
+    },
+    /// The entry kind code 3.
+    BadEntryKind,
+    /// A network id above the limit.
+    NetIdOutOfRange(u64),
+    /// A component mask naming an unknown component.
+    UnknownComponent(u32),
+    /// A delta flag on a field that cannot be delta-coded, or in a spawn.
+    BadDelta(u32),
+    /// Bytes after the last entry that are not padding.
+    TrailingData,
+}
+
+impl From<BitError> for DecodeError {
+    fn from(e: BitError) -> Self {
+        DecodeError::Bits(e)
+    }
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Bits(e) => write!(f, "malformed packet: {e}"),
+            DecodeError::BadMagic(m) => write!(f, "not a snapshot packet (magic {m:#06x})"),
+            DecodeError::Version(v) => write!(f, "wire version {v}, expected {WIRE_VERSION}"),
+            DecodeError::SchemaMismatch { expected, found } => {
+                write!(f, "schema hash {found:#010x} does not match ours, {expected:#010x}")
+            }
+            DecodeError::BadEntryKind => f.write_str("unknown entry kind"),
+            DecodeError::NetIdOutOfRange(id) => write!(f, "network id {id} is out of range"),
+            DecodeError::UnknownComponent(i) => write!(f, "component index {i} is not in the schema"),
+            DecodeError::BadDelta(i) => write!(f, "component {i} cannot be delta-coded here"),
+            DecodeError::TrailingData => f.write_str("data after the last entry"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Why a packet could not be written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EncodeError {
+    /// A value does not fit its schema field.
+    WrongValue {
+        /// The schema index.
+        index: u8,
+    },
+    /// Components not in ascending schema order, or an index past the schema.
+    BadIndex(u8),
+}
+
+impl std::fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EncodeError::WrongValue { index } => write!(f, "value for component {index} does not match its codec"),
+            EncodeError::BadIndex(i) => write!(f, "component index {i} is out of order or not in the schema"),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+/// Writes packets for one schema.
+#[derive(Clone, Debug)]
+pub struct Encoder<'s> {
+    schema: &'s Schema,
+    writer: BitWriter,
+    entries: u64,
+    body: BitWriter,
+}
+
+impl<'s> Encoder<'s> {
+    /// Starts a packet for `tick`, delta-coded against `baseline` (0: none).
+    pub fn new(schema: &'s Schema, tick: u32, baseline: u32) -> Self {
+        let mut writer = BitWriter::new();
+        writer.write_bits(MAGIC as u64, 16);
+        writer.write_bits(WIRE_VERSION as u64, 8);
+        writer.write_bits(schema.hash() as u64, 32);
+        writer.write_bits(tick as u64, 32);
+        writer.write_bits(baseline as u64, 32);
+        Encoder { schema, writer, entries: 0, body: BitWriter::new() }
+    }
+
+    /// Appends one entry. Fails, writing nothing, if a value does not fit
+    /// its field.
+    pub fn push(&mut self, entry: &Entry) -> Result<(), EncodeError> {
+        let mut w = BitWriter::new();
+        let kind = match entry.kind {
+            EntryKind::Spawn => 0,
+            EntryKind::Update => 1,
+            EntryKind::Despawn => 2,
+        };
+        w.write_bits(kind, 2);
+        w.write_varint(entry.net_id);
+        if entry.kind != EntryKind::Despawn {
+            let mut mask = 0u64;
+            let mut last: Option<u8> = None;
+            for (index, _) in &entry.components {
+                if last.is_some_and(|l| l >= *index) || *index as usize >= self.schema.len() {
+                    return Err(EncodeError::BadIndex(*index));
+                }
+                last = Some(*index);
+                mask |= 1 << index;
+            }
+            w.write_bits(mask, self.schema.len() as u32);
+            for (index, value) in &entry.components {
+                let codec = self.schema.codec(*index as usize).ok_or(EncodeError::BadIndex(*index))?;
+                if entry.kind == EntryKind::Update {
+                    w.write_bool(matches!(value, Value::PositionDelta(_)));
+                }
+                match (codec, value) {
+                    (FieldCodec::Bytes(n), Value::Bytes(bytes)) if bytes.len() == n as usize => {
+                        for b in bytes {
+                            w.write_bits(*b as u64, 8);
+                        }
+                    }
+                    (FieldCodec::Position(q), Value::Position(p)) => q.write(&mut w, *p),
+                    (FieldCodec::Position(_), Value::PositionDelta(d)) if entry.kind == EntryKind::Update => {
+                        for v in d {
+                            w.write_signed_varint(*v as i64);
+                        }
+                    }
+                    (FieldCodec::Rotation(r), Value::Rotation(bits)) => r.write(&mut w, *bits),
+                    _ => return Err(EncodeError::WrongValue { index: *index }),
+                }
+            }
+        }
+        self.body.append(&w);
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// Bytes the packet would take now.
+    pub fn byte_len(&self) -> usize {
+        let mut count = BitWriter::new();
+        count.write_varint(self.entries);
+        (self.writer.bit_len() + count.bit_len() + self.body.bit_len()).div_ceil(8)
+    }
+
+    /// Entries pushed.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// The finished packet.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.writer.write_varint(self.entries);
+        self.writer.append(&self.body);
+        self.writer.finish()
+    }
+}
+
+/// Decodes one packet, checking everything.
+pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, DecodeError> {
+    let mut r = BitReader::new(bytes);
+    let magic = r.read_bits(16)? as u16;
+    if magic != MAGIC {
+        return Err(DecodeError::BadMagic(magic));
+    }
+    let version = r.read_bits(8)? as u8;
+    if version != WIRE_VERSION {
+        return Err(DecodeError::Version(version));
+    }
+    let found = r.read_bits(32)? as u32;
+    if found != schema.hash() {
+        return Err(DecodeError::SchemaMismatch { expected: schema.hash(), found });
+    }
+    let tick = r.read_bits(32)? as u32;
+    let baseline = r.read_bits(32)? as u32;
+    // Every entry takes at least 2 + 8 bits: a count the rest cannot hold
+    // is refused before anything is sized from it.
+    let count = r.read_len(limits.max_entries.min(r.remaining() as u64 / 10))?;
+    let mut entries = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let kind = match r.read_bits(2)? {
+            0 => EntryKind::Spawn,
+            1 => EntryKind::Update,
+            2 => EntryKind::Despawn,
+            _ => return Err(DecodeError::BadEntryKind),
+        };
+        let net_id = r.read_varint()?;
+        if net_id > limits.max_net_id {
+            return Err(DecodeError::NetIdOutOfRange(net_id));
+        }
+        let mut components = Vec::new();
+        if kind != EntryKind::Despawn {
+            let width = schema.len() as u32;
+            let mask = r.read_bits(width)?;
+            for index in 0..64u32 {
+                if mask >> index & 1 == 0 {
+                    continue;
+                }
+                let codec = schema.codec(index as usize).ok_or(DecodeError::UnknownComponent(index))?;
+                let delta = kind == EntryKind::Update && r.read_bool()?;
+                let value = match codec {
+                    FieldCodec::Bytes(n) => {
+                        if delta {
+                            return Err(DecodeError::BadDelta(index));
+                        }
+                        // `n` comes from the schema (at most 1024), not the
+                        // packet.
+                        let mut out = Vec::with_capacity(n as usize);
+                        for _ in 0..n {
+                            out.push(r.read_bits(8)? as u8);
+                        }
+                        Value::Bytes(out)
+                    }
+                    FieldCodec::Position(q) if !delta => Value::Position(q.read(&mut r)?),
+                    FieldCodec::Position(_) => {
+                        let mut d = [0i32; 3];
+                        for v in &mut d {
+                            let x = r.read_signed_varint()?;
+                            *v = i32::try_from(x).map_err(|_| DecodeError::BadDelta(index))?;
+                        }
+                        Value::PositionDelta(d)
+                    }
+                    FieldCodec::Rotation(rq) => {
+                        if delta {
+                            return Err(DecodeError::BadDelta(index));
+                        }
+                        Value::Rotation(rq.read(&mut r)?)
+                    }
+                };
+                components.push((index as u8, value));
+            }
+        }
+        entries.push(Entry { kind, net_id, components });
+    }
+    if r.remaining() >= 8 || r.read_bits(r.remaining() as u32)? != 0 {
+        return Err(DecodeError::TrailingData);
+    }
+    Ok(Packet { tick, baseline, entries })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn schema() -> Schema {
+        Schema::new(vec![
+            ("position".into(), FieldCodec::Position(PositionQuantizer::new(0.01, 24).unwrap())),
+            ("rotation".into(), FieldCodec::Rotation(RotationQuantizer::new(9).unwrap())),
+            ("health".into(), FieldCodec::Bytes(2)),
+        ])
+        .unwrap()
+    }
+
+    fn entry() -> impl Strategy<Value = Entry> {
+        let pos = proptest::array::uniform3(-(1i32 << 23)..(1i32 << 23));
+        (
+            0u8..3,
+            0u64..1_000_000,
+            proptest::option::of(pos),
+            proptest::option::of(0u64..(1 << 29)),
+            proptest::option::of(any::<[u8; 2]>()),
+            any::<bool>(),
+            proptest::array::uniform3(-100_000i32..100_000),
+        )
+            .prop_map(|(kind, net_id, pos, rot, hp, delta, d)| {
+                let kind = [EntryKind::Spawn, EntryKind::Update, EntryKind::Despawn][kind as usize];
+                let mut components = Vec::new();
+                if kind != EntryKind::Despawn {
+                    if let Some(p) = pos {
+                        let v = if delta && kind == EntryKind::Update {
+                            Value::PositionDelta(d)
+                        } else {
+                            Value::Position(p)
+                        };
+                        components.push((0, v));
+                    }
+                    if let Some(r) = rot {
+                        components.push((1, Value::Rotation(r)));
+                    }
+                    if let Some(h) = hp {
+                        components.push((2, Value::Bytes(h.to_vec())));
+                    }
+                }
+                Entry { kind, net_id, components }
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        #[test]
+        fn packets_round_trip(tick in any::<u32>(), baseline in any::<u32>(), entries in proptest::collection::vec(entry(), 0..40)) {
+            let schema = schema();
+            let mut enc = Encoder::new(&schema, tick, baseline);
+            for e in &entries {
+                enc.push(e).unwrap();
+            }
+            let predicted = enc.byte_len();
+            let bytes = enc.finish();
+            prop_assert_eq!(bytes.len(), predicted);
+            let packet = decode(&bytes, &schema, Limits::default()).unwrap();
+            prop_assert_eq!(packet, Packet { tick, baseline, entries });
+        }
+
+        #[test]
+        fn hostile_bytes_are_refused_without_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = decode(&bytes, &schema(), Limits::default());
+        }
+
+        #[test]
+        fn corrupted_packets_never_panic(entries in proptest::collection::vec(entry(), 1..10), flips in proptest::collection::vec((any::<usize>(), 0u8..8), 1..6)) {
+            let schema = schema();
+            let mut enc = Encoder::new(&schema, 7, 3);
+            for e in &entries {
+                enc.push(e).unwrap();
+            }
+            let mut bytes = enc.finish();
+            for (at, bit) in flips {
+                let i = at % bytes.len();
+                bytes[i] ^= 1 << bit;
+            }
+            let _ = decode(&bytes, &schema, Limits::default());
+        }
+    }
+
+    #[test]
+    fn mismatches_and_limits_are_errors() {
+        let schema = schema();
+        let bytes = Encoder::new(&schema, 1, 0).finish();
+        assert!(decode(&bytes, &schema, Limits::default()).is_ok());
+        let other = Schema::new(vec![("position".into(), FieldCodec::Bytes(12))]).unwrap();
+        assert!(matches!(decode(&bytes, &other, Limits::default()), Err(DecodeError::SchemaMismatch { .. })));
+        assert!(matches!(decode(&[0, 0, 0], &schema, Limits::default()), Err(DecodeError::BadMagic(0))));
+        assert!(matches!(decode(&[], &schema, Limits::default()), Err(DecodeError::Bits(_))));
+
+        // A huge entry count is refused before any allocation.
+        let mut w = BitWriter::new();
+        w.write_bits(MAGIC as u64, 16);
+        w.write_bits(WIRE_VERSION as u64, 8);
+        w.write_bits(schema.hash() as u64, 32);
+        w.write_bits(1, 32);
+        w.write_bits(0, 32);
+        w.write_varint(u64::MAX);
+        assert!(matches!(
+            decode(&w.finish(), &schema, Limits::default()),
+            Err(DecodeError::Bits(BitError::TooLong { .. }))
+        ));
+
+        let mut enc = Encoder::new(&schema, 1, 0);
+        enc.push(&Entry { kind: EntryKind::Despawn, net_id: 1 << 41, components: vec![] }).unwrap();
+        assert_eq!(decode(&enc.finish(), &schema, Limits::default()), Err(DecodeError::NetIdOutOfRange(1 << 41)));
+
+        let mut enc = Encoder::new(&schema, 1, 0);
+        let wrong = Entry { kind: EntryKind::Spawn, net_id: 1, components: vec![(2, Value::Bytes(vec![1, 2, 3]))] };
+        assert_eq!(enc.push(&wrong), Err(EncodeError::WrongValue { index: 2 }));
+        let unordered = Entry {
+            kind: EntryKind::Spawn,
+            net_id: 1,
+            components: vec![(1, Value::Rotation(0)), (0, Value::Position([0; 3]))],
+        };
+        assert_eq!(enc.push(&unordered), Err(EncodeError::BadIndex(0)));
+        let spawn_delta =
+            Entry { kind: EntryKind::Spawn, net_id: 1, components: vec![(0, Value::PositionDelta([1, 2, 3]))] };
+        assert_eq!(enc.push(&spawn_delta), Err(EncodeError::WrongValue { index: 0 }));
+        assert_eq!(enc.entries(), 0);
+    }
+}
