@@ -830,6 +830,23 @@ impl<'w, Q: QueryData, F: QueryFilter> ChunkView<'w, Q, F> {
         self.window
     }
 
+    /// When `component` was last written anywhere in this chunk (`None` if
+    /// the archetype lacks it).
+    pub fn changed_tick(&self, component: crate::ComponentId) -> Option<crate::Tick> {
+        self.archetype.chunk_changed_tick(component, self.chunk)
+    }
+
+    /// When `component` was last added to a row of this chunk.
+    pub fn added_tick(&self, component: crate::ComponentId) -> Option<crate::Tick> {
+        self.archetype.chunk_added_tick(component, self.chunk)
+    }
+
+    /// Whether `component` was written in this chunk since the query's last
+    /// run (the chunk-level test `Changed` uses).
+    pub fn changed_since_last_run(&self, component: crate::ComponentId) -> bool {
+        self.changed_tick(component).is_some_and(|t| self.window.contains(t))
+    }
+
     /// The entities, in row order.
     pub fn entities(&self) -> &'w [Entity] {
         &self.archetype.chunk_entities(self.chunk)[..self.len]

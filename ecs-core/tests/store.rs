@@ -293,6 +293,8 @@ fn chunk_views_expose_slices_and_stamp_whole_chunks() {
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
     changed_pos(&mut world, &mut changed);
 
+    let mut probe = world.query::<&Pos>();
+    probe.for_each_chunk(&world, |_| {});
     world.increment_change_tick();
     let mut q = world.query::<(&mut Pos, &Vel)>();
     q.for_each_chunk_mut(&mut world, |mut view| {
@@ -309,6 +311,18 @@ fn chunk_views_expose_slices_and_stamp_whole_chunks() {
     assert!(got.iter().all(|e| world.location(*e).unwrap().chunk == 1));
     assert_eq!(changed.stats().chunks_visited(), 1);
     assert_eq!(world.get::<Pos>(es[cap]), Ok(&Pos(cap as f32 + 1.0)));
+
+    // The view exposes the chunk ticks: since `probe` last ran (before the
+    // column write), only chunk 1 was written.
+    let pos_id = world.components().id::<Pos>().unwrap();
+    let mut written = vec![];
+    probe.for_each_chunk(&world, |view| {
+        if view.changed_since_last_run(pos_id) {
+            written.push(view.chunk_index());
+        }
+        assert!(view.changed_tick(pos_id).is_some() && view.added_tick(pos_id).is_some());
+    });
+    assert_eq!(written, vec![1]);
 
     // Row-precise writes through a view.
     world.increment_change_tick();
