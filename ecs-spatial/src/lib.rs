@@ -1,12 +1,71 @@
-//! # ecs-spatial: point encoding and a compact sparse grid broad phase
+//! # ecs-spatial: exact cell keys, point encoding and a compact sparse grid
 //!
-//! **Status: not built yet.** This crate will hold exact cell keys
-//! (`floor((p - origin) / cell)` per axis, packed 21 bits per axis into a
-//! `u64`), fixed-point point encoding with a versioned config, a compact sparse
-//! grid built by radix sort over plain slices, radius / box / k-nearest /
-//! all-pairs queries, and a broad-phase system that re-keys only rows whose
-//! positions changed, found through `ecs-core`'s chunk ticks.
+//! This crate finds neighbours among many moving points, fast, on plain
+//! slices. It has two halves that work without any ECS types:
 //!
-//! It is for neighbour finding among many moving points. It is not a
-//! narrow-phase collision library.
+//! - **Point encoding** ([`cell`], [`config`], [`region`], [`seed`], [`batch`]):
+//!   exact cell keys `floor((p - origin) / cell_size)` packed 21 bits per axis
+//!   into a `u64` (errors, never wrap-around, for out-of-range or non-finite
+//!   input), fixed-point quantization with a bounded error of half a unit, a
+//!   versioned [`EncodingConfig`] two ends can compare, two-level
+//!   [`RegionKey`]s for worlds beyond 2^21 cells, deterministic per-cell seeds,
+//!   de-duplication and migration between config versions.
+//! - **Compact sparse grid** ([`grid`], [`query`]): points sorted by cell key
+//!   with an LSD radix sort, a cell table of `(key, start, count)`, and radius,
+//!   box, k-nearest and all-pairs queries that equal brute force exactly,
+//!   sequential or on rayon, without allocating per query.
+//!
+//! It is not a narrow-phase collision library, and it does not own your
+//! points: rebuild it from your position slices whenever they change.
+//! The broad-phase system on `ecs-core`'s chunk ticks will sit behind the
+//! default `ecs` feature.
+//!
+//! ```
+//! use ecs_spatial::{EncodingConfig, SparseGrid};
+//! use glam::Vec3;
+//!
+//! // Keys: floor, not truncation.
+//! let config = EncodingConfig::new(Vec3::ZERO, 1.0, 0.01, 1).unwrap();
+//! assert_eq!(config.cell_key(Vec3::new(-0.5, 1.7, -1.7)).unwrap().to_string(), "(-1, 1, -2)");
+//!
+//! // A grid over plain slices.
+//! let positions = vec![Vec3::new(0.5, 0.5, 0.5), Vec3::new(1.5, 0.5, 0.5), Vec3::new(9.0, 9.0, 9.0)];
+//! let ids = vec![7u32, 8, 9];
+//! let mut grid = SparseGrid::new(Vec3::ZERO, 1.0).unwrap();
+//! grid.rebuild(&ids, &positions).unwrap();
+//! let mut near = Vec::new();
+//! grid.query_radius(Vec3::new(1.0, 0.5, 0.5), 0.6, &mut near);
+//! near.sort();
+//! assert_eq!(near, vec![7, 8]);
+//! ```
 #![forbid(unsafe_code)]
+
+pub mod batch;
+pub mod cell;
+pub mod config;
+pub mod error;
+pub mod grid;
+pub mod point;
+pub mod query;
+pub mod radix;
+pub mod region;
+pub mod seed;
+
+pub use batch::{
+    decode_cell_centers, dedup_keys, dedup_quantized, dequantize_points, encode_cell_keys, migrate_cell_keys,
+    migrate_quantized, quantize_points,
+};
+pub use cell::{AXIS_BITS, CELL_MAX, CELL_MIN, CellCoord, CellKey, cell_axis, cell_of, cell_of_2d};
+pub use config::{EncodingConfig, quantize_axis};
+pub use error::{BatchError, ConfigError, ConfigField, EncodeError, GridError};
+pub use grid::{Cell, CellLookup, SparseGrid};
+pub use point::{EntityId, GridPoint};
+pub use query::{Neighbor, NeighborLists};
+pub use radix::radix_sort_by_key;
+pub use region::{GLOBAL_CELL_MAX, GLOBAL_CELL_MIN, GlobalCell, RegionId, RegionKey};
+pub use seed::{CellRng, cell_seed, mix64, region_cell_seed};
+
+/// The README's examples, run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

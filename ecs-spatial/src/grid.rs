@@ -1,0 +1,455 @@
+//! The compact sparse grid: points sorted by cell key with an LSD radix sort,
+//! and a cell table of `(key, start, count)`.
+//!
+//! Build from plain slices with [`SparseGrid::rebuild`] (or
+//! [`SparseGrid::par_rebuild`]). All buffers belong to the grid and are
+//! reused, so a steady-state rebuild over the same number of points allocates
+//! nothing. Queries live in [`query`](crate::query).
+
+use glam::Vec3;
+use rayon::prelude::*;
+
+use crate::cell::{AXIS_BITS, AXIS_MASK, BIAS, CellKey, cell_axis, pack_unchecked};
+use crate::error::{BatchError, EncodeError, GridError};
+use crate::point::{EntityId, GridPoint};
+use crate::radix::radix_sort_by_key;
+
+/// One occupied cell: its key and its points' range in the grid's sorted
+/// arrays (`start..start + count`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Cell {
+    /// The cell's key.
+    pub key: CellKey,
+    /// Index of the cell's first point in [`SparseGrid::positions`].
+    pub start: u32,
+    /// Number of points in the cell (at least 1).
+    pub count: u32,
+}
+
+/// How queries find the points of a row of cells.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CellLookup {
+    /// A dense offset table over the occupied cells' bounding box when it has
+    /// at most `16 * points + 65536` cells (O(1) per row of cells), otherwise
+    /// binary search over the sorted cell table.
+    #[default]
+    Auto,
+    /// Always binary search over the sorted cell table (least memory; cost
+    /// independent of how spread out the points are).
+    BinarySearch,
+}
+
+/// The dense table is used while the bounding box has at most
+/// `DENSE_CELLS_PER_POINT * points + DENSE_CELLS_MIN` cells (4 bytes each).
+const DENSE_CELLS_PER_POINT: usize = 16;
+const DENSE_CELLS_MIN: usize = 1 << 16;
+
+/// Parallel work is split into blocks of this many points.
+pub(crate) const PAR_BLOCK: usize = 4096;
+
+/// A compact sparse grid over 2D ([`glam::Vec2`]) or 3D ([`Vec3`]) points,
+/// each carrying an id of type `I` (`u32` by default).
+///
+/// ```
+/// use ecs_spatial::SparseGrid;
+/// use glam::Vec3;
+///
+/// let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 5.0).unwrap();
+/// let positions = [Vec3::new(0.0, 0.0, 0.0), Vec3::new(3.0, 0.0, 0.0), Vec3::new(-9.0, 0.0, 0.0)];
+/// grid.rebuild(&[10, 11, 12], &positions).unwrap();
+///
+/// let mut hits = Vec::new();
+/// grid.query_radius(Vec3::ZERO, 4.0, &mut hits);
+/// hits.sort();
+/// assert_eq!(hits, vec![10, 11]);
+///
+/// let mut pairs = Vec::new();
+/// grid.for_each_pair_within(4.0, |a, b| pairs.push((a.min(b), a.max(b))));
+/// assert_eq!(pairs, vec![(10, 11)]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
+    pub(crate) origin: Vec3,
+    pub(crate) cell_size: f32,
+    lookup: CellLookup,
+    // Sorted by cell key.
+    pub(crate) positions: Vec<P>,
+    pub(crate) ids: Vec<I>,
+    order: Vec<u32>,
+    cells: Vec<Cell>,
+    cell_keys: Vec<u64>,
+    // Bounding box of the occupied cells (valid when not empty).
+    pub(crate) min: [i32; 3],
+    pub(crate) max: [i32; 3],
+    span: [usize; 3],
+    // Dense lookup: `dense[i]..dense[i + 1]` are the points of dense cell `i`.
+    dense: Vec<u32>,
+    use_dense: bool,
+    // Scratch, reused across rebuilds.
+    point_keys: Vec<u64>,
+    narrow: Vec<u64>,
+    narrow_scratch: Vec<u64>,
+    wide: Vec<(u64, u32)>,
+    wide_scratch: Vec<(u64, u32)>,
+    counts: Vec<u32>,
+}
+
+impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
+    /// An empty grid with cells of edge `cell_size` whose cell `(0, 0, 0)`
+    /// starts at `origin`.
+    ///
+    /// For radius queries and pairs, a cell size equal to the usual query
+    /// radius is a good start.
+    ///
+    /// # Errors
+    /// [`GridError::InvalidConfig`] if `cell_size` is not finite and positive
+    /// (with a finite inverse) or `origin` is not finite.
+    pub fn new(origin: P, cell_size: f32) -> Result<Self, GridError> {
+        if !(cell_size.is_finite() && cell_size > 0.0 && (1.0 / cell_size).is_finite() && origin.is_finite()) {
+            return Err(GridError::InvalidConfig);
+        }
+        Ok(SparseGrid {
+            origin: origin.to_vec3(),
+            cell_size,
+            lookup: CellLookup::Auto,
+            positions: Vec::new(),
+            ids: Vec::new(),
+            order: Vec::new(),
+            cells: Vec::new(),
+            cell_keys: Vec::new(),
+            min: [0; 3],
+            max: [0; 3],
+            span: [0; 3],
+            dense: Vec::new(),
+            use_dense: false,
+            point_keys: Vec::new(),
+            narrow: Vec::new(),
+            narrow_scratch: Vec::new(),
+            wide: Vec::new(),
+            wide_scratch: Vec::new(),
+            counts: Vec::new(),
+        })
+    }
+
+    /// The same grid with another cell lookup strategy (applies from the next
+    /// rebuild).
+    pub fn with_lookup(mut self, lookup: CellLookup) -> Self {
+        self.lookup = lookup;
+        self
+    }
+
+    /// The cell edge length.
+    pub fn cell_size(&self) -> f32 {
+        self.cell_size
+    }
+
+    /// The corner of cell `(0, 0, 0)`, as a 3D vector.
+    pub fn origin(&self) -> Vec3 {
+        self.origin
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// Whether the grid holds no points.
+    pub fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    /// Positions in cell-key order.
+    pub fn positions(&self) -> &[P] {
+        &self.positions
+    }
+
+    /// Ids in cell-key order (parallel to [`positions`](Self::positions)).
+    pub fn ids(&self) -> &[I] {
+        &self.ids
+    }
+
+    /// For each sorted point, its index in the slices given to the last rebuild.
+    pub fn input_indices(&self) -> &[u32] {
+        &self.order
+    }
+
+    /// The cell table, sorted by key.
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    /// The points of one cell, if it is occupied.
+    pub fn cell_points(&self, key: CellKey) -> Option<(&[I], &[P])> {
+        let i = self.cell_keys.binary_search(&key.raw()).ok()?;
+        let c = self.cells[i];
+        let range = c.start as usize..(c.start + c.count) as usize;
+        Some((&self.ids[range.clone()], &self.positions[range]))
+    }
+
+    /// Whether the last rebuild chose the dense lookup table.
+    pub fn uses_dense_lookup(&self) -> bool {
+        self.use_dense
+    }
+
+    /// Rebuilds the grid from parallel id and position slices.
+    ///
+    /// Cell keys are `floor((p - origin) / cell_size)` per axis; keys are
+    /// relabelled to the smallest bit width that covers the occupied cells'
+    /// bounding box (order preserved) and sorted by [`radix_sort_by_key`].
+    ///
+    /// # Errors
+    /// [`GridError::LengthMismatch`], [`GridError::TooManyPoints`], or
+    /// [`GridError::InvalidPoint`] for the first position that is NaN,
+    /// infinite or out of key range. On error the grid is left empty.
+    pub fn rebuild(&mut self, ids: &[I], positions: &[P]) -> Result<(), GridError> {
+        self.rebuild_impl(ids, positions, false)
+    }
+
+    /// [`rebuild`](Self::rebuild) with key computation and the final gather
+    /// run in parallel on rayon (the radix sort itself is sequential).
+    /// The result is identical to `rebuild`.
+    ///
+    /// # Errors
+    /// As [`rebuild`](Self::rebuild).
+    pub fn par_rebuild(&mut self, ids: &[I], positions: &[P]) -> Result<(), GridError> {
+        self.rebuild_impl(ids, positions, true)
+    }
+
+    /// Empties the grid, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.positions.clear();
+        self.ids.clear();
+        self.order.clear();
+        self.cells.clear();
+        self.cell_keys.clear();
+        self.dense.clear();
+        self.use_dense = false;
+    }
+
+    /// Total bytes reserved by the grid's buffers (a steady-state rebuild
+    /// keeps this constant).
+    pub fn reserved_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.positions.capacity() * size_of::<P>()
+            + self.ids.capacity() * size_of::<I>()
+            + self.order.capacity() * 4
+            + self.cells.capacity() * size_of::<Cell>()
+            + self.cell_keys.capacity() * 8
+            + self.dense.capacity() * 4
+            + self.point_keys.capacity() * 8
+            + (self.narrow.capacity() + self.narrow_scratch.capacity()) * 8
+            + (self.wide.capacity() + self.wide_scratch.capacity()) * size_of::<(u64, u32)>()
+            + self.counts.capacity() * 4
+    }
+
+    fn rebuild_impl(&mut self, ids: &[I], positions: &[P], parallel: bool) -> Result<(), GridError> {
+        self.clear();
+        if ids.len() != positions.len() {
+            return Err(GridError::LengthMismatch { ids: ids.len(), positions: positions.len() });
+        }
+        let n = positions.len();
+        if n > u32::MAX as usize {
+            return Err(GridError::TooManyPoints);
+        }
+        if n == 0 {
+            return Ok(());
+        }
+
+        // 1. Cell key of every point, and the bounding box of the cells.
+        let (origin, cell_size) = (self.origin, self.cell_size);
+        self.point_keys.resize(n, 0);
+        let bounds = if parallel {
+            self.point_keys
+                .par_chunks_mut(PAR_BLOCK)
+                .zip(positions.par_chunks(PAR_BLOCK))
+                .enumerate()
+                .map(|(block, (keys, points))| encode_block(origin, cell_size, block * PAR_BLOCK, points, keys))
+                .try_reduce(|| EMPTY_BOUNDS, |a, b| Ok(merge_bounds(a, b)))
+                // Any block may fail first in parallel; report the lowest index, as `rebuild` does.
+                .or_else(|_| encode_block(origin, cell_size, 0, positions, &mut self.point_keys))
+        } else {
+            encode_block(origin, cell_size, 0, positions, &mut self.point_keys)
+        };
+        let (min, max) = match bounds {
+            Ok(b) => b,
+            Err(e) => {
+                self.point_keys.clear();
+                return Err(GridError::InvalidPoint(e));
+            }
+        };
+        self.min = min;
+        self.max = max;
+        let span = [0, 1, 2].map(|a| (max[a] - min[a]) as usize + 1);
+        self.span = span;
+
+        // 2. Order-preserving relabel into `bx + by + bz` bits, then radix sort.
+        let bits = span.map(|s| usize::BITS - (s - 1).leading_zeros());
+        let total_bits = bits[0] + bits[1] + bits[2];
+        let compact = |key: u64| -> u64 {
+            let x = ((key & AXIS_MASK) as i64 - (min[0] + BIAS) as i64) as u64;
+            let y = (((key >> AXIS_BITS) & AXIS_MASK) as i64 - (min[1] + BIAS) as i64) as u64;
+            let z = ((key >> (2 * AXIS_BITS)) as i64 - (min[2] + BIAS) as i64) as u64;
+            x | (y << bits[0]) | (z << (bits[0] + bits[1]))
+        };
+        let expand = |c: u64| -> u64 {
+            let x = (c & ((1 << bits[0]) - 1)) as i32 + min[0];
+            let y = ((c >> bits[0]) & ((1 << bits[1]) - 1)) as i32 + min[1];
+            let z = (c >> (bits[0] + bits[1])) as i32 + min[2];
+            pack_unchecked(x, y, z)
+        };
+        // The cell table comes from runs of equal keys in the sorted items
+        // (read in order, instead of looking keys up through `order`).
+        let cells = &mut self.cells;
+        let cell_keys = &mut self.cell_keys;
+        let mut previous = u64::MAX;
+        let mut on_sorted = |slot: usize, c: u64| {
+            if c != previous {
+                let key = expand(c);
+                cells.push(Cell { key: CellKey::from_raw_unchecked(key), start: slot as u32, count: 0 });
+                cell_keys.push(key);
+                previous = c;
+            }
+        };
+        self.order.reserve(n);
+        if total_bits <= 32 {
+            self.narrow.clear();
+            self.narrow.extend(self.point_keys.iter().enumerate().map(|(i, &k)| (compact(k) << 32) | i as u64));
+            radix_sort_by_key(&mut self.narrow, &mut self.narrow_scratch, &mut self.counts, total_bits, |&v| v >> 32);
+            for (slot, &v) in self.narrow.iter().enumerate() {
+                on_sorted(slot, v >> 32);
+                self.order.push(v as u32);
+            }
+        } else {
+            self.wide.clear();
+            self.wide.extend(self.point_keys.iter().enumerate().map(|(i, &k)| (compact(k), i as u32)));
+            radix_sort_by_key(&mut self.wide, &mut self.wide_scratch, &mut self.counts, total_bits, |&(k, _)| k);
+            for (slot, &(c, i)) in self.wide.iter().enumerate() {
+                on_sorted(slot, c);
+                self.order.push(i);
+            }
+        }
+        let cell_count = self.cells.len();
+        for c in 0..cell_count {
+            let end = if c + 1 < cell_count { self.cells[c + 1].start } else { n as u32 };
+            self.cells[c].count = end - self.cells[c].start;
+        }
+
+        // 3. Gather positions and ids into key order.
+        self.positions.resize(n, positions[0]);
+        self.ids.resize(n, ids[0]);
+        if parallel {
+            let order = &self.order;
+            self.positions
+                .par_chunks_mut(PAR_BLOCK)
+                .zip(self.ids.par_chunks_mut(PAR_BLOCK))
+                .zip(order.par_chunks(PAR_BLOCK))
+                .for_each(|((ps, is), os)| gather(ps, is, os, positions, ids));
+        } else {
+            gather(&mut self.positions, &mut self.ids, &self.order, positions, ids);
+        }
+
+        // 4. The dense lookup table, when the bounding box is small enough.
+        let volume = span[0].checked_mul(span[1]).and_then(|v| v.checked_mul(span[2]));
+        self.use_dense =
+            self.lookup == CellLookup::Auto && volume.is_some_and(|v| v <= DENSE_CELLS_PER_POINT * n + DENSE_CELLS_MIN);
+        if self.use_dense {
+            let volume = volume.unwrap_or(0);
+            self.dense.resize(volume + 1, 0);
+            // Empty cells point at the next occupied cell's start. Gaps are
+            // short, so a plain loop beats a `fill` (memset call) per cell.
+            let mut next = 0usize;
+            for c in 0..self.cells.len() {
+                let cell = self.cells[c];
+                let d = self.dense_index(cell.key.raw());
+                while next <= d {
+                    self.dense[next] = cell.start;
+                    next += 1;
+                }
+            }
+            self.dense[next..].fill(n as u32);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn dense_index(&self, key: u64) -> usize {
+        let x = (key & AXIS_MASK) as usize - (self.min[0] + BIAS) as usize;
+        let y = ((key >> AXIS_BITS) & AXIS_MASK) as usize - (self.min[1] + BIAS) as usize;
+        let z = (key >> (2 * AXIS_BITS)) as usize - (self.min[2] + BIAS) as usize;
+        x + self.span[0] * (y + self.span[1] * z)
+    }
+
+    #[inline]
+    fn cell_start(&self, cell: usize) -> usize {
+        match self.cells.get(cell) {
+            Some(c) => c.start as usize,
+            None => self.positions.len(),
+        }
+    }
+
+    /// The sorted-point range of the cells `x0..=x1` in row `(y, z)`. All
+    /// coordinates must lie inside the occupied bounding box.
+    #[inline(always)]
+    pub(crate) fn row_slots(&self, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
+        debug_assert!(x0 <= x1 && x0 >= self.min[0] && x1 <= self.max[0]);
+        debug_assert!(y >= self.min[1] && y <= self.max[1] && z >= self.min[2] && z <= self.max[2]);
+        if self.use_dense {
+            let row = self.span[0] * ((y - self.min[1]) as usize + self.span[1] * (z - self.min[2]) as usize);
+            let lo = row + (x0 - self.min[0]) as usize;
+            let hi = row + (x1 - self.min[0]) as usize + 1;
+            (self.dense[lo] as usize, self.dense[hi] as usize)
+        } else {
+            self.row_slots_search(y, z, x0, x1)
+        }
+    }
+
+    #[inline(never)]
+    fn row_slots_search(&self, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
+        let lo = pack_unchecked(x0, y, z);
+        let hi = pack_unchecked(x1, y, z);
+        let a = self.cell_keys.partition_point(|&k| k < lo);
+        // At most `x1 - x0 + 1` cells lie in the range.
+        let end = (a + (x1 - x0) as usize + 1).min(self.cell_keys.len());
+        let b = a + self.cell_keys[a..end].partition_point(|&k| k <= hi);
+        (self.cell_start(a), self.cell_start(b))
+    }
+}
+
+type Bounds = ([i32; 3], [i32; 3]);
+const EMPTY_BOUNDS: Bounds = ([i32::MAX; 3], [i32::MIN; 3]);
+
+fn merge_bounds(a: Bounds, b: Bounds) -> Bounds {
+    ([0, 1, 2].map(|i| a.0[i].min(b.0[i])), [0, 1, 2].map(|i| a.1[i].max(b.1[i])))
+}
+
+/// Cell keys of one block of points; returns the cells' bounding box.
+fn encode_block<P: GridPoint>(
+    origin: Vec3,
+    cell_size: f32,
+    first_index: usize,
+    points: &[P],
+    keys: &mut [u64],
+) -> Result<Bounds, BatchError> {
+    let (mut min, mut max) = EMPTY_BOUNDS;
+    for (i, (p, key)) in points.iter().zip(keys.iter_mut()).enumerate() {
+        let p = p.to_vec3();
+        let cell = |v: f32, o: f32| cell_axis(v, o, cell_size);
+        let coords = (|| -> Result<[i32; 3], EncodeError> {
+            Ok([cell(p.x, origin.x)?, cell(p.y, origin.y)?, cell(p.z, origin.z)?])
+        })()
+        .map_err(|error| BatchError { index: first_index + i, error })?;
+        for a in 0..3 {
+            min[a] = min[a].min(coords[a]);
+            max[a] = max[a].max(coords[a]);
+        }
+        *key = pack_unchecked(coords[0], coords[1], coords[2]);
+    }
+    Ok((min, max))
+}
+
+fn gather<P: Copy, I: Copy>(out_p: &mut [P], out_i: &mut [I], order: &[u32], positions: &[P], ids: &[I]) {
+    for ((p, id), &o) in out_p.iter_mut().zip(out_i.iter_mut()).zip(order) {
+        *p = positions[o as usize];
+        *id = ids[o as usize];
+    }
+}

@@ -1,0 +1,457 @@
+//! Queries on a [`SparseGrid`]: radius, box, k nearest, all pairs within a
+//! radius, and a radius query around every point (sequential and parallel).
+//!
+//! No query allocates: results go to a caller-owned `Vec` (cleared first) or
+//! a closure. Cells are found per row along `x` (keys of a row are adjacent),
+//! through the grid's dense offset table or a binary search of its cell table;
+//! no hashing is involved.
+//!
+//! Exactness: a point is reported when `point.distance_squared(center) <=
+//! radius * radius` (or `min <= point <= max` for boxes), the same test a
+//! brute-force loop makes, so results equal brute force exactly. The cells
+//! scanned are widened by a few ulps so float rounding at cell borders cannot
+//! hide a point. A negative or NaN radius, or a non-finite centre, finds
+//! nothing.
+
+use std::cmp::Ordering;
+
+use glam::Vec3;
+use rayon::prelude::*;
+
+use crate::cell::floor_to_i64;
+use crate::grid::{PAR_BLOCK, SparseGrid};
+use crate::point::{EntityId, GridPoint};
+
+/// Relative widening of scanned cell ranges, far above f32 rounding (6e-8).
+const SLACK: f32 = 2.0e-6;
+
+/// A k-nearest result.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Neighbor<P, I> {
+    /// The point's id.
+    pub id: I,
+    /// The point's position.
+    pub position: P,
+    /// Squared distance to the query centre.
+    pub distance_squared: f32,
+}
+
+/// The results of a radius query around every point of a grid, in compressed
+/// rows: list `s` belongs to the grid's sorted point `s` (id
+/// `grid.ids()[s]`), and holds the ids of all points within the radius,
+/// itself included.
+///
+/// Keep one around and pass it to every call: its buffers are reused.
+#[derive(Clone, Debug, Default)]
+pub struct NeighborLists<I> {
+    queries: Vec<I>,
+    offsets: Vec<u32>,
+    neighbors: Vec<I>,
+    parts: Vec<(Vec<u32>, Vec<I>)>,
+}
+
+impl<I: EntityId> NeighborLists<I> {
+    /// Empty lists.
+    pub fn new() -> Self {
+        NeighborLists { queries: Vec::new(), offsets: Vec::new(), neighbors: Vec::new(), parts: Vec::new() }
+    }
+
+    /// Number of lists (one per query point).
+    pub fn len(&self) -> usize {
+        self.queries.len()
+    }
+
+    /// Whether there are no lists.
+    pub fn is_empty(&self) -> bool {
+        self.queries.is_empty()
+    }
+
+    /// The query id and neighbour ids of list `index`.
+    ///
+    /// # Panics
+    /// If `index >= self.len()`.
+    pub fn get(&self, index: usize) -> (I, &[I]) {
+        let range = self.offsets[index] as usize..self.offsets[index + 1] as usize;
+        (self.queries[index], &self.neighbors[range])
+    }
+
+    /// All lists in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (I, &[I])> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// Total number of hits over all lists.
+    pub fn total_hits(&self) -> usize {
+        self.neighbors.len()
+    }
+
+    fn clear(&mut self) {
+        self.queries.clear();
+        self.offsets.clear();
+        self.neighbors.clear();
+    }
+}
+
+type CellBox = ([i32; 3], [i32; 3]);
+
+impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
+    #[inline]
+    fn cell_f(&self, v: f32, axis: usize) -> i64 {
+        // Saturates (and infinities clamp) before the bounding-box clamp.
+        floor_to_i64((v - self.origin[axis]) / self.cell_size)
+    }
+
+    /// The query in cell units: centre `(c - origin) / cell_size`, radius
+    /// `r / cell_size`, and a margin that covers every rounding error of the
+    /// range arithmetic (a multiply by the inverse cell size rather than the
+    /// build's exact division, hence the margin: scanning a few ulps more
+    /// never changes a result, missing one would).
+    #[inline(always)]
+    fn cell_space(&self, c: Vec3, r: f32) -> (Vec3, f32, f32) {
+        let inv = 1.0 / self.cell_size;
+        let q = (c - self.origin) * inv;
+        let rc = r * inv;
+        let margin = (q.abs().element_sum() + rc + 1.0) * (4.0 * SLACK);
+        (q, rc, margin)
+    }
+
+    /// Occupied-box-clamped cell range that holds every point within `r` of `c`.
+    #[inline]
+    fn radius_cells(&self, c: Vec3, r: f32) -> Option<CellBox> {
+        if self.positions.is_empty() || r.is_nan() || r < 0.0 || !c.is_finite() {
+            return None;
+        }
+        let (q, rc, margin) = self.cell_space(c, r);
+        let (mut lo, mut hi) = ([0; 3], [0; 3]);
+        for a in 0..3 {
+            let l = floor_to_i64(q[a] - rc - margin).max(self.min[a] as i64);
+            let h = floor_to_i64(q[a] + rc + margin).min(self.max[a] as i64);
+            if l > h {
+                return None;
+            }
+            lo[a] = l as i32;
+            hi[a] = h as i32;
+        }
+        Some((lo, hi))
+    }
+
+    /// Calls `f(slot)` for every sorted point within `r` of `center`.
+    #[inline]
+    fn scan_radius(&self, center: P, r: f32, mut f: impl FnMut(usize)) {
+        let Some((lo, hi)) = self.radius_cells(center.to_vec3(), r) else { return };
+        let r2 = r * r;
+        for z in lo[2]..=hi[2] {
+            for y in lo[1]..=hi[1] {
+                let (s, e) = self.row_slots(y, z, lo[0], hi[0]);
+                for (i, p) in self.positions[s..e].iter().enumerate() {
+                    if p.distance_squared(center) <= r2 {
+                        f(s + i);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Appends the ids within `r` of `center` to `out`. Branch-free: the
+    /// candidates of up to 16 rows are written out, then compacted in place.
+    #[inline]
+    fn collect_radius(&self, center: P, r: f32, out: &mut Vec<I>) {
+        let c = center.to_vec3();
+        let Some(cells) = self.radius_cells(c, r) else { return };
+        let r2 = r * r;
+        let mut ranges = [(0usize, 0usize); 16];
+        let mut count = 0;
+        let mut total = 0;
+        let (lo, hi) = cells;
+        for z in lo[2]..=hi[2] {
+            for y in lo[1]..=hi[1] {
+                let (s, e) = self.row_slots(y, z, lo[0], hi[0]);
+                if s < e {
+                    ranges[count] = (s, e);
+                    count += 1;
+                    total += e - s;
+                    if count == ranges.len() {
+                        self.compact_into(center, r2, &ranges, total, out);
+                        count = 0;
+                        total = 0;
+                    }
+                }
+            }
+        }
+        if count > 0 {
+            self.compact_into(center, r2, &ranges[..count], total, out);
+        }
+    }
+
+    #[inline(always)]
+    fn compact_into(&self, center: P, r2: f32, ranges: &[(usize, usize)], total: usize, out: &mut Vec<I>) {
+        let base = out.len();
+        out.resize(base + total, self.ids[ranges[0].0]);
+        let buf = &mut out[base..];
+        let mut kept = 0;
+        for &(s, e) in ranges {
+            for (p, &id) in self.positions[s..e].iter().zip(&self.ids[s..e]) {
+                buf[kept] = id;
+                kept += (p.distance_squared(center) <= r2) as usize;
+            }
+        }
+        out.truncate(base + kept);
+    }
+
+    /// Calls `f(id, position)` for every point within `radius` of `center`
+    /// (distance `<= radius`), in grid order.
+    pub fn for_each_in_radius(&self, center: P, radius: f32, mut f: impl FnMut(I, P)) {
+        self.scan_radius(center, radius, |s| f(self.ids[s], self.positions[s]));
+    }
+
+    /// Ids of every point within `radius` of `center`, written to `out`
+    /// (cleared first), in grid order.
+    pub fn query_radius(&self, center: P, radius: f32, out: &mut Vec<I>) {
+        out.clear();
+        self.collect_radius(center, radius, out);
+    }
+
+    /// Calls `f(id, position)` for every point with `min <= p <= max` on
+    /// every axis, in grid order. An inverted or NaN box finds nothing.
+    pub fn for_each_in_box(&self, min: P, max: P, mut f: impl FnMut(I, P)) {
+        if self.positions.is_empty() || !min.is_finite() || !max.is_finite() {
+            return;
+        }
+        let (lo_v, hi_v) = (min.to_vec3(), max.to_vec3());
+        let (mut lo, mut hi) = ([0; 3], [0; 3]);
+        for a in 0..3 {
+            let l = self.cell_f(lo_v[a], a).max(self.min[a] as i64);
+            let h = self.cell_f(hi_v[a], a).min(self.max[a] as i64);
+            if l > h {
+                return;
+            }
+            lo[a] = l as i32;
+            hi[a] = h as i32;
+        }
+        for z in lo[2]..=hi[2] {
+            for y in lo[1]..=hi[1] {
+                let (s, e) = self.row_slots(y, z, lo[0], hi[0]);
+                for (i, &p) in self.positions[s..e].iter().enumerate() {
+                    if p.in_box(min, max) {
+                        f(self.ids[s + i], p);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ids of every point inside the closed box `min..=max`, written to `out`
+    /// (cleared first), in grid order.
+    pub fn query_box(&self, min: P, max: P, out: &mut Vec<I>) {
+        out.clear();
+        self.for_each_in_box(min, max, |id, _| out.push(id));
+    }
+
+    /// The `k` points nearest `center`, written to `out` (cleared first)
+    /// ordered by squared distance, ties broken by id.
+    ///
+    /// Searches rings of cells outward from the centre's cell and stops once
+    /// every cell that could hold a closer point has been scanned.
+    ///
+    /// ```
+    /// use ecs_spatial::SparseGrid;
+    /// use glam::Vec2;
+    /// let mut grid = SparseGrid::<Vec2, u64>::new(Vec2::ZERO, 1.0).unwrap();
+    /// let points: Vec<Vec2> = (0..10).map(|i| Vec2::new(i as f32 * 3.0, 0.0)).collect();
+    /// let ids: Vec<u64> = (0..10).collect();
+    /// grid.rebuild(&ids, &points).unwrap();
+    /// let mut out = Vec::new();
+    /// grid.query_k_nearest(Vec2::new(7.0, 1.0), 2, &mut out);
+    /// assert_eq!(out.iter().map(|n| n.id).collect::<Vec<_>>(), vec![2, 3]);
+    /// ```
+    pub fn query_k_nearest(&self, center: P, k: usize, out: &mut Vec<Neighbor<P, I>>) {
+        out.clear();
+        let c = center.to_vec3();
+        if k == 0 || self.positions.is_empty() || !c.is_finite() {
+            return;
+        }
+        let cc = [0, 1, 2].map(|a| self.cell_f(c[a], a));
+        let (min, max) = (self.min.map(i64::from), self.max.map(i64::from));
+        // Rings closer than the occupied box are empty: start at its distance.
+        let start = (0..3).map(|a| (min[a] - cc[a]).max(cc[a] - max[a]).max(0)).max().unwrap_or(0);
+        let consider = |slot: usize, out: &mut Vec<Neighbor<P, I>>| {
+            let n = Neighbor {
+                id: self.ids[slot],
+                position: self.positions[slot],
+                distance_squared: self.positions[slot].distance_squared(center),
+            };
+            let order = |a: &Neighbor<P, I>| {
+                a.distance_squared.total_cmp(&n.distance_squared).then(a.id.cmp(&n.id)) != Ordering::Greater
+            };
+            if out.len() == k {
+                if !order(&out[k - 1]) {
+                    // New point sorts before the current worst.
+                    let at = out.partition_point(order);
+                    out.pop();
+                    out.insert(at, n);
+                }
+            } else {
+                let at = out.partition_point(order);
+                out.insert(at, n);
+            }
+        };
+        let mut d = start;
+        loop {
+            // When a shell has more rows than the grid has cells, rings are
+            // mostly empty space: a scan of every point is cheaper.
+            let side = (2 * d + 1) as u128;
+            let depth = (max[2] - min[2] + 1).min(2 * d + 1) as u128;
+            if side * depth > self.cells().len() as u128 + 64 {
+                out.clear();
+                (0..self.positions.len()).for_each(|slot| consider(slot, out));
+                return;
+            }
+            // Scan the shell at Chebyshev distance `d` from the centre cell.
+            let lo = [0, 1, 2].map(|a| (cc[a] - d).max(min[a]));
+            let hi = [0, 1, 2].map(|a| (cc[a] + d).min(max[a]));
+            if lo.iter().zip(&hi).all(|(l, h)| l <= h) {
+                for z in lo[2]..=hi[2] {
+                    for y in lo[1]..=hi[1] {
+                        let on_shell = (z - cc[2]).abs() == d || (y - cc[1]).abs() == d;
+                        if on_shell {
+                            let (s, e) = self.row_slots(y as i32, z as i32, lo[0] as i32, hi[0] as i32);
+                            (s..e).for_each(|slot| consider(slot, out));
+                        } else {
+                            // Interior row (so d > 0): only its two end cells are new.
+                            for x in [cc[0] - d, cc[0] + d] {
+                                if x >= min[0] && x <= max[0] {
+                                    let (s, e) = self.row_slots(y as i32, z as i32, x as i32, x as i32);
+                                    (s..e).for_each(|slot| consider(slot, out));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            // Done when the scanned block covers the occupied box, or covers
+            // every cell within the current k-th distance.
+            let covers = |l: [i64; 3], h: [i64; 3]| (0..3).all(|a| cc[a] - d <= l[a] && cc[a] + d >= h[a]);
+            if covers(min, max) {
+                break;
+            }
+            if out.len() == k {
+                let r = out[k - 1].distance_squared.sqrt();
+                if let Some((l, h)) = self.radius_cells(c, r)
+                    && covers(l.map(i64::from), h.map(i64::from))
+                {
+                    break;
+                }
+            }
+            d += 1;
+        }
+    }
+
+    /// Calls `f(a, b)` once for every unordered pair of distinct points
+    /// within `radius` of each other (`a` is the one earlier in grid order).
+    ///
+    /// Each point scans only the cells after its own in key order (half the
+    /// neighbourhood) and, in its own cell, only the points after it; radii
+    /// larger than a cell scan more rings.
+    pub fn for_each_pair_within(&self, radius: f32, mut f: impl FnMut(I, I)) {
+        for s in 0..self.positions.len() {
+            self.pairs_of(s, radius, &mut f);
+        }
+    }
+
+    /// All pairs within `radius` (see [`for_each_pair_within`](Self::for_each_pair_within)),
+    /// written to `out` (cleared first).
+    pub fn pairs_within(&self, radius: f32, out: &mut Vec<(I, I)>) {
+        out.clear();
+        self.for_each_pair_within(radius, |a, b| out.push((a, b)));
+    }
+
+    /// [`for_each_pair_within`](Self::for_each_pair_within) on rayon: `f` is
+    /// called from several threads, in no particular order.
+    pub fn par_for_each_pair_within(&self, radius: f32, f: impl Fn(I, I) + Sync) {
+        let n = self.positions.len();
+        (0..n.div_ceil(PAR_BLOCK)).into_par_iter().for_each(|block| {
+            let mut g = |a, b| f(a, b);
+            for s in block * PAR_BLOCK..((block + 1) * PAR_BLOCK).min(n) {
+                self.pairs_of(s, radius, &mut g);
+            }
+        });
+    }
+
+    #[inline]
+    fn pairs_of(&self, s: usize, r: f32, f: &mut impl FnMut(I, I)) {
+        let p = self.positions[s];
+        let c = p.to_vec3();
+        let Some(cells) = self.radius_cells(c, r) else { return };
+        let own = [0, 1, 2].map(|a| self.cell_f(c[a], a) as i32);
+        let r2 = r * r;
+        let a_id = self.ids[s];
+        let (lo, hi) = cells;
+        let mut scan = |from: usize, to: usize| {
+            for (q, &b_id) in self.positions[from..to].iter().zip(&self.ids[from..to]) {
+                if q.distance_squared(p) <= r2 {
+                    f(a_id, b_id);
+                }
+            }
+        };
+        // Own row: only points after this one (cells at x >= own x).
+        scan(s + 1, self.row_slots(own[1], own[2], own[0], hi[0]).1);
+        // Rest of the own layer (rows with larger y), then the layers above.
+        for y in own[1] + 1..=hi[1] {
+            let (from, to) = self.row_slots(y, own[2], lo[0], hi[0]);
+            scan(from, to);
+        }
+        for z in own[2] + 1..=hi[2] {
+            for y in lo[1]..=hi[1] {
+                let (from, to) = self.row_slots(y, z, lo[0], hi[0]);
+                scan(from, to);
+            }
+        }
+    }
+
+    /// A radius query around every point, written to `out`: list `s` holds
+    /// the ids within `radius` of sorted point `s`, itself included.
+    ///
+    /// ```
+    /// use ecs_spatial::{NeighborLists, SparseGrid};
+    /// use glam::Vec3;
+    /// let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 1.0).unwrap();
+    /// grid.rebuild(&[0, 1, 2], &[Vec3::ZERO, Vec3::X, Vec3::splat(5.0)]).unwrap();
+    /// let mut lists = NeighborLists::new();
+    /// grid.query_radius_all(1.0, &mut lists);
+    /// assert_eq!(lists.total_hits(), 5); // 0:{0,1} 1:{0,1} 2:{2}
+    /// ```
+    pub fn query_radius_all(&self, radius: f32, out: &mut NeighborLists<I>) {
+        out.clear();
+        out.queries.extend_from_slice(&self.ids);
+        out.offsets.push(0);
+        for s in 0..self.positions.len() {
+            let center = self.positions[s];
+            self.collect_radius(center, radius, &mut out.neighbors);
+            out.offsets.push(out.neighbors.len() as u32);
+        }
+    }
+
+    /// [`query_radius_all`](Self::query_radius_all) on rayon, with the same
+    /// result. Per-block buffers live in `out` and are reused.
+    pub fn par_query_radius_all(&self, radius: f32, out: &mut NeighborLists<I>) {
+        out.clear();
+        let n = self.positions.len();
+        let blocks = n.div_ceil(PAR_BLOCK);
+        out.parts.resize_with(blocks.max(out.parts.len()), Default::default);
+        out.parts[..blocks].par_iter_mut().enumerate().for_each(|(block, (offsets, neighbors))| {
+            offsets.clear();
+            neighbors.clear();
+            for s in block * PAR_BLOCK..((block + 1) * PAR_BLOCK).min(n) {
+                self.collect_radius(self.positions[s], radius, neighbors);
+                offsets.push(neighbors.len() as u32);
+            }
+        });
+        out.queries.extend_from_slice(&self.ids);
+        out.offsets.push(0);
+        for (offsets, neighbors) in &out.parts[..blocks] {
+            let base = out.neighbors.len() as u32;
+            out.offsets.extend(offsets.iter().map(|&o| base + o));
+            out.neighbors.extend_from_slice(neighbors);
+        }
+    }
+}

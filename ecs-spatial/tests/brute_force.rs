@@ -1,0 +1,352 @@
+//! The grid's queries against brute force on random and adversarial point
+//! sets: results must be equal exactly.
+
+use ecs_spatial::{CellLookup, EncodeError, GridError, GridPoint, NeighborLists, SparseGrid};
+use glam::{Vec2, Vec3};
+use proptest::prelude::*;
+
+fn brute_radius<P: GridPoint>(ids: &[u64], ps: &[P], c: P, r: f32) -> Vec<u64> {
+    if r.is_nan() || r < 0.0 {
+        return Vec::new();
+    }
+    let mut v: Vec<u64> =
+        ids.iter().zip(ps).filter(|&(_, &p)| p.distance_squared(c) <= r * r).map(|(&i, _)| i).collect();
+    v.sort_unstable();
+    v
+}
+
+fn brute_box<P: GridPoint>(ids: &[u64], ps: &[P], min: P, max: P) -> Vec<u64> {
+    let mut v: Vec<u64> = ids.iter().zip(ps).filter(|&(_, &p)| p.in_box(min, max)).map(|(&i, _)| i).collect();
+    v.sort_unstable();
+    v
+}
+
+fn brute_knn<P: GridPoint>(ids: &[u64], ps: &[P], c: P, k: usize) -> Vec<(u64, f32)> {
+    let mut v: Vec<(u64, f32)> = ids.iter().zip(ps).map(|(&i, &p)| (i, p.distance_squared(c))).collect();
+    v.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+    v.truncate(k);
+    v
+}
+
+fn brute_pairs<P: GridPoint>(ids: &[u64], ps: &[P], r: f32) -> Vec<(u64, u64)> {
+    let mut v = Vec::new();
+    for i in 0..ps.len() {
+        for j in i + 1..ps.len() {
+            if ps[i].distance_squared(ps[j]) <= r * r {
+                v.push((ids[i].min(ids[j]), ids[i].max(ids[j])));
+            }
+        }
+    }
+    v.sort_unstable();
+    v
+}
+
+fn sorted(mut v: Vec<u64>) -> Vec<u64> {
+    v.sort_unstable();
+    v
+}
+
+/// Every query of a grid built from `ps` against brute force.
+fn check_all<P: GridPoint>(origin: P, cell: f32, ps: &[P], queries: &[P], radii: &[f32], lookup: CellLookup) {
+    let ids: Vec<u64> = (0..ps.len() as u64).map(|i| i * 3 + 1).collect();
+    let mut grid = SparseGrid::<P, u64>::new(origin, cell).unwrap().with_lookup(lookup);
+    grid.rebuild(&ids, ps).unwrap();
+    assert_eq!(grid.len(), ps.len());
+    let mut par = SparseGrid::<P, u64>::new(origin, cell).unwrap().with_lookup(lookup);
+    par.par_rebuild(&ids, ps).unwrap();
+    assert_eq!(par.ids(), grid.ids());
+    assert_eq!(par.cells(), grid.cells());
+
+    // Cell table: sorted, covers every point once, keys match the points.
+    let mut covered = 0;
+    for w in grid.cells().windows(2) {
+        assert!(w[0].key < w[1].key);
+    }
+    for c in grid.cells() {
+        assert_eq!(c.start as usize, covered);
+        assert!(c.count > 0);
+        covered += c.count as usize;
+        for p in &grid.positions()[c.start as usize..(c.start + c.count) as usize] {
+            let v = p.to_vec3();
+            let o = origin.to_vec3();
+            let key = ecs_spatial::CellKey::of_point(v, o, cell).unwrap();
+            assert_eq!(key, c.key);
+        }
+    }
+    assert_eq!(covered, ps.len());
+
+    let mut out = Vec::new();
+    let mut knn = Vec::new();
+    for &q in queries {
+        for &r in radii {
+            grid.query_radius(q, r, &mut out);
+            assert_eq!(sorted(out.clone()), brute_radius(&ids, ps, q, r), "radius {r} around {q:?}");
+            // Box around the query.
+            let v = q.to_vec3();
+            let lo = v - Vec3::splat(r);
+            let hi = v + Vec3::splat(r * 0.5);
+            let (lo, hi) = from_vec3::<P>(lo, hi);
+            grid.query_box(lo, hi, &mut out);
+            assert_eq!(sorted(out.clone()), brute_box(&ids, ps, lo, hi), "box {lo:?}..{hi:?}");
+        }
+        for k in [0, 1, 3, 8, ps.len() + 2] {
+            grid.query_k_nearest(q, k, &mut knn);
+            let got: Vec<(u64, f32)> = knn.iter().map(|n| (n.id, n.distance_squared)).collect();
+            assert_eq!(got, brute_knn(&ids, ps, q, k), "k {k} around {q:?}");
+        }
+    }
+    let mut lists = NeighborLists::new();
+    let mut par_lists = NeighborLists::new();
+    for &r in radii {
+        let mut pairs = Vec::new();
+        grid.for_each_pair_within(r, |a, b| pairs.push((a.min(b), a.max(b))));
+        pairs.sort_unstable();
+        assert_eq!(pairs, brute_pairs(&ids, ps, r), "pairs within {r}");
+        let par_pairs = std::sync::Mutex::new(Vec::new());
+        grid.par_for_each_pair_within(r, |a, b| par_pairs.lock().unwrap().push((a.min(b), a.max(b))));
+        let mut par_pairs = par_pairs.into_inner().unwrap();
+        par_pairs.sort_unstable();
+        assert_eq!(par_pairs, pairs);
+
+        grid.query_radius_all(r, &mut lists);
+        grid.par_query_radius_all(r, &mut par_lists);
+        assert_eq!(lists.len(), ps.len());
+        assert_eq!(par_lists.len(), ps.len());
+        for s in 0..lists.len() {
+            let (q, hits) = lists.get(s);
+            assert_eq!(par_lists.get(s), (q, hits));
+            let qi = grid.input_indices()[s] as usize;
+            assert_eq!(q, ids[qi]);
+            assert_eq!(sorted(hits.to_vec()), brute_radius(&ids, ps, ps[qi], r));
+        }
+    }
+}
+
+fn from_vec3<P: GridPoint>(lo: Vec3, hi: Vec3) -> (P, P) {
+    // Only Vec2 and Vec3 implement GridPoint here.
+    let any_lo: &dyn std::any::Any = &lo;
+    if P::DIMENSIONS == 3 {
+        let lo = *any_lo.downcast_ref::<Vec3>().unwrap();
+        let cast = |v: Vec3| *(&v as &dyn std::any::Any).downcast_ref::<P>().unwrap();
+        (cast(lo), cast(hi))
+    } else {
+        let cast = |v: Vec3| *(&v.truncate() as &dyn std::any::Any).downcast_ref::<P>().unwrap();
+        (cast(lo), cast(hi))
+    }
+}
+
+fn both_lookups<P: GridPoint>(origin: P, cell: f32, ps: &[P], queries: &[P], radii: &[f32]) {
+    check_all(origin, cell, ps, queries, radii, CellLookup::Auto);
+    check_all(origin, cell, ps, queries, radii, CellLookup::BinarySearch);
+}
+
+fn v3(t: (f32, f32, f32)) -> Vec3 {
+    Vec3::new(t.0, t.1, t.2)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn random_3d(
+        points in prop::collection::vec((-60.0f32..60.0, -60.0f32..60.0, -60.0f32..60.0), 0..160),
+        queries in prop::collection::vec((-70.0f32..70.0, -70.0f32..70.0, -70.0f32..70.0), 1..6),
+        cell in prop::sample::select(vec![1.0f32, 2.5, 5.0, 7.3]),
+    ) {
+        let ps: Vec<Vec3> = points.into_iter().map(v3).collect();
+        let mut qs: Vec<Vec3> = queries.into_iter().map(v3).collect();
+        qs.extend(ps.iter().take(3));
+        both_lookups(Vec3::new(-3.0, 0.0, 11.0), cell, &ps, &qs, &[0.0, 1.0, cell, 2.7 * cell, 25.0]);
+    }
+
+    #[test]
+    fn random_2d(
+        points in prop::collection::vec((-60.0f32..60.0, -60.0f32..60.0), 0..160),
+        queries in prop::collection::vec((-70.0f32..70.0, -70.0f32..70.0), 1..6),
+        cell in prop::sample::select(vec![1.0f32, 3.0, 8.0]),
+    ) {
+        let ps: Vec<Vec2> = points.into_iter().map(|(x, y)| Vec2::new(x, y)).collect();
+        let mut qs: Vec<Vec2> = queries.into_iter().map(|(x, y)| Vec2::new(x, y)).collect();
+        qs.extend(ps.iter().take(3));
+        both_lookups(Vec2::new(0.5, -4.0), cell, &ps, &qs, &[0.0, 2.0, cell, 3.3 * cell]);
+    }
+
+    #[test]
+    fn integer_lattice_points_sit_on_cell_borders(
+        points in prop::collection::vec((-8i32..8, -8i32..8, -8i32..8), 0..120),
+        queries in prop::collection::vec((-9i32..9, -9i32..9, -9i32..9), 1..6),
+    ) {
+        // Cell size 2 with points on the integer lattice: half of every axis
+        // lies exactly on a border, and radii 1, 2, 3 hit borders exactly.
+        let ps: Vec<Vec3> = points.into_iter().map(|(x, y, z)| Vec3::new(x as f32, y as f32, z as f32)).collect();
+        let qs: Vec<Vec3> = queries.into_iter().map(|(x, y, z)| Vec3::new(x as f32, y as f32, z as f32)).collect();
+        both_lookups(Vec3::ZERO, 2.0, &ps, &qs, &[0.0, 1.0, 2.0, 3.0, 2f32.sqrt()]);
+    }
+
+    #[test]
+    fn borders_of_inexact_cell_sizes(
+        points in prop::collection::vec((-12i32..12, -12i32..12, -12i32..12, -1i32..=1), 0..120),
+        queries in prop::collection::vec((-13i32..13, -13i32..13, -13i32..13), 1..5),
+        cell in prop::sample::select(vec![0.1f32, 0.3, 0.7, 7.3, 1.0 / 3.0]),
+        origin in prop::sample::select(vec![0.0f32, -0.35, 12.5]),
+    ) {
+        // Points on (or one ulp beside) cell borders `origin + k * cell` of
+        // cell sizes whose inverse is not exact, and radii that are whole
+        // multiples of the cell size: the queries' range arithmetic (a
+        // multiply by the inverse) must still never miss a point.
+        let nudge = |v: f32, d: i32| match d {
+            -1 => f32::from_bits(if v > 0.0 { v.to_bits() - 1 } else { v.to_bits() + 1 }),
+            1 => f32::from_bits(if v >= 0.0 { v.to_bits() + 1 } else { v.to_bits() - 1 }),
+            _ => v,
+        };
+        let at = |k: i32| origin + k as f32 * cell;
+        let ps: Vec<Vec3> = points
+            .into_iter()
+            .map(|(x, y, z, d)| Vec3::new(nudge(at(x), d), at(y), nudge(at(z), -d)))
+            .collect();
+        let qs: Vec<Vec3> = queries.into_iter().map(|(x, y, z)| Vec3::new(at(x), at(y), at(z))).collect();
+        both_lookups(Vec3::splat(origin), cell, &ps, &qs, &[0.0, cell, 2.0 * cell, 3.0 * cell, cell * 1.5]);
+    }
+}
+
+#[test]
+fn everything_in_one_cell() {
+    let ps: Vec<Vec3> = (0..50).map(|i| Vec3::new(0.1 + i as f32 * 0.01, 0.2, 0.3)).collect();
+    both_lookups(Vec3::ZERO, 10.0, &ps, &[Vec3::ZERO, Vec3::splat(0.3), Vec3::splat(-20.0)], &[0.05, 0.5, 100.0]);
+    let grid = {
+        let mut g = SparseGrid::<Vec3>::new(Vec3::ZERO, 10.0).unwrap();
+        g.rebuild(&(0..50).collect::<Vec<u32>>(), &ps).unwrap();
+        g
+    };
+    assert_eq!(grid.cells().len(), 1);
+}
+
+#[test]
+fn duplicate_positions() {
+    let ps = vec![Vec3::splat(1.0); 10];
+    both_lookups(Vec3::ZERO, 1.0, &ps, &[Vec3::splat(1.0), Vec3::ZERO], &[0.0, 1.0]);
+}
+
+#[test]
+fn empty_grid_finds_nothing() {
+    let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 1.0).unwrap();
+    grid.rebuild(&[], &[]).unwrap();
+    assert!(grid.is_empty());
+    let mut out = vec![1];
+    grid.query_radius(Vec3::ZERO, 100.0, &mut out);
+    assert!(out.is_empty());
+    grid.query_box(Vec3::splat(-1.0), Vec3::ONE, &mut out);
+    assert!(out.is_empty());
+    let mut knn = Vec::new();
+    grid.query_k_nearest(Vec3::ZERO, 3, &mut knn);
+    assert!(knn.is_empty());
+    let mut lists = NeighborLists::new();
+    grid.par_query_radius_all(1.0, &mut lists);
+    assert!(lists.is_empty());
+    let mut pairs = Vec::new();
+    grid.pairs_within(1.0, &mut pairs);
+    assert!(pairs.is_empty());
+}
+
+#[test]
+fn degenerate_queries() {
+    let ps: Vec<Vec3> = (0..20).map(|i| Vec3::new(i as f32, -(i as f32), 0.5)).collect();
+    let ids: Vec<u32> = (0..20).collect();
+    let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 2.0).unwrap();
+    grid.rebuild(&ids, &ps).unwrap();
+    let mut out = Vec::new();
+    grid.query_radius(Vec3::ZERO, -1.0, &mut out);
+    assert!(out.is_empty());
+    grid.query_radius(Vec3::ZERO, f32::NAN, &mut out);
+    assert!(out.is_empty());
+    grid.query_radius(Vec3::NAN, 5.0, &mut out);
+    assert!(out.is_empty());
+    grid.query_radius(Vec3::ZERO, f32::INFINITY, &mut out);
+    assert_eq!(out.len(), 20);
+    grid.query_radius(Vec3::splat(1.0e30), 1.0, &mut out);
+    assert!(out.is_empty());
+    grid.query_box(Vec3::ONE, Vec3::ZERO, &mut out);
+    assert!(out.is_empty());
+    grid.query_box(Vec3::splat(f32::NEG_INFINITY), Vec3::splat(f32::INFINITY), &mut out);
+    assert!(out.is_empty(), "non-finite boxes find nothing");
+    // A k-nearest query far outside the occupied cells still finds the closest.
+    let mut knn = Vec::new();
+    grid.query_k_nearest(Vec3::new(1.0e6, 0.0, 0.0), 1, &mut knn);
+    assert_eq!(knn[0].id, 19);
+}
+
+#[test]
+fn build_errors() {
+    let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 1.0).unwrap();
+    assert_eq!(grid.rebuild(&[1, 2], &[Vec3::ZERO]), Err(GridError::LengthMismatch { ids: 2, positions: 1 }));
+    let ps: Vec<Vec3> = (0..10_000).map(|i| Vec3::new(i as f32, 0.0, 0.0)).collect();
+    let mut bad = ps.clone();
+    bad[5000].y = f32::NAN;
+    bad[9000].z = f32::INFINITY;
+    let ids: Vec<u32> = (0..10_000).collect();
+    for parallel in [false, true] {
+        let r = if parallel { grid.par_rebuild(&ids, &bad) } else { grid.rebuild(&ids, &bad) };
+        match r {
+            Err(GridError::InvalidPoint(e)) => {
+                assert_eq!(e.index, 5000);
+                assert_eq!(e.error, EncodeError::NotFinite);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(grid.is_empty());
+    }
+    let far = [Vec3::new(0.0, 3.0e6, 0.0)];
+    assert!(matches!(grid.rebuild(&[0], &far), Err(GridError::InvalidPoint(e)) if e.error == EncodeError::OutOfRange));
+    assert!(SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 0.0).is_err());
+    assert!(SparseGrid::<Vec2, u32>::new(Vec2::NAN, 1.0).is_err());
+    // Points spread to the edges of the key range use the wide sort and binary search.
+    let edges = [Vec3::splat(-1_048_576.0), Vec3::splat(1_048_575.5), Vec3::ZERO];
+    grid.rebuild(&[0, 1, 2], &edges).unwrap();
+    assert!(!grid.uses_dense_lookup());
+    let mut knn = Vec::new();
+    grid.query_k_nearest(Vec3::splat(1.0e6), 1, &mut knn);
+    assert_eq!(knn[0].id, 1);
+    let mut out = Vec::new();
+    grid.query_radius(Vec3::splat(-1_048_576.0), 1.0, &mut out);
+    assert_eq!(out, vec![0]);
+}
+
+fn lcg_points(n: usize, seed: u64, half: f32) -> Vec<Vec3> {
+    let mut s = seed;
+    let mut next = move || {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 * half - half
+    };
+    (0..n).map(|_| Vec3::new(next(), next(), next())).collect()
+}
+
+#[test]
+fn steady_state_rebuild_allocates_nothing() {
+    let ids: Vec<u32> = (0..20_000).collect();
+    for lookup in [CellLookup::Auto, CellLookup::BinarySearch] {
+        let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 5.0).unwrap().with_lookup(lookup);
+        grid.rebuild(&ids, &lcg_points(20_000, 1, 100.0)).unwrap();
+        let mut lists = NeighborLists::new();
+        grid.par_query_radius_all(5.0, &mut lists);
+        let bytes = grid.reserved_bytes();
+        for frame in 2..6 {
+            // Points move, but stay in the same bounding box of cells.
+            let mut ps = lcg_points(20_000, frame, 99.0);
+            ps[0] = Vec3::splat(-100.0);
+            ps[1] = Vec3::splat(99.99);
+            if frame % 2 == 0 {
+                grid.rebuild(&ids, &ps).unwrap();
+            } else {
+                grid.par_rebuild(&ids, &ps).unwrap();
+            }
+            assert_eq!(grid.reserved_bytes(), bytes, "frame {frame} reallocated");
+        }
+    }
+}
+
+#[test]
+fn larger_set_matches_brute_force() {
+    let ps = lcg_points(3000, 7, 40.0);
+    let qs = lcg_points(20, 8, 45.0);
+    both_lookups(Vec3::ZERO, 5.0, &ps, &qs, &[5.0, 2.0, 11.0]);
+}
