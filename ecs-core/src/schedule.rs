@@ -15,9 +15,10 @@
 //! then starts every system with no unfinished predecessor; a finishing
 //! system starts the successors it was the last one holding back. The world
 //! tick advances before every system run. At the end of the run (the sync
-//! point) the deferred commands of all systems are applied in the order the
-//! systems were added, so the result does not depend on which thread
-//! finished first.
+//! point) the tick advances once more and the deferred commands of all
+//! systems are applied in the order the systems were added, so the result
+//! does not depend on which thread finished first, and every system sees the
+//! commands' effects and any direct world writes made before the next run.
 
 use std::any::TypeId;
 use std::sync::Mutex;
@@ -372,6 +373,10 @@ impl Schedule {
         } else {
             self.run_parallel(world);
         }
+        // Everything from here on (the commands, and direct writes before the
+        // next run) is stamped newer than every system's run, so each system
+        // sees it next time.
+        world.increment_change_tick();
         let mut errors = Vec::new();
         for config in &mut self.configs {
             config.system.apply_deferred(world, &mut errors);

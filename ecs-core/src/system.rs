@@ -541,6 +541,8 @@ pub trait System: Send + Sync + 'static {
         let this_run = world.increment_change_tick();
         // SAFETY: `&mut World` is exclusive.
         unsafe { self.run_unsafe(world, this_run) };
+        // Commands and later direct writes are stamped after this run.
+        world.increment_change_tick();
         let mut errors = Vec::new();
         self.apply_deferred(world, &mut errors);
         Ok(errors)

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ecs_core::{
-    Changed, Commands, Entity, EventReader, EventWriter, IntoSystemConfig, IntoSystemConfigs, Local, Query, Res,
-    ResMut, Schedule, ScheduleError, With, Without, World,
+    Added, Changed, Commands, Entity, EventReader, EventWriter, IntoSystemConfig, IntoSystemConfigs, Local, Or, Query,
+    Res, ResMut, Schedule, ScheduleError, With, Without, World,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -355,4 +355,39 @@ fn a_system_runs_on_its_own_and_refuses_what_it_cannot_do() {
     assert_eq!(*world.resource::<u32>().unwrap(), 1);
     fn conflicted(_a: Query<&mut Pos>, _b: Query<&Pos>) {}
     assert!(conflicted.into_system().run(&mut world).is_err());
+}
+
+#[test]
+fn writes_between_runs_and_commands_are_seen_by_every_system() {
+    #[derive(Default)]
+    struct SeenLast(Mutex<Vec<Vec<u32>>>);
+    fn tagger(mut commands: Commands, mut q: Query<(Entity, &Id), Without<Tag>>, mut done: Local<bool>) {
+        if !*done {
+            q.for_each(|(e, id)| {
+                if id.0 == 7 {
+                    commands.insert(e, (Tag,));
+                }
+            });
+            *done = true;
+        }
+    }
+    fn last(mut changed: Query<&Id, Or<(Changed<Pos>, Added<Tag>)>>, seen: Res<SeenLast>) {
+        let mut ids: Vec<u32> = changed.iter().map(|i| i.0).collect();
+        ids.sort();
+        seen.0.lock().unwrap().push(ids);
+    }
+    let mut world = World::new();
+    let es: Vec<Entity> = (0..20).map(|i| world.spawn((Id(i), Pos(0.0))).unwrap()).collect();
+    world.insert_resource(SeenLast::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((tagger, last).chain());
+    schedule.run(&mut world).unwrap(); // first run: everything; tagger's command applies after
+    // A direct write between runs.
+    world.get_mut::<Pos>(es[3]).unwrap().0 = 1.0;
+    schedule.run(&mut world).unwrap();
+    schedule.run(&mut world).unwrap();
+    let log = std::mem::take(&mut *world.resource::<SeenLast>().unwrap().0.lock().unwrap());
+    assert_eq!(log[0].len(), 20);
+    assert_eq!(log[1], vec![3, 7], "the direct write and the command's insert");
+    assert_eq!(log[2], Vec::<u32>::new());
 }
