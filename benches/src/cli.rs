@@ -13,7 +13,8 @@ SCENARIO:
   suite     ecs_bench_suite cases: simple_insert, simple_iter, frag_iter, heavy_compute, add_remove
   skip      chunk skipping: 100k entities, Changed<Pos> consumer, 0-100 % movers
   schedule  ecs_bench_suite schedule: systems ab, cd, ce in one schedule, 4 x 10k entities
-  all       suite, skip, then schedule
+  transform hierarchy propagation vs bevy_transform: wide, deep, flat, humanoids; static, 5 %, all moving
+  all       suite, skip, schedule, then transform
 
 options:
   --json   one JSON object per line instead of a table
@@ -65,15 +66,18 @@ where
                     "suite" => vec![Scenario::Suite],
                     "skip" => vec![Scenario::Skip],
                     "schedule" => vec![Scenario::Schedule],
-                    "all" => vec![Scenario::Suite, Scenario::Skip, Scenario::Schedule],
+                    "transform" => vec![Scenario::Transform],
+                    "all" => vec![Scenario::Suite, Scenario::Skip, Scenario::Schedule, Scenario::Transform],
                     other => {
-                        return Err(format!("unknown scenario `{other}` (expected suite, skip, schedule or all)"));
+                        return Err(format!(
+                            "unknown scenario `{other}` (expected suite, skip, schedule, transform or all)"
+                        ));
                     }
                 });
             }
         }
     }
-    let scenarios = scenario.ok_or_else(|| "missing SCENARIO (suite, skip, schedule or all)".to_owned())?;
+    let scenarios = scenario.ok_or_else(|| "missing SCENARIO (suite, skip, schedule, transform or all)".to_owned())?;
     Ok(Command::Run(Options { scenarios, json, quick }))
 }
 
@@ -133,6 +137,13 @@ where
                     return 1;
                 }
             },
+            Scenario::Transform => match runner::run_transform(&cfg, on_row) {
+                Ok(rows) => rows,
+                Err(e) => {
+                    eprintln!("ecs-bench: check failed: {e}");
+                    return 1;
+                }
+            },
         };
         if !json {
             let _ = writeln!(std::io::stdout(), "{}", runner::table(scenario, &rows));
@@ -154,7 +165,7 @@ mod tests {
         assert_eq!(
             parse(["--quick", "all"]),
             Ok(Command::Run(Options {
-                scenarios: vec![Scenario::Suite, Scenario::Skip, Scenario::Schedule],
+                scenarios: vec![Scenario::Suite, Scenario::Skip, Scenario::Schedule, Scenario::Transform],
                 json: false,
                 quick: true
             }))
@@ -162,6 +173,10 @@ mod tests {
         assert_eq!(
             parse(["schedule", "--quick", "--json"]),
             Ok(Command::Run(Options { scenarios: vec![Scenario::Schedule], json: true, quick: true }))
+        );
+        assert_eq!(
+            parse(["transform", "--quick"]),
+            Ok(Command::Run(Options { scenarios: vec![Scenario::Transform], json: false, quick: true }))
         );
         assert_eq!(parse(["--help"]), Ok(Command::Help));
     }

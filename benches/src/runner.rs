@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::measure::{self, Batched, Config, Measurement, Sampler, WithSetup};
+use crate::scenes::transform::{TRANSFORM_CASES, TransformCase, TransformScene};
 use crate::scenes::{
     self, ChunkCounts, Frame, SKIP_CASES, SUITE_CASES, ScheduleScene, SkipCase, SkipScene, SystemReport,
 };
@@ -17,6 +18,8 @@ pub enum Scenario {
     Skip,
     /// The ecs_bench_suite `schedule` case: three systems in one schedule.
     Schedule,
+    /// Hierarchy propagation, ours against `bevy_transform`.
+    Transform,
 }
 
 impl Scenario {
@@ -26,6 +29,7 @@ impl Scenario {
             Scenario::Suite => "suite",
             Scenario::Skip => "skip",
             Scenario::Schedule => "schedule",
+            Scenario::Transform => "transform",
         }
     }
 }
@@ -357,6 +361,70 @@ pub fn run_schedule(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Ro
     Ok(rows)
 }
 
+/// Builds the `transform` scene for `case` on `imp`; `None` where the
+/// implementation has no transform hierarchy (hecs).
+pub fn transform_scene(case: &TransformCase, imp: Impl) -> Option<Box<dyn TransformScene>> {
+    match imp {
+        Impl::Ours => Some(Box::new(scenes::transform::ours::Propagation::new(case))),
+        #[cfg(feature = "peers")]
+        Impl::Bevy => Some(Box::new(scenes::transform::bevy::Propagation::new(case))),
+        _ => None,
+    }
+}
+
+/// Runs the `transform` scenario; `on_row` is called as each row is measured.
+///
+/// Each scene is checked before timing (a first propagation and two moving
+/// frames) and after it (sampled globals against the reference for the
+/// number of frames moved). One iteration moves the roots untimed, then
+/// times one propagation run; the implementations of one case are measured
+/// interleaved. Ours reports the propagation system's chunk counters of the
+/// last timed run.
+pub fn run_transform(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for case in &TRANSFORM_CASES {
+        let mut scenes: Vec<(Impl, Box<dyn TransformScene>)> = Vec::new();
+        for &imp in Impl::compiled() {
+            let Some(mut scene) = transform_scene(case, imp) else {
+                continue;
+            };
+            scene
+                .check_frames()
+                .map_err(|e| format!("transform/{}/{}: check before timing: {e}", case.name, imp.name()))?;
+            scenes.push((imp, scene));
+        }
+        let measurements = {
+            let mut samplers: Vec<WithSetup<'_, Box<dyn TransformScene>, _, _>> = scenes
+                .iter_mut()
+                .map(|(_, scene)| {
+                    WithSetup::new(
+                        scene,
+                        |s: &mut Box<dyn TransformScene>| s.move_roots(),
+                        |s: &mut Box<dyn TransformScene>| s.propagate(),
+                    )
+                })
+                .collect();
+            let mut refs: Vec<&mut dyn Sampler> = samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
+            measure::measure_interleaved(cfg, &mut refs)
+        };
+        for ((imp, scene), measurement) in scenes.iter().zip(measurements) {
+            scene.check().map_err(|e| format!("transform/{}/{}: check after timing: {e}", case.name, imp.name()))?;
+            let row = Row {
+                scenario: Scenario::Transform,
+                case: case.name,
+                imp: *imp,
+                measurement,
+                chunks: scene.chunk_counts(),
+                rows: Some(scene.forest().movers.len()),
+                systems: Vec::new(),
+            };
+            on_row(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
 fn fmt_us(x: Option<f64>) -> String {
     match x {
         Some(v) if v >= 100.0 => format!("{v:.0}"),
@@ -394,6 +462,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
             Scenario::Suite => "frame",
             Scenario::Skip => "frame of the Changed<Pos> consumer",
             Scenario::Schedule => "schedule run",
+            Scenario::Transform => "propagation run (movers untimed)",
         }
     );
     match scenario {
@@ -411,6 +480,13 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
         // hecs has no schedule: no hecs columns here.
         Scenario::Schedule => {
             let _ = write!(out, "{:<18} {:>10} {:>10} {:>10}", "case", "ours", "bevy", "ours/bevy");
+        }
+        Scenario::Transform => {
+            let _ = write!(
+                out,
+                "{:<18} {:>10} {:>10} {:>10} {:>8} {:>8}",
+                "case", "ours", "bevy", "ours/bevy", "movers", "skip %"
+            );
         }
     }
     let _ = writeln!(out, " {:>16}", "chunks skip/all");
@@ -444,6 +520,23 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
             }
             Scenario::Schedule => {
                 let _ = write!(out, "{:<18} {:>10} {:>10} {:>10}", case, fmt_us(o), fmt_us(b), fmt_ratio(o, b));
+            }
+            Scenario::Transform => {
+                let ours = get(case, Impl::Ours);
+                let movers = ours.or_else(|| get(case, Impl::Bevy)).and_then(|r| r.rows);
+                let skip = ours
+                    .and_then(|r| r.chunks)
+                    .map(|c| if c.total == 0 { 100.0 } else { 100.0 * c.skipped as f64 / c.total as f64 });
+                let _ = write!(
+                    out,
+                    "{:<18} {:>10} {:>10} {:>10} {:>8} {:>8}",
+                    case,
+                    fmt_us(o),
+                    fmt_us(b),
+                    fmt_ratio(o, b),
+                    movers.map_or("-".to_owned(), |n| n.to_string()),
+                    skip.map_or("-".to_owned(), |p| format!("{p:.1}"))
+                );
             }
         }
         let chunks = get(case, Impl::Ours)

@@ -6,7 +6,9 @@
 //! (feature `peers`) are the reference implementations.
 //!
 //! Suite scenes implement [`Frame`]; change-detection scenes implement
-//! [`SkipScene`]; the system-schedule scenes implement [`ScheduleScene`].
+//! [`SkipScene`]; the system-schedule scenes implement [`ScheduleScene`];
+//! the hierarchy-propagation scenes live in [`transform`] (ours against
+//! `bevy_transform`).
 
 use glam::{Mat4, Vec3};
 
@@ -16,6 +18,7 @@ pub mod ours;
 pub mod bevy;
 #[cfg(feature = "peers")]
 pub mod hecs;
+pub mod transform;
 
 /// Entities in `simple_insert` and `simple_iter`.
 pub const SIMPLE_ENTITIES: usize = 10_000;
