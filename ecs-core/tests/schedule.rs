@@ -371,7 +371,8 @@ fn writes_between_runs_and_commands_are_seen_by_every_system() {
             *done = true;
         }
     }
-    fn last(mut changed: Query<&Id, Or<(Changed<Pos>, Added<Tag>)>>, seen: Res<SeenLast>) {
+    type MovedOrTagged = Or<(Changed<Pos>, Added<Tag>)>;
+    fn last(mut changed: Query<&Id, MovedOrTagged>, seen: Res<SeenLast>) {
         let mut ids: Vec<u32> = changed.iter().map(|i| i.0).collect();
         ids.sort();
         seen.0.lock().unwrap().push(ids);
