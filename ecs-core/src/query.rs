@@ -77,6 +77,8 @@ impl std::fmt::Display for QueryError {
 
 impl std::error::Error for QueryError {}
 
+const NOT_MATCHED: u32 = u32::MAX;
+
 struct Matched<Q: QueryData, F: QueryFilter> {
     archetype: ArchetypeId,
     data: Q::Cache,
@@ -124,6 +126,9 @@ pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
     access: Access,
     archetypes_seen: usize,
     matched: Vec<Matched<Q, F>>,
+    /// Position in `matched` of each archetype seen, `NOT_MATCHED` if it does
+    /// not match: `get` finds an entity's column cache in O(1).
+    matched_index: Vec<u32>,
     last_run: u64,
     stats: ChunkStats,
     _marker: PhantomData<fn() -> (Q, F)>,
@@ -164,6 +169,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             access,
             archetypes_seen: 0,
             matched: Vec::new(),
+            matched_index: Vec::new(),
             last_run: 0,
             stats: ChunkStats::default(),
             _marker: PhantomData,
@@ -223,11 +229,14 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         let archetypes = world.archetypes();
         for archetype in &archetypes[self.archetypes_seen..] {
             if Q::matches(self.data_state, archetype) && F::matches(self.filter_state, archetype) {
+                self.matched_index.push(self.matched.len() as u32);
                 self.matched.push(Matched {
                     archetype: archetype.id(),
                     data: Q::cache(self.data_state, archetype),
                     filter: F::cache(self.filter_state, archetype),
                 });
+            } else {
+                self.matched_index.push(NOT_MATCHED);
             }
         }
         self.archetypes_seen = archetypes.len();
@@ -531,6 +540,14 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
 
     fn matched_cache(&self, world: &World, entity: Entity) -> Result<(Q::Cache, crate::EntityLocation), QueryError> {
         let loc = world.location(entity).map_err(|_| QueryError::NoSuchEntity(entity))?;
+        // Archetypes this state has seen: one lookup. Newer ones (the state
+        // was not refreshed since they appeared): test them directly.
+        if let Some(&index) = self.matched_index.get(loc.archetype.index()) {
+            return match self.matched.get(index as usize) {
+                Some(m) => Ok((m.data, loc)),
+                None => Err(QueryError::NoMatch(entity)),
+            };
+        }
         let archetype = &world.archetypes()[loc.archetype.index()];
         if !(Q::matches(self.data_state, archetype) && F::matches(self.filter_state, archetype)) {
             return Err(QueryError::NoMatch(entity));
