@@ -14,14 +14,16 @@ SCENARIO:
   skip      chunk skipping: 100k entities, Changed<Pos> consumer, 0-100 % movers
   schedule  ecs_bench_suite schedule: systems ab, cd, ce in one schedule, 4 x 10k entities
   transform hierarchy propagation vs bevy_transform: wide, deep, flat, humanoids; static, 5 %, all moving
-  all       suite, skip, schedule, then transform
+  spatial   broad phase vs kiddo and rstar, one thread: 100k points (uniform, clustered), radius 5;
+            build, all radius queries, all pairs, std sort reference
+  all       suite, skip, schedule, transform, then spatial
 
 options:
   --json   one JSON object per line instead of a table
   --quick  short warm-up and few samples (a scenario finishes in well under a minute)
   -h, --help  this text
 
-Peers (bevy_ecs, hecs) are measured when built with `--features peers`.";
+Peers (bevy_ecs, hecs, bevy_transform, kiddo, rstar) are measured when built with `--features peers`.";
 
 /// Parsed command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,17 +69,25 @@ where
                     "skip" => vec![Scenario::Skip],
                     "schedule" => vec![Scenario::Schedule],
                     "transform" => vec![Scenario::Transform],
-                    "all" => vec![Scenario::Suite, Scenario::Skip, Scenario::Schedule, Scenario::Transform],
+                    "spatial" => vec![Scenario::Spatial],
+                    "all" => vec![
+                        Scenario::Suite,
+                        Scenario::Skip,
+                        Scenario::Schedule,
+                        Scenario::Transform,
+                        Scenario::Spatial,
+                    ],
                     other => {
                         return Err(format!(
-                            "unknown scenario `{other}` (expected suite, skip, schedule, transform or all)"
+                            "unknown scenario `{other}` (expected suite, skip, schedule, transform, spatial or all)"
                         ));
                     }
                 });
             }
         }
     }
-    let scenarios = scenario.ok_or_else(|| "missing SCENARIO (suite, skip, schedule, transform or all)".to_owned())?;
+    let scenarios =
+        scenario.ok_or_else(|| "missing SCENARIO (suite, skip, schedule, transform, spatial or all)".to_owned())?;
     Ok(Command::Run(Options { scenarios, json, quick }))
 }
 
@@ -144,6 +154,13 @@ where
                     return 1;
                 }
             },
+            Scenario::Spatial => match runner::run_spatial(&cfg, on_row) {
+                Ok(rows) => rows,
+                Err(e) => {
+                    eprintln!("ecs-bench: check failed: {e}");
+                    return 1;
+                }
+            },
         };
         if !json {
             let _ = writeln!(std::io::stdout(), "{}", runner::table(scenario, &rows));
@@ -165,7 +182,13 @@ mod tests {
         assert_eq!(
             parse(["--quick", "all"]),
             Ok(Command::Run(Options {
-                scenarios: vec![Scenario::Suite, Scenario::Skip, Scenario::Schedule, Scenario::Transform],
+                scenarios: vec![
+                    Scenario::Suite,
+                    Scenario::Skip,
+                    Scenario::Schedule,
+                    Scenario::Transform,
+                    Scenario::Spatial
+                ],
                 json: false,
                 quick: true
             }))
@@ -178,6 +201,10 @@ mod tests {
             parse(["transform", "--quick"]),
             Ok(Command::Run(Options { scenarios: vec![Scenario::Transform], json: false, quick: true }))
         );
+        assert_eq!(
+            parse(["spatial", "--json"]),
+            Ok(Command::Run(Options { scenarios: vec![Scenario::Spatial], json: true, quick: false }))
+        );
         assert_eq!(parse(["--help"]), Ok(Command::Help));
     }
 
@@ -189,5 +216,7 @@ mod tests {
         assert!(parse(["suite", "skip"]).is_err());
         assert!(parse(["schedule", "all"]).is_err());
         assert!(parse(["Schedule"]).is_err());
+        assert!(parse(["spatial", "transform"]).is_err());
+        assert!(parse(["spatial", "--peers"]).is_err());
     }
 }

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::measure::{self, Batched, Config, Measurement, Sampler, WithSetup};
+use crate::scenes::spatial::{self, SPATIAL_CASES, SpatialOp, SpatialScene};
 use crate::scenes::transform::{TRANSFORM_CASES, TransformCase, TransformScene};
 use crate::scenes::{
     self, ChunkCounts, Frame, SKIP_CASES, SUITE_CASES, ScheduleScene, SkipCase, SkipScene, SystemReport,
@@ -20,6 +21,8 @@ pub enum Scenario {
     Schedule,
     /// Hierarchy propagation, ours against `bevy_transform`.
     Transform,
+    /// Broad phase over 100k points, ours against kiddo and rstar (one thread).
+    Spatial,
 }
 
 impl Scenario {
@@ -30,6 +33,7 @@ impl Scenario {
             Scenario::Skip => "skip",
             Scenario::Schedule => "schedule",
             Scenario::Transform => "transform",
+            Scenario::Spatial => "spatial",
         }
     }
 }
@@ -43,6 +47,10 @@ pub enum Impl {
     Bevy,
     /// `hecs` 0.11.
     Hecs,
+    /// kiddo 6.3's immutable k-d tree (`spatial` only).
+    Kiddo,
+    /// rstar 0.14's R*-tree (`spatial` only).
+    Rstar,
 }
 
 impl Impl {
@@ -52,10 +60,25 @@ impl Impl {
             Impl::Ours => "ours",
             Impl::Bevy => "bevy",
             Impl::Hecs => "hecs",
+            Impl::Kiddo => "kiddo",
+            Impl::Rstar => "rstar",
         }
     }
 
-    /// The implementations compiled into this build (peers need feature `peers`).
+    /// The spatial structures compiled into this build, ours first (peers
+    /// need feature `peers`).
+    pub fn spatial() -> &'static [Impl] {
+        #[cfg(feature = "peers")]
+        {
+            &[Impl::Ours, Impl::Kiddo, Impl::Rstar]
+        }
+        #[cfg(not(feature = "peers"))]
+        {
+            &[Impl::Ours]
+        }
+    }
+
+    /// The ECS implementations compiled into this build (peers need feature `peers`).
     pub fn compiled() -> &'static [Impl] {
         #[cfg(feature = "peers")]
         {
@@ -86,6 +109,9 @@ pub struct Row {
     /// Per-system timing and chunk counters of the last timed run (schedule
     /// scenario, ours only; empty otherwise).
     pub systems: Vec<SystemReport>,
+    /// What the timed work counted, checked outside timing (`spatial` only):
+    /// hits of all queries, pairs within the radius, or points built or sorted.
+    pub count: Option<usize>,
 }
 
 impl Row {
@@ -100,6 +126,9 @@ impl Row {
         );
         if let Some(c) = self.chunks {
             let _ = write!(s, ",\"chunks_total\":{},\"chunks_skipped\":{}", c.total, c.skipped);
+        }
+        if let Some(n) = self.count {
+            let _ = write!(s, ",\"count\":{n}");
         }
         if !self.systems.is_empty() {
             s.push_str(",\"systems\":[");
@@ -217,6 +246,7 @@ pub fn run_suite(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Vec<Row> {
                 chunks: scene.chunk_counts(),
                 rows: None,
                 systems: Vec::new(),
+                count: None,
             };
             on_row(&row);
             rows.push(row);
@@ -298,6 +328,7 @@ pub fn run_skip(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, 
                 chunks: st.scene.chunk_counts(),
                 rows: Some(st.movers),
                 systems: Vec::new(),
+                count: None,
             };
             on_row(&row);
             rows.push(row);
@@ -354,6 +385,7 @@ pub fn run_schedule(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Ro
             chunks: scene.chunk_counts(),
             rows: None,
             systems: scene.systems(),
+            count: None,
         };
         on_row(&row);
         rows.push(row);
@@ -417,9 +449,156 @@ pub fn run_transform(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<R
                 chunks: scene.chunk_counts(),
                 rows: Some(scene.forest().movers.len()),
                 systems: Vec::new(),
+                count: None,
             };
             on_row(&row);
             rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// Builds the `spatial` scene of `imp` over `points`; `None` where `imp`
+/// is not a spatial structure (or not compiled in).
+///
+/// # Errors
+/// If our grid rejects the points.
+pub fn spatial_scene(imp: Impl, points: &[glam::Vec3]) -> Result<Option<Box<dyn SpatialScene>>, String> {
+    Ok(match imp {
+        Impl::Ours => Some(Box::new(spatial::ours::Grid::new(points)?)),
+        #[cfg(feature = "peers")]
+        Impl::Kiddo => Some(Box::new(spatial::kiddo::KdTree::new(points))),
+        #[cfg(feature = "peers")]
+        Impl::Rstar => Some(Box::new(spatial::rstar::RStar::new(points))),
+        _ => None,
+    })
+}
+
+/// Every compiled-in `spatial` structure over one set of points, ours first.
+pub type SpatialScenes = Vec<(Impl, Box<dyn SpatialScene>)>;
+
+/// The `spatial` scenes of one distribution, checked: every compiled-in
+/// structure over the same points, ours first, with the hits every one of
+/// them found for all queries (see [`spatial::check_scenes`]).
+///
+/// # Errors
+/// If a build fails or the structures disagree.
+pub fn spatial_scenes(points: &[glam::Vec3]) -> Result<(SpatialScenes, usize), String> {
+    let mut scenes = Vec::new();
+    for &imp in Impl::spatial() {
+        if let Some(scene) = spatial_scene(imp, points)? {
+            scenes.push((imp, scene));
+        }
+    }
+    let hits = spatial::check_scenes(points.len(), scenes.iter_mut().map(|(imp, s)| (imp.name(), &mut **s)))?;
+    Ok((scenes, hits))
+}
+
+/// Runs the `spatial` scenario; `on_row` is called as each row is measured.
+///
+/// Per distribution, the structures are built and checked before timing
+/// ([`spatial_scenes`]: same hit count for every implementation, ours'
+/// `pairs * 2 + n == hits`). `build` times the build alone (dropping the
+/// previous structure and staging rstar's input are untimed setup);
+/// `all_queries` times a radius query around every point, and the hits of
+/// every timed run must equal the checked count; `all_pairs` (ours) must
+/// count `(hits - n) / 2` pairs every run; `std_sort` (ours' reference)
+/// times `sort_unstable` of the pairs, copied untimed, and checks the
+/// order. Any mismatch is an error. Everything runs on the calling thread;
+/// the implementations of one case are measured interleaved.
+pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for distribution in spatial::Distribution::ALL {
+        let points = spatial::points(distribution);
+        let n = points.len();
+        let (mut scenes, hits) = spatial_scenes(&points)?;
+        for case in SPATIAL_CASES.iter().filter(|c| c.distribution == distribution) {
+            let fail = |imp: Impl, e: String| format!("spatial/{}/{}: {e}", case.name, imp.name());
+            let mut measured: Vec<(Impl, Measurement, usize)> = Vec::new();
+            match case.op {
+                SpatialOp::Build => {
+                    let ms = {
+                        let mut samplers: Vec<WithSetup<'_, Box<dyn SpatialScene>, _, _>> = scenes
+                            .iter_mut()
+                            .map(|(_, s)| {
+                                WithSetup::new(
+                                    s,
+                                    |s: &mut Box<dyn SpatialScene>| s.clear(),
+                                    |s: &mut Box<dyn SpatialScene>| s.build(),
+                                )
+                            })
+                            .collect();
+                        let mut refs: Vec<&mut dyn Sampler> =
+                            samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
+                        measure::measure_interleaved(cfg, &mut refs)
+                    };
+                    for ((imp, scene), m) in scenes.iter().zip(ms) {
+                        let len = scene.built_len().map_err(|e| fail(*imp, e))?;
+                        if len != n {
+                            return Err(fail(*imp, format!("the structure holds {len} points, expected {n}")));
+                        }
+                        measured.push((*imp, m, len));
+                    }
+                }
+                SpatialOp::AllQueries | SpatialOp::AllPairs => {
+                    let pairs = case.op == SpatialOp::AllPairs;
+                    let want = if pairs { (hits - n) / 2 } else { hits };
+                    let mut active: Vec<(Impl, &mut Box<dyn SpatialScene>, Option<usize>)> = scenes
+                        .iter_mut()
+                        .filter(|(imp, _)| !pairs || *imp == Impl::Ours)
+                        .map(|(imp, s)| (*imp, s, None))
+                        .collect();
+                    let ms = {
+                        let mut samplers: Vec<Batched<_>> = active
+                            .iter_mut()
+                            .map(|(_, s, last)| {
+                                Batched::new(move || {
+                                    let got = if pairs { s.all_pairs() } else { Some(s.all_queries()) };
+                                    // Keep the first mismatch, if any.
+                                    if last.is_none_or(|l| l == want) {
+                                        *last = Some(got.unwrap_or(usize::MAX));
+                                    }
+                                })
+                            })
+                            .collect();
+                        let mut refs: Vec<&mut dyn Sampler> =
+                            samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
+                        measure::measure_interleaved(cfg, &mut refs)
+                    };
+                    for ((imp, _, got), m) in active.into_iter().zip(ms) {
+                        if got != Some(want) {
+                            let what = if pairs { "pairs" } else { "hits" };
+                            return Err(fail(imp, format!("a timed run counted {got:?} {what}, expected {want}")));
+                        }
+                        measured.push((imp, m, want));
+                    }
+                }
+                SpatialOp::StdSort => {
+                    let mut sort = spatial::SortPairs::new(&points);
+                    let m = measure::measure_with_setup(
+                        cfg,
+                        &mut sort,
+                        spatial::SortPairs::reset,
+                        spatial::SortPairs::sort,
+                    );
+                    sort.check().map_err(|e| fail(Impl::Ours, e))?;
+                    measured.push((Impl::Ours, m, n));
+                }
+            }
+            for (imp, measurement, count) in measured {
+                let row = Row {
+                    scenario: Scenario::Spatial,
+                    case: case.name,
+                    imp,
+                    measurement,
+                    chunks: None,
+                    rows: None,
+                    systems: Vec::new(),
+                    count: Some(count),
+                };
+                on_row(&row);
+                rows.push(row);
+            }
         }
     }
     Ok(rows)
@@ -463,6 +642,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
             Scenario::Skip => "frame of the Changed<Pos> consumer",
             Scenario::Schedule => "schedule run",
             Scenario::Transform => "propagation run (movers untimed)",
+            Scenario::Spatial => "build or pass over all 100k points, one thread",
         }
     );
     match scenario {
@@ -488,8 +668,19 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
                 "case", "ours", "bevy", "ours/bevy", "movers", "skip %"
             );
         }
+        Scenario::Spatial => {
+            let _ = write!(
+                out,
+                "{:<22} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10}",
+                "case", "ours", "kiddo", "rstar", "ours/kiddo", "ours/rstar", "count"
+            );
+        }
     }
-    let _ = writeln!(out, " {:>16}", "chunks skip/all");
+    if scenario == Scenario::Spatial {
+        out.push('\n');
+    } else {
+        let _ = writeln!(out, " {:>16}", "chunks skip/all");
+    }
     for &case in &cases {
         let us = |imp| get(case, imp).map(|r| r.measurement.median_us);
         let (o, b, h) = (us(Impl::Ours), us(Impl::Bevy), us(Impl::Hecs));
@@ -538,6 +729,22 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
                     skip.map_or("-".to_owned(), |p| format!("{p:.1}"))
                 );
             }
+            Scenario::Spatial => {
+                let (k, r) = (us(Impl::Kiddo), us(Impl::Rstar));
+                let count = [Impl::Ours, Impl::Kiddo, Impl::Rstar].into_iter().find_map(|imp| get(case, imp)?.count);
+                let _ = writeln!(
+                    out,
+                    "{:<22} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10}",
+                    case,
+                    fmt_us(o),
+                    fmt_us(k),
+                    fmt_us(r),
+                    fmt_ratio(o, k),
+                    fmt_ratio(o, r),
+                    count.map_or("-".to_owned(), |n| n.to_string())
+                );
+                continue;
+            }
         }
         let chunks = get(case, Impl::Ours)
             .and_then(|r| r.chunks)
@@ -578,6 +785,7 @@ mod tests {
             chunks: Some(ChunkCounts { total: 7, skipped: 2 }),
             rows: None,
             systems: Vec::new(),
+            count: None,
         };
         assert_eq!(
             row.to_json(),
@@ -601,6 +809,7 @@ mod tests {
                 last_run_us: 1.25,
                 chunks: ChunkCounts { total: 3, skipped: 0 },
             }],
+            count: None,
         };
         assert_eq!(
             row.to_json(),
@@ -634,6 +843,29 @@ mod tests {
             .map(|stage| stage.into_iter().map(|name| name.rsplit("::").next().unwrap_or("").to_owned()).collect())
             .collect();
         assert_eq!(stages, [vec!["ab".to_owned(), "cd".to_owned()], vec!["ce".to_owned()]]);
+    }
+
+    #[test]
+    fn spatial_rows_carry_their_count() {
+        let m = Measurement { median_us: 500.0, min_us: 400.0, max_us: 600.0, samples: 3, iters_per_sample: 1 };
+        let row = Row {
+            scenario: Scenario::Spatial,
+            case: "uniform_all_queries",
+            imp: Impl::Ours,
+            measurement: m.clone(),
+            chunks: None,
+            rows: None,
+            systems: Vec::new(),
+            count: Some(737_040),
+        };
+        assert_eq!(
+            row.to_json(),
+            r#"{"scenario":"spatial","case":"uniform_all_queries","impl":"ours","median_us":500,"count":737040}"#
+        );
+        let kiddo = Row { imp: Impl::Kiddo, measurement: Measurement { median_us: 5000.0, ..m }, ..row.clone() };
+        let t = table(Scenario::Spatial, &[row, kiddo]);
+        assert!(t.contains("ours/kiddo") && t.contains("ours/rstar"), "{t}");
+        assert!(t.contains("0.10x") && t.contains("737040"), "{t}");
     }
 
     #[test]

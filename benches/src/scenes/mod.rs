@@ -8,7 +8,8 @@
 //! Suite scenes implement [`Frame`]; change-detection scenes implement
 //! [`SkipScene`]; the system-schedule scenes implement [`ScheduleScene`];
 //! the hierarchy-propagation scenes live in [`transform`] (ours against
-//! `bevy_transform`).
+//! `bevy_transform`), the broad-phase scenes in [`spatial`] (ours against
+//! kiddo and rstar).
 
 use glam::{Mat4, Vec3};
 
@@ -18,6 +19,7 @@ pub mod ours;
 pub mod bevy;
 #[cfg(feature = "peers")]
 pub mod hecs;
+pub mod spatial;
 pub mod transform;
 
 /// Entities in `simple_insert` and `simple_iter`.

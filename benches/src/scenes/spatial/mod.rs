@@ -1,0 +1,385 @@
+//! The `spatial` scenario: a broad phase over 100k points, ours
+//! (`ecs-spatial`'s [`SparseGrid`](ecs_spatial::SparseGrid)) against kiddo's
+//! immutable k-d tree and rstar's R*-tree (feature `peers`), all on one
+//! thread.
+//!
+//! Every implementation gets the same points from [`points`] (a fixed-seed
+//! [`SplitMix64`], no RNG crate) and answers the same questions: build the
+//! structure, then a radius-[`SPATIAL_RADIUS`] query around every point
+//! (hits counted, each point finds itself). The test is `distance^2 <= r^2`
+//! everywhere. Coordinates are multiples of [`QUANTUM`] (1/256), so every
+//! squared distance that can decide a hit is exact in `f32` whatever the
+//! order of the arithmetic: the implementations must agree *exactly*, ties
+//! at the boundary included, and the runner fails on any difference.
+
+use glam::Vec3;
+
+pub mod ours;
+
+#[cfg(feature = "peers")]
+pub mod kiddo;
+#[cfg(feature = "peers")]
+pub mod rstar;
+
+/// Points per distribution.
+pub const SPATIAL_POINTS: usize = 100_000;
+/// Edge of the cube the points lie in (`[0, SPATIAL_SIDE)` per axis).
+pub const SPATIAL_SIDE: f32 = 200.0;
+/// Query radius.
+pub const SPATIAL_RADIUS: f32 = 5.0;
+/// Cell edge of our grid (equal to the radius).
+pub const SPATIAL_CELL: f32 = 5.0;
+/// Seed of the point generator.
+pub const SPATIAL_SEED: u64 = 0x5EED_0000_B20A_D000;
+/// Grid of the coordinates: every coordinate is a multiple of this (1/256).
+/// Differences of at most a few radii then have 12 significant bits, their
+/// squares 24, so squared distances up to well past `r^2` are exact in `f32`.
+pub const QUANTUM: f32 = 1.0 / 256.0;
+/// Clusters of the clustered distribution.
+pub const CLUSTERS: usize = 100;
+/// Radius of each cluster's ball (uniform inside it).
+pub const CLUSTER_RADIUS: f32 = 15.0;
+
+/// `SPATIAL_RADIUS^2`, the bound every implementation compares squared distances with.
+pub const SPATIAL_RADIUS_SQ: f32 = SPATIAL_RADIUS * SPATIAL_RADIUS;
+
+/// How the points are spread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distribution {
+    /// Uniform in the `SPATIAL_SIDE^3` cube.
+    Uniform,
+    /// [`CLUSTERS`] balls of radius [`CLUSTER_RADIUS`] with centres uniform
+    /// in the cube (kept inside it), the points uniform in the balls, spread
+    /// round-robin over them.
+    Clustered,
+}
+
+impl Distribution {
+    /// Both distributions, in report order.
+    pub const ALL: [Distribution; 2] = [Distribution::Uniform, Distribution::Clustered];
+}
+
+/// What one `spatial` case times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpatialOp {
+    /// Build the structure from the points (ours: a rebuild reusing the
+    /// grid's buffers; kiddo: `ImmutableKdTree::new_from_slice`; rstar:
+    /// `RTree::bulk_load`). Dropping the previous structure is untimed.
+    Build,
+    /// A radius query around every point, hits counted.
+    AllQueries,
+    /// Ours only: every pair within the radius (half-neighbour scan), counted.
+    AllPairs,
+    /// Ours only, a reference: `sort_unstable` of 100k `(cell, index)` pairs.
+    StdSort,
+}
+
+/// One case of the `spatial` scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpatialCase {
+    /// Case name as reported (`uniform_build`, ...).
+    pub name: &'static str,
+    /// The points.
+    pub distribution: Distribution,
+    /// The timed work.
+    pub op: SpatialOp,
+}
+
+macro_rules! spatial_cases {
+    ($($name:literal $dist:ident $op:ident),* $(,)?) => {
+        /// The `spatial` cases, in report order.
+        pub const SPATIAL_CASES: [SpatialCase; 8] = [
+            $(SpatialCase { name: $name, distribution: Distribution::$dist, op: SpatialOp::$op },)*
+        ];
+    };
+}
+
+spatial_cases!(
+    "uniform_build" Uniform Build, "uniform_all_queries" Uniform AllQueries,
+    "uniform_all_pairs" Uniform AllPairs, "uniform_std_sort" Uniform StdSort,
+    "clustered_build" Clustered Build, "clustered_all_queries" Clustered AllQueries,
+    "clustered_all_pairs" Clustered AllPairs, "clustered_std_sort" Clustered StdSort,
+);
+
+/// SplitMix64: a tiny, well-mixed deterministic generator.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator starting from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (multiply-shift; the bias is below 2^-32 for the
+    /// small `n` used here).
+    pub fn below(&mut self, n: u32) -> u32 {
+        (((self.next_u64() >> 32) * u64::from(n)) >> 32) as u32
+    }
+}
+
+/// Coordinates per axis: `[0, SPATIAL_SIDE)` in steps of [`QUANTUM`].
+const STEPS: u32 = 200 * 256;
+
+fn lattice(steps: i64) -> f32 {
+    steps as f32 * QUANTUM
+}
+
+/// The points of `distribution` (deterministic: [`SPATIAL_SEED`]).
+pub fn points(distribution: Distribution) -> Vec<Vec3> {
+    let mut rng = SplitMix64::new(SPATIAL_SEED ^ distribution as u64);
+    let coord = |rng: &mut SplitMix64| i64::from(rng.below(STEPS));
+    match distribution {
+        Distribution::Uniform => (0..SPATIAL_POINTS)
+            .map(|_| {
+                let (x, y, z) = (coord(&mut rng), coord(&mut rng), coord(&mut rng));
+                Vec3::new(lattice(x), lattice(y), lattice(z))
+            })
+            .collect(),
+        Distribution::Clustered => {
+            let r = (CLUSTER_RADIUS / QUANTUM) as i64;
+            let span = STEPS as i64 - 2 * r;
+            let centres: Vec<[i64; 3]> =
+                (0..CLUSTERS).map(|_| [0; 3].map(|_| r + i64::from(rng.below(span as u32)))).collect();
+            (0..SPATIAL_POINTS)
+                .map(|i| {
+                    let c = centres[i % CLUSTERS];
+                    // Rejection sampling of a lattice offset in the ball.
+                    let o = loop {
+                        let o = [0; 3].map(|_| i64::from(rng.below(2 * r as u32 + 1)) - r);
+                        if o.iter().map(|v| v * v).sum::<i64>() <= r * r {
+                            break o;
+                        }
+                    };
+                    Vec3::new(lattice(c[0] + o[0]), lattice(c[1] + o[1]), lattice(c[2] + o[2]))
+                })
+                .collect()
+        }
+    }
+}
+
+/// A broad-phase structure under test: built from the scene's points, then
+/// queried around every point.
+pub trait SpatialScene {
+    /// Untimed: drops the structure built last (a no-op where a rebuild
+    /// reuses it, as ours does) and stages the input.
+    fn clear(&mut self);
+
+    /// Timed: builds the structure from the points.
+    fn build(&mut self);
+
+    /// Points in the structure, or why the last build failed.
+    fn built_len(&self) -> Result<usize, String>;
+
+    /// Timed: a radius-[`SPATIAL_RADIUS`] query around every point; returns
+    /// the total number of hits.
+    fn all_queries(&mut self) -> usize;
+
+    /// Timed, where the implementation has it: the number of unordered
+    /// pairs of distinct points within the radius.
+    fn all_pairs(&mut self) -> Option<usize> {
+        None
+    }
+}
+
+/// The `std_sort` reference: `sort_unstable` of one `(cell, index)` pair
+/// per point, the cell linearised from the points' [`SPATIAL_CELL`] grid.
+#[derive(Clone, Debug)]
+pub struct SortPairs {
+    input: Vec<(u32, u32)>,
+    work: Vec<(u32, u32)>,
+}
+
+impl SortPairs {
+    /// The pairs of `points`, unsorted (in point order).
+    pub fn new(points: &[Vec3]) -> Self {
+        let per_axis = (SPATIAL_SIDE / SPATIAL_CELL) as u32;
+        let cell = |v: f32| ((v / SPATIAL_CELL) as u32).min(per_axis - 1);
+        let input: Vec<(u32, u32)> = points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (cell(p.x) + per_axis * (cell(p.y) + per_axis * cell(p.z)), i as u32))
+            .collect();
+        Self { work: input.clone(), input }
+    }
+
+    /// Untimed: copies the unsorted pairs into the work buffer.
+    pub fn reset(&mut self) {
+        self.work.clear();
+        self.work.extend_from_slice(&self.input);
+    }
+
+    /// Timed: sorts the work buffer.
+    pub fn sort(&mut self) {
+        self.work.sort_unstable();
+    }
+
+    /// Untimed: whether the work buffer is sorted and holds every pair.
+    pub fn check(&self) -> Result<(), String> {
+        if self.work.len() != self.input.len() {
+            return Err(format!("{} pairs after the sort, expected {}", self.work.len(), self.input.len()));
+        }
+        if !self.work.is_sorted() {
+            return Err("the pairs are not sorted".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// Runs the untimed checks of one distribution's scenes (the first must be
+/// ours): each holds every point after a build, all report the same number
+/// of hits for the radius queries, and ours' pairs satisfy
+/// `pairs * 2 + n == hits`. Returns the hits.
+pub fn check_scenes<'a, 's: 'a>(
+    n: usize,
+    scenes: impl IntoIterator<Item = (&'a str, &'a mut (dyn SpatialScene + 's))>,
+) -> Result<usize, String> {
+    let mut expected: Option<(&str, usize)> = None;
+    for (name, scene) in scenes {
+        scene.clear();
+        scene.build();
+        let len = scene.built_len().map_err(|e| format!("{name}: build failed: {e}"))?;
+        if len != n {
+            return Err(format!("{name}: the structure holds {len} points, expected {n}"));
+        }
+        let hits = scene.all_queries();
+        match expected {
+            None => expected = Some((name, hits)),
+            Some((first, want)) if want != hits => {
+                return Err(format!("{name}: {hits} hits in all queries, {first} found {want}"));
+            }
+            Some(_) => {}
+        }
+        if let Some(pairs) = scene.all_pairs() {
+            check_pairs(n, hits, pairs).map_err(|e| format!("{name}: {e}"))?;
+        }
+    }
+    expected.map(|(_, h)| h).ok_or_else(|| "no implementation to check".to_owned())
+}
+
+/// `pairs * 2 + n == hits`: every pair is found from both ends, and every
+/// point finds itself.
+pub fn check_pairs(n: usize, hits: usize, pairs: usize) -> Result<(), String> {
+    if pairs * 2 + n != hits {
+        return Err(format!("{pairs} pairs * 2 + {n} points != {hits} hits of all queries"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn brute_force(points: &[Vec3], center: Vec3) -> usize {
+        points.iter().filter(|p| p.distance_squared(center) <= SPATIAL_RADIUS_SQ).count()
+    }
+
+    fn scenes_of(points: &[Vec3]) -> Vec<(&'static str, Box<dyn SpatialScene>)> {
+        #[allow(unused_mut)]
+        let mut scenes: Vec<(&'static str, Box<dyn SpatialScene>)> =
+            vec![("ours", Box::new(ours::Grid::new(points).expect("valid points")))];
+        #[cfg(feature = "peers")]
+        {
+            scenes.push(("kiddo", Box::new(kiddo::KdTree::new(points))));
+            scenes.push(("rstar", Box::new(rstar::RStar::new(points))));
+        }
+        scenes
+    }
+
+    #[test]
+    fn points_are_deterministic_on_the_lattice_and_in_the_cube() {
+        for d in Distribution::ALL {
+            let a = points(d);
+            assert_eq!(a, points(d));
+            assert_eq!(a.len(), SPATIAL_POINTS);
+            for p in &a {
+                for v in p.to_array() {
+                    assert!((0.0..SPATIAL_SIDE).contains(&v), "{p}");
+                    assert_eq!((v / QUANTUM).fract(), 0.0, "{p}");
+                }
+            }
+        }
+        assert_ne!(points(Distribution::Uniform), points(Distribution::Clustered));
+    }
+
+    #[test]
+    fn boundary_ties_count_for_every_implementation() {
+        // Exactly at the radius: (5,0,0), (3,4,0), (0,3,4); just outside: (3,4,QUANTUM).
+        let pts = vec![
+            Vec3::new(10.0, 10.0, 10.0),
+            Vec3::new(15.0, 10.0, 10.0),
+            Vec3::new(13.0, 14.0, 10.0),
+            Vec3::new(10.0, 13.0, 14.0),
+            Vec3::new(7.0, 6.0, 10.0 + QUANTUM),
+        ];
+        let want: usize = pts.iter().map(|&c| brute_force(&pts, c)).sum();
+        assert_eq!(brute_force(&pts, pts[0]), 4);
+        let mut scenes = scenes_of(&pts);
+        let hits = check_scenes(pts.len(), scenes.iter_mut().map(|(n, s)| (*n, &mut **s))).unwrap();
+        assert_eq!(hits, want);
+    }
+
+    #[test]
+    fn every_implementation_agrees_with_brute_force_on_a_subset() {
+        for d in Distribution::ALL {
+            // Every 50th point: 2000 points, brute force is cheap.
+            let pts: Vec<Vec3> = points(d).into_iter().step_by(50).collect();
+            let want: usize = pts.iter().map(|&c| brute_force(&pts, c)).sum();
+            assert!(want > pts.len(), "{d:?}: the subset has no neighbours");
+            let mut scenes = scenes_of(&pts);
+            let hits = check_scenes(pts.len(), scenes.iter_mut().map(|(n, s)| (*n, &mut **s))).unwrap();
+            assert_eq!(hits, want, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn sort_pairs_sorts() {
+        let mut s = SortPairs::new(&points(Distribution::Clustered)[..1000]);
+        s.reset();
+        assert!(s.check().is_err());
+        s.sort();
+        s.check().unwrap();
+    }
+
+    /// A structure that finds one hit too many.
+    struct OffByOne(ours::Grid);
+
+    impl SpatialScene for OffByOne {
+        fn clear(&mut self) {}
+        fn build(&mut self) {
+            self.0.build();
+        }
+        fn built_len(&self) -> Result<usize, String> {
+            self.0.built_len()
+        }
+        fn all_queries(&mut self) -> usize {
+            self.0.all_queries() + 1
+        }
+    }
+
+    #[test]
+    fn check_rejects_a_disagreeing_implementation() {
+        let pts: Vec<Vec3> = points(Distribution::Uniform).into_iter().take(500).collect();
+        let mut a = ours::Grid::new(&pts).unwrap();
+        let mut b = OffByOne(ours::Grid::new(&pts).unwrap());
+        let err = check_scenes(pts.len(), [("ours", &mut a as &mut dyn SpatialScene), ("off", &mut b)]).unwrap_err();
+        assert!(err.contains("off") && err.contains("hits"), "{err}");
+        let mut a = ours::Grid::new(&pts).unwrap();
+        assert!(check_scenes(pts.len() + 1, [("ours", &mut a as &mut dyn SpatialScene)]).is_err());
+    }
+
+    #[test]
+    fn pair_check_rejects_mismatches() {
+        assert!(check_pairs(10, 30, 10).is_ok());
+        assert!(check_pairs(10, 31, 10).is_err());
+    }
+}
