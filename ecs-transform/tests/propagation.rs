@@ -17,12 +17,8 @@ fn chunk_stats(schedule: &Schedule) -> ChunkStats {
     schedule.system_stats().next().expect("one system").chunks()
 }
 
-/// Direct world writes between schedule runs are stamped with the world
-/// tick, which a schedule leaves at its last system's run tick; advance it
-/// first so the propagation system's next run sees them (systems that write
-/// `LocalTransform` inside the schedule do not need this).
+/// A direct write between schedule runs; the next run must see it.
 fn local_mut(world: &mut World, e: Entity) -> ecs_core::Mut<'_, LocalTransform> {
-    world.increment_change_tick();
     world.get_mut::<LocalTransform>(e).unwrap()
 }
 

@@ -122,8 +122,6 @@ fn apply(world: &mut World, model: &mut Model, op: &Op, spawned: &mut HashSet<En
         }
         Op::Move { node, local } => {
             if let Some(e) = model.pick(node) {
-                // Advance the tick: a schedule leaves it at its last run's tick.
-                world.increment_change_tick();
                 *world.get_mut::<LocalTransform>(e).unwrap() = local;
                 model.local.insert(e, local);
             }

@@ -44,9 +44,6 @@ impl Propagation {
 impl TransformScene for Propagation {
     fn move_roots(&mut self) {
         self.frames += 1;
-        // A schedule leaves the world tick at its last run's tick: advance it
-        // so the next run sees these writes.
-        self.world.increment_change_tick();
         for &i in &self.forest.movers {
             if let Ok(mut l) = self.world.get_mut::<LocalTransform>(self.entities[i]) {
                 *l = local(mover_local(i, self.frames));
