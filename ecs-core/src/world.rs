@@ -154,13 +154,9 @@ impl World {
     ///
     /// Also clamps old stamps when due (see [`crate::tick`]).
     pub fn increment_change_tick(&mut self) -> u64 {
-        let now = self.change_tick.get_mut();
-        *now += 1;
-        let now = *now;
-        if now - self.last_check_tick >= CHECK_TICK_THRESHOLD as u64 {
-            self.check_change_ticks();
-        }
-        now
+        *self.change_tick.get_mut() += 1;
+        self.check_change_ticks();
+        self.change_tick()
     }
 
     /// Advances the tick through a shared borrow (for schedulers running
