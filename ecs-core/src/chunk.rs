@@ -108,6 +108,12 @@ static POOL: std::sync::Mutex<BlockPool> =
 /// Blocks the pool keeps by default: 16 MiB.
 pub const DEFAULT_POOL_BLOCKS: usize = 1024;
 
+/// Whether freed blocks go to the pool. The address-sanitizer run builds with
+/// `--cfg ecs_no_chunk_pool` so every chunk is really freed and a stale
+/// pointer into a dropped chunk is reported instead of reading a recycled
+/// block.
+const POOLING: bool = !cfg!(ecs_no_chunk_pool);
+
 fn standard_block() -> Layout {
     Layout::from_size_align(CHUNK_SIZE, CHUNK_ALIGN).expect("valid chunk layout")
 }
@@ -134,7 +140,7 @@ pub fn chunk_pool_len() -> usize {
 impl Chunk {
     pub(crate) fn new(block: Layout) -> Chunk {
         debug_assert!(block.size() > 0);
-        if block == standard_block() {
+        if POOLING && block == standard_block() {
             let pooled = POOL.lock().unwrap_or_else(|e| e.into_inner()).blocks.pop();
             if let Some(data) = pooled {
                 return Chunk { data, block, len: 0 };
@@ -170,7 +176,7 @@ impl Chunk {
 
 impl Drop for Chunk {
     fn drop(&mut self) {
-        if self.block == standard_block() {
+        if POOLING && self.block == standard_block() {
             let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
             if pool.blocks.len() < pool.limit {
                 pool.blocks.push(self.data);
