@@ -131,36 +131,12 @@ where
         }
     };
     for scenario in opts.scenarios {
-        let rows = match scenario {
-            Scenario::Suite => runner::run_suite(&cfg, on_row),
-            Scenario::Skip => match runner::run_skip(&cfg, on_row) {
-                Ok(rows) => rows,
-                Err(e) => {
-                    eprintln!("ecs-bench: check failed: {e}");
-                    return 1;
-                }
-            },
-            Scenario::Schedule => match runner::run_schedule(&cfg, on_row) {
-                Ok(rows) => rows,
-                Err(e) => {
-                    eprintln!("ecs-bench: check failed: {e}");
-                    return 1;
-                }
-            },
-            Scenario::Transform => match runner::run_transform(&cfg, on_row) {
-                Ok(rows) => rows,
-                Err(e) => {
-                    eprintln!("ecs-bench: check failed: {e}");
-                    return 1;
-                }
-            },
-            Scenario::Spatial => match runner::run_spatial(&cfg, on_row) {
-                Ok(rows) => rows,
-                Err(e) => {
-                    eprintln!("ecs-bench: check failed: {e}");
-                    return 1;
-                }
-            },
+        let rows = match runner::run(scenario, &cfg, on_row) {
+            Ok(rows) => rows,
+            Err(e) => {
+                eprintln!("ecs-bench: check failed: {e}");
+                return 1;
+            }
         };
         if !json {
             let _ = writeln!(std::io::stdout(), "{}", runner::table(scenario, &rows));

@@ -222,6 +222,22 @@ pub fn skip_scene(case: &SkipCase, imp: Impl) -> Option<Box<dyn SkipScene>> {
     }
 }
 
+/// Runs one scenario, passing each row to `on_row` as it is measured.
+///
+/// # Errors
+///
+/// A message naming the case when a scenario's outside-timing check fails
+/// (the implementations disagree on what they computed).
+pub fn run(scenario: Scenario, cfg: &Config, on_row: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
+    match scenario {
+        Scenario::Suite => Ok(run_suite(cfg, on_row)),
+        Scenario::Skip => run_skip(cfg, on_row),
+        Scenario::Schedule => run_schedule(cfg, on_row),
+        Scenario::Transform => run_transform(cfg, on_row),
+        Scenario::Spatial => run_spatial(cfg, on_row),
+    }
+}
+
 /// Runs the suite; `on_row` is called as each row is measured.
 ///
 /// The implementations of one case are measured interleaved (see
