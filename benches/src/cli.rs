@@ -8,6 +8,7 @@ use crate::runner::{self, Row, Scenario};
 /// Usage text printed by `--help` and after a command-line error.
 pub const USAGE: &str = "\
 usage: ecs-bench SCENARIO [--json] [--quick]
+       ecs-bench report [--quick] [--out DIR] [--from FILE]
 
 SCENARIO:
   suite     ecs_bench_suite cases: simple_insert, simple_iter, frag_iter, heavy_compute, add_remove
@@ -17,6 +18,11 @@ SCENARIO:
   spatial   broad phase vs kiddo and rstar, one thread: 100k points (uniform, clustered), radius 5;
             build, all radius queries, all pairs, std sort reference
   all       suite, skip, schedule, transform, then spatial
+
+report:   runs every scenario of `all` and writes DIR/index.html (default target/ecs-report) with SVG
+          charts of time per frame against the share of entities changed, ours against each peer,
+          the SVG files, and the raw JSON lines (results.jsonl) next to them;
+          --from FILE draws the report from saved JSON lines instead of measuring
 
 options:
   --json   one JSON object per line instead of a table
@@ -41,8 +47,49 @@ pub struct Options {
 pub enum Command {
     /// Run benchmarks.
     Run(Options),
+    /// Run every scenario and write the HTML report.
+    Report(ReportOptions),
     /// Print the usage text.
     Help,
+}
+
+/// Options of `ecs-bench report`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// Use [`Config::quick`].
+    pub quick: bool,
+    /// Output directory; `None` is `target/ecs-report` (under `CARGO_TARGET_DIR` when set).
+    pub out: Option<std::path::PathBuf>,
+    /// Draw from these saved JSON lines instead of measuring.
+    pub from: Option<std::path::PathBuf>,
+}
+
+fn parse_report<I, S>(args: I) -> Result<Command, String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let mut opts = ReportOptions { quick: false, out: None, from: None };
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let mut value = |flag: &str| {
+            args.next()
+                .map(|v| std::path::PathBuf::from(v.as_ref()))
+                .ok_or_else(|| format!("`{flag}` needs a path after it"))
+        };
+        match arg.as_ref() {
+            "--quick" => opts.quick = true,
+            "--out" => opts.out = Some(value("--out")?),
+            "--from" => opts.from = Some(value("--from")?),
+            "-h" | "--help" => return Ok(Command::Help),
+            other => {
+                return Err(format!(
+                    "unknown argument `{other}` for `report` (expected --quick, --out DIR, --from FILE)"
+                ));
+            }
+        }
+    }
+    Ok(Command::Report(opts))
 }
 
 /// Parses the arguments (without the program name).
@@ -51,6 +98,11 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<str>,
 {
+    let mut args = args.into_iter().peekable();
+    if args.peek().is_some_and(|a| a.as_ref() == "report") {
+        args.next();
+        return parse_report(args);
+    }
     let mut scenario: Option<Vec<Scenario>> = None;
     let mut json = false;
     let mut quick = false;
@@ -103,6 +155,7 @@ where
             return 0;
         }
         Ok(Command::Run(opts)) => opts,
+        Ok(Command::Report(opts)) => return report(&opts),
         Err(e) => {
             eprintln!("ecs-bench: {e}\n\n{USAGE}");
             return 2;
@@ -145,6 +198,74 @@ where
     0
 }
 
+/// The scenarios `all` runs, in order.
+pub fn all_scenarios() -> Vec<Scenario> {
+    match parse(["all"]) {
+        Ok(Command::Run(opts)) => opts.scenarios,
+        _ => unreachable!("`all` always parses to a run"),
+    }
+}
+
+/// `ecs-bench report`: measures every scenario (or reads `--from`), writes the
+/// page; returns the exit code.
+fn report(opts: &ReportOptions) -> i32 {
+    let out = opts.out.clone().unwrap_or_else(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| "target".into(), std::path::PathBuf::from);
+        target.join("ecs-report")
+    });
+    let (lines, about) = match &opts.from {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => {
+                (text.lines().map(str::to_owned).collect::<Vec<_>>(), format!("Drawn from {}.", path.display()))
+            }
+            Err(e) => {
+                eprintln!("ecs-bench: reading {}: {e}", path.display());
+                return 1;
+            }
+        },
+        None => {
+            let cfg = if opts.quick { Config::quick() } else { Config::full() };
+            if !cfg!(feature = "peers") {
+                eprintln!("note: built without feature `peers`; only `ours` is measured");
+            }
+            let mut lines = Vec::new();
+            for scenario in all_scenarios() {
+                eprintln!("report: running {}", scenario.name());
+                let on_row = |row: &Row| {
+                    eprintln!(
+                        "  {}/{}/{}: {:.3} us",
+                        row.scenario.name(),
+                        row.case,
+                        row.imp.name(),
+                        row.measurement.median_us
+                    );
+                };
+                match runner::run(scenario, &cfg, on_row) {
+                    Ok(rows) => lines.extend(rows.iter().map(Row::to_json)),
+                    Err(e) => {
+                        eprintln!("ecs-bench: check failed: {e}");
+                        return 1;
+                    }
+                }
+            }
+            let peers = if cfg!(feature = "peers") { "with peers" } else { "without peers (ours only)" };
+            let threads = std::thread::available_parallelism().map_or(1, usize::from);
+            let mode = if opts.quick { "quick" } else { "full" };
+            (lines, format!("Measured {peers}, {mode} run, {threads} hardware threads."))
+        }
+    };
+    match crate::report::write_report(&out, &lines, &about) {
+        Ok(page) => {
+            let _ = writeln!(std::io::stdout(), "wrote {}", page.display());
+            0
+        }
+        Err(e) => {
+            eprintln!("ecs-bench: report: {e}");
+            1
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,6 +303,11 @@ mod tests {
             Ok(Command::Run(Options { scenarios: vec![Scenario::Spatial], json: true, quick: false }))
         );
         assert_eq!(parse(["--help"]), Ok(Command::Help));
+        assert_eq!(
+            parse(["report", "--quick", "--out", "r", "--from", "x.jsonl"]),
+            Ok(Command::Report(ReportOptions { quick: true, out: Some("r".into()), from: Some("x.jsonl".into()) }))
+        );
+        assert_eq!(parse(["report"]), Ok(Command::Report(ReportOptions { quick: false, out: None, from: None })));
     }
 
     #[test]
@@ -194,5 +320,8 @@ mod tests {
         assert!(parse(["Schedule"]).is_err());
         assert!(parse(["spatial", "transform"]).is_err());
         assert!(parse(["spatial", "--peers"]).is_err());
+        assert!(parse(["report", "--json"]).is_err());
+        assert!(parse(["report", "--out"]).is_err());
+        assert!(parse(["suite", "report"]).is_err());
     }
 }

@@ -7,6 +7,7 @@
 //!   `benches/skip.rs`, `benches/schedule.rs`, `benches/transform.rs`,
 //!   `benches/spatial.rs`). The peers are compiled only with feature `peers`.
 //! * [`measure`]: warm-up, batched samples, median in microseconds.
+//! * [`report`]: `ecs-bench report`, the HTML page with SVG charts.
 //! * [`runner`]: runs the `suite`, `skip`, `schedule`, `transform` and `spatial` scenarios and prints them.
 //!
 //! Run `cargo run --release -p ecs-bench --features peers -- suite` (or `skip`,
@@ -16,5 +17,6 @@
 
 pub mod cli;
 pub mod measure;
+pub mod report;
 pub mod runner;
 pub mod scenes;

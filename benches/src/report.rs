@@ -1,0 +1,478 @@
+//! `ecs-bench report`: runs every scenario and writes an HTML page with SVG
+//! charts of time per frame against the share of entities changed, ours
+//! against each peer, next to the raw JSON lines the charts are drawn from.
+//!
+//! The charts are built from the JSON lines alone ([`Record::parse_line`]),
+//! so a report can be re-drawn from a saved `results.jsonl`
+//! (`ecs-bench report --from FILE`) without measuring again.
+//!
+//! A case name carries its share of changed entities as one `_`-separated
+//! token: `5pct` is 5 %, `static`, `rest`, `nothing` and `0` are 0 %, and a
+//! final `all` is 100 %; the other tokens name the chart (`wide_5pct` is the
+//! 5 % point of chart `wide`). A chart with only a 0 % point (the skip
+//! scenario's `changed_0`) is the shared baseline of the scenario's other
+//! charts. A peer's `<chart>_build` case (spatial: kiddo and rstar rebuild
+//! every frame) is drawn as that peer's cost at every share of the chart.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+use serde_json::Value;
+
+/// One measured row, read back from its JSON line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// Scenario name (`skip`, `transform`, ...).
+    pub scenario: String,
+    /// Case name.
+    pub case: String,
+    /// Implementation name (`ours`, `bevy`, ...).
+    pub imp: String,
+    /// Median time in microseconds.
+    pub median_us: f64,
+    /// Every other numeric field of the line (`chunks_skipped`, `kbps`, ...).
+    pub numbers: BTreeMap<String, f64>,
+}
+
+impl Record {
+    /// Parses one line written by [`crate::runner::Row::to_json`].
+    ///
+    /// # Errors
+    ///
+    /// A message when the line is not a JSON object or lacks `scenario`,
+    /// `case`, `impl` or a numeric `median_us`.
+    pub fn parse_line(line: &str) -> Result<Record, String> {
+        let value: Value = serde_json::from_str(line).map_err(|e| format!("not a JSON line ({e}): {line}"))?;
+        let obj = value.as_object().ok_or_else(|| format!("not a JSON object: {line}"))?;
+        let text = |key: &str| {
+            obj.get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| format!("no string `{key}` in: {line}"))
+        };
+        let median_us = obj
+            .get("median_us")
+            .and_then(Value::as_f64)
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| format!("no non-negative number `median_us` in: {line}"))?;
+        let numbers = obj
+            .iter()
+            .filter(|(k, _)| k.as_str() != "median_us")
+            .filter_map(|(k, v)| v.as_f64().map(|n| (k.clone(), n)))
+            .collect();
+        Ok(Record { scenario: text("scenario")?, case: text("case")?, imp: text("impl")?, median_us, numbers })
+    }
+}
+
+/// Splits a case name into its chart name and share of changed entities in
+/// percent, by the rule in the module docs; `None` when the name carries no
+/// share.
+pub fn split_share(case: &str) -> Option<(String, f64)> {
+    let tokens: Vec<&str> = case.split('_').collect();
+    let last = tokens.len() - 1;
+    let (at, share) = tokens.iter().enumerate().find_map(|(i, t)| {
+        let share = match *t {
+            "static" | "rest" | "nothing" | "0" => Some(0.0),
+            "all" if i == last && i > 0 => Some(100.0),
+            t => t.strip_suffix("pct").and_then(|n| n.parse::<f64>().ok()).filter(|p| (0.0..=100.0).contains(p)),
+        };
+        share.map(|s| (i, s))
+    })?;
+    let chart: Vec<&str> = tokens.iter().enumerate().filter(|&(i, _)| i != at).map(|(_, t)| *t).collect();
+    Some((chart.join("_"), share))
+}
+
+/// One line of a chart: an implementation's time at each share.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Implementation name, with ` (rebuild)` for a peer's per-frame rebuild.
+    pub name: String,
+    /// (share in percent, median microseconds), sorted by share.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One chart: time per frame against the share of entities changed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chart {
+    /// Scenario name.
+    pub scenario: String,
+    /// Chart name inside the scenario (`clustered`, `wide`, ...).
+    pub name: String,
+    /// One series per implementation.
+    pub series: Vec<Series>,
+}
+
+impl Chart {
+    /// File-name stem: `scenario-name`.
+    pub fn stem(&self) -> String {
+        let clean = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect::<String>();
+        format!("{}-{}", clean(&self.scenario), clean(&self.name))
+    }
+
+    /// Every share drawn on the chart, ascending.
+    pub fn shares(&self) -> Vec<f64> {
+        let mut shares: Vec<f64> = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
+        shares.sort_by(f64::total_cmp);
+        shares.dedup();
+        shares
+    }
+}
+
+/// An implementation's name and its (share, time) points, while charts are assembled.
+type Line = (String, Vec<(f64, f64)>);
+
+/// Builds the charts of `records`, in scenario order of first appearance.
+pub fn charts(records: &[Record]) -> Vec<Chart> {
+    let mut scenarios: Vec<&str> = Vec::new();
+    for r in records {
+        if !scenarios.contains(&r.scenario.as_str()) {
+            scenarios.push(&r.scenario);
+        }
+    }
+    let mut out = Vec::new();
+    for scenario in scenarios {
+        // chart -> implementation -> points, in first-appearance order.
+        let mut table: Vec<(String, Vec<Line>)> = Vec::new();
+        for r in records.iter().filter(|r| r.scenario == scenario) {
+            let Some((chart, share)) = split_share(&r.case) else { continue };
+            let ci = match table.iter().position(|(c, _)| *c == chart) {
+                Some(i) => i,
+                None => {
+                    table.push((chart, Vec::new()));
+                    table.len() - 1
+                }
+            };
+            let series = &mut table[ci].1;
+            match series.iter_mut().find(|(imp, _)| *imp == r.imp) {
+                Some((_, points)) => points.push((share, r.median_us)),
+                None => series.push((r.imp.clone(), vec![(share, r.median_us)])),
+            }
+        }
+        // A chart whose every point is at 0 % is the baseline of the others.
+        let baseline_only = |s: &[Line]| s.iter().all(|(_, p)| p.iter().all(|q| q.0 == 0.0));
+        if table.len() > 1 {
+            let (base, rest): (Vec<_>, Vec<_>) = table.into_iter().partition(|(_, s)| baseline_only(s));
+            table = rest;
+            for (_, base_series) in base {
+                for (_, series) in &mut table {
+                    for (imp, points) in &base_series {
+                        match series.iter_mut().find(|(i, _)| i == imp) {
+                            Some((_, p)) => p.extend_from_slice(points),
+                            None => series.push((imp.clone(), points.clone())),
+                        }
+                    }
+                }
+            }
+        }
+        // Per-frame rebuilds (`<chart>_build`) cost the same at every share.
+        for (chart, series) in &mut table {
+            let mut shares: Vec<f64> = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).collect();
+            shares.sort_by(f64::total_cmp);
+            shares.dedup();
+            let build = format!("{chart}_build");
+            for r in records.iter().filter(|r| r.scenario == scenario && r.case == build && r.imp != "ours") {
+                let points = shares.iter().map(|&s| (s, r.median_us)).collect();
+                series.push((format!("{} (rebuild)", r.imp), points));
+            }
+        }
+        for (chart, series) in table {
+            let series = series
+                .into_iter()
+                .map(|(name, mut points)| {
+                    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    Series { name, points }
+                })
+                .collect();
+            out.push(Chart { scenario: scenario.to_owned(), name: chart, series });
+        }
+    }
+    out
+}
+
+fn color_of(index: usize) -> RGBColor {
+    const PALETTE: [RGBColor; 6] = [
+        RGBColor(0x1f, 0x77, 0xb4),
+        RGBColor(0xd6, 0x27, 0x28),
+        RGBColor(0x2c, 0xa0, 0x2c),
+        RGBColor(0xff, 0x7f, 0x0e),
+        RGBColor(0x94, 0x67, 0xbd),
+        RGBColor(0x8c, 0x56, 0x4b),
+    ];
+    PALETTE[index % PALETTE.len()]
+}
+
+fn share_label(share: f64) -> String {
+    if share.fract() == 0.0 { format!("{share:.0} %") } else { format!("{share} %") }
+}
+
+/// Draws `chart` as an SVG document: shares evenly spaced on the x axis
+/// (they span 0 to 100 % with most points below 10 %), time on a log axis.
+///
+/// # Errors
+///
+/// A message when the chart has no points or plotters fails to draw.
+pub fn render_svg(chart: &Chart) -> Result<String, String> {
+    let shares = chart.shares();
+    let times: Vec<f64> = chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
+    if shares.is_empty() || times.is_empty() {
+        return Err(format!("chart {} has no points", chart.stem()));
+    }
+    let lo = times.iter().copied().fold(f64::INFINITY, f64::min).max(0.01) / 2.0;
+    let hi = times.iter().copied().fold(0.0, f64::max).max(lo * 4.0) * 2.0;
+    let at = |share: f64| shares.iter().position(|&s| s == share).unwrap_or(0) as f64;
+    let span = (shares.len() as f64 - 1.0).max(1.0);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (560, 360)).into_drawing_area();
+        let err = |e: DrawingAreaErrorKind<_>| format!("drawing {}: {e}", chart.stem());
+        root.fill(&WHITE).map_err(err)?;
+        let mut ctx = ChartBuilder::on(&root)
+            .caption(format!("{}: {}", chart.scenario, chart.name), ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.3f64..span + 0.3, (lo..hi).log_scale())
+            .map_err(err)?;
+        ctx.configure_mesh()
+            .x_desc("share of entities changed")
+            .y_desc("median us per frame (log)")
+            .x_labels(shares.len() * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < shares.len() {
+                    share_label(shares[i as usize])
+                } else {
+                    String::new()
+                }
+            })
+            .draw()
+            .map_err(err)?;
+        for (i, series) in chart.series.iter().enumerate() {
+            let color = color_of(i);
+            let points: Vec<(f64, f64)> = series.points.iter().map(|&(s, t)| (at(s), t.max(lo))).collect();
+            ctx.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(err)?
+                .label(series.name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            ctx.draw_series(points.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(err)?;
+        }
+        ctx.configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The HTML page: for each scenario its charts (inline SVG) and a table of
+/// every row with the ratio ours / that implementation; `about` is a line
+/// describing the run.
+pub fn render_html(records: &[Record], charts: &[(Chart, String)], about: &str) -> String {
+    let mut html = String::new();
+    let _ = writeln!(
+        html,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ecs-bench report</title>\n<style>\
+body{{font-family:sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse;margin:1em 0}}\
+td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}\
+.charts{{display:flex;flex-wrap:wrap;gap:8px}}</style></head><body>\n<h1>ecs-bench report</h1>\n<p>{}</p>\n\
+<p>Median microseconds per frame; ratio = ours / that implementation, measured in the same process run \
+(&lt; 1 means ours is faster). Raw rows: <a href=\"results.jsonl\">results.jsonl</a>.</p>",
+        escape(about)
+    );
+    let mut scenarios: Vec<&str> = Vec::new();
+    for r in records {
+        if !scenarios.contains(&r.scenario.as_str()) {
+            scenarios.push(&r.scenario);
+        }
+    }
+    for scenario in scenarios {
+        let _ = writeln!(html, "<h2>{}</h2>\n<div class=\"charts\">", escape(scenario));
+        for (chart, svg) in charts.iter().filter(|(c, _)| c.scenario == scenario) {
+            let _ = writeln!(html, "<figure id=\"{}\">{svg}</figure>", chart.stem());
+        }
+        let _ = writeln!(
+            html,
+            "</div>\n<table><tr><th>case</th><th>impl</th><th>median us</th><th>ours / impl</th><th>other figures</th></tr>"
+        );
+        for r in records.iter().filter(|r| r.scenario == scenario) {
+            let ours = records.iter().find(|o| o.scenario == r.scenario && o.case == r.case && o.imp == "ours");
+            let ratio = match ours {
+                Some(o) if r.imp != "ours" && r.median_us > 0.0 => format!("{:.2}x", o.median_us / r.median_us),
+                _ => String::new(),
+            };
+            let others: Vec<String> = r.numbers.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(
+                html,
+                "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{ratio}</td><td>{}</td></tr>",
+                escape(&r.case),
+                escape(&r.imp),
+                r.median_us,
+                escape(&others.join(", "))
+            );
+        }
+        let _ = writeln!(html, "</table>");
+    }
+    html.push_str("</body></html>\n");
+    html
+}
+
+/// Writes `results.jsonl` (the lines as given), one SVG per chart and
+/// `index.html` into `dir` (created if missing); returns the page's path.
+///
+/// # Errors
+///
+/// A message when a line does not parse, no line carries a chartable case,
+/// a chart fails to draw, or a file cannot be written.
+pub fn write_report(dir: &Path, lines: &[String], about: &str) -> Result<PathBuf, String> {
+    let records =
+        lines.iter().filter(|l| !l.trim().is_empty()).map(|l| Record::parse_line(l)).collect::<Result<Vec<_>, _>>()?;
+    let drawn = charts(&records);
+    if drawn.is_empty() {
+        return Err("no row has a case with a share of changed entities: nothing to chart".to_owned());
+    }
+    let svgs = drawn.into_iter().map(|c| render_svg(&c).map(|svg| (c, svg))).collect::<Result<Vec<_>, _>>()?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display())).map(|()| path)
+    };
+    let mut jsonl = lines.join("\n");
+    jsonl.push('\n');
+    write("results.jsonl", &jsonl)?;
+    for (chart, svg) in &svgs {
+        write(&format!("{}.svg", chart.stem()), svg)?;
+    }
+    write("index.html", &render_html(&records, &svgs, about))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(scenario: &str, case: &str, imp: &str, us: f64) -> Record {
+        Record {
+            scenario: scenario.into(),
+            case: case.into(),
+            imp: imp.into(),
+            median_us: us,
+            numbers: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn parses_lines_and_refuses_bad_ones() {
+        let r = Record::parse_line(
+            r#"{"scenario":"skip","case":"clustered_5pct","impl":"ours","median_us":17.6,"chunks_total":516,"chunks_skipped":489,"systems":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (r.scenario.as_str(), r.case.as_str(), r.imp.as_str(), r.median_us),
+            ("skip", "clustered_5pct", "ours", 17.6)
+        );
+        assert_eq!(r.numbers.get("chunks_skipped"), Some(&489.0));
+        assert!(!r.numbers.contains_key("median_us"));
+        assert!(Record::parse_line("not json").is_err());
+        assert!(Record::parse_line("[1,2]").is_err());
+        assert!(Record::parse_line(r#"{"scenario":"skip","case":"a","impl":"ours"}"#).is_err());
+        assert!(Record::parse_line(r#"{"scenario":"skip","case":"a","impl":"ours","median_us":-1}"#).is_err());
+        assert!(Record::parse_line(r#"{"scenario":"skip","case":"a","impl":"ours","median_us":null}"#).is_err());
+    }
+
+    #[test]
+    fn shares_come_from_case_names() {
+        assert_eq!(split_share("clustered_5pct"), Some(("clustered".into(), 5.0)));
+        assert_eq!(split_share("changed_0"), Some(("changed".into(), 0.0)));
+        assert_eq!(split_share("wide_static"), Some(("wide".into(), 0.0)));
+        assert_eq!(split_share("humanoids_all"), Some(("humanoids".into(), 100.0)));
+        assert_eq!(split_share("uniform_ecs_10pct_moved"), Some(("uniform_ecs_moved".into(), 10.0)));
+        assert_eq!(split_share("uniform_all_queries"), None);
+        assert_eq!(split_share("all"), None);
+        assert_eq!(split_share("x_200pct"), None);
+        assert_eq!(split_share("simple_iter"), None);
+    }
+
+    #[test]
+    fn baseline_and_rebuild_series_are_spread_over_the_chart() {
+        let records = vec![
+            rec("skip", "changed_0", "ours", 0.4),
+            rec("skip", "changed_0", "bevy", 68.0),
+            rec("skip", "clustered_5pct", "ours", 17.0),
+            rec("skip", "clustered_5pct", "bevy", 87.0),
+            rec("skip", "scattered_5pct", "ours", 137.0),
+            rec("suite", "simple_iter", "ours", 12.0),
+            rec("spatial", "uniform_5pct", "ours", 900.0),
+            rec("spatial", "uniform_nothing", "ours", 9.0),
+            rec("spatial", "uniform_build", "ours", 4000.0),
+            rec("spatial", "uniform_build", "kiddo", 7000.0),
+        ];
+        let charts = charts(&records);
+        let names: Vec<(&str, &str)> = charts.iter().map(|c| (c.scenario.as_str(), c.name.as_str())).collect();
+        assert_eq!(names, [("skip", "clustered"), ("skip", "scattered"), ("spatial", "uniform")]);
+        let clustered = &charts[0];
+        assert_eq!(clustered.series[0], Series { name: "ours".into(), points: vec![(0.0, 0.4), (5.0, 17.0)] });
+        assert_eq!(clustered.series[1], Series { name: "bevy".into(), points: vec![(0.0, 68.0), (5.0, 87.0)] });
+        // The scattered chart had no bevy point of its own: it gets the baseline.
+        assert_eq!(charts[1].series[1], Series { name: "bevy".into(), points: vec![(0.0, 68.0)] });
+        let spatial = &charts[2];
+        assert_eq!(spatial.series[0], Series { name: "ours".into(), points: vec![(0.0, 9.0), (5.0, 900.0)] });
+        assert_eq!(
+            spatial.series[1],
+            Series { name: "kiddo (rebuild)".into(), points: vec![(0.0, 7000.0), (5.0, 7000.0)] }
+        );
+        assert_eq!(spatial.shares(), [0.0, 5.0]);
+    }
+
+    #[test]
+    fn svg_and_page_name_every_series() {
+        let records = vec![
+            rec("transform", "wide_static", "ours", 3.0),
+            rec("transform", "wide_5pct", "ours", 200.0),
+            rec("transform", "wide_all", "ours", 2000.0),
+            rec("transform", "wide_static", "bevy", 345.0),
+            rec("transform", "wide_5pct", "bevy", 400.0),
+            rec("transform", "wide_all", "bevy", 1500.0),
+        ];
+        let chart = charts(&records).remove(0);
+        let svg = render_svg(&chart).unwrap();
+        assert!(svg.starts_with("<svg"));
+        for text in ["ours", "bevy", "0 %", "5 %", "100 %", "transform: wide"] {
+            assert!(svg.contains(text), "svg lacks {text}");
+        }
+        let html = render_html(&records, &[(chart, svg)], "test run");
+        assert!(html.contains("<figure id=\"transform-wide\"><svg"));
+        // Ratio ours / bevy of the static case: 3 / 345.
+        assert!(html.contains("<td>0.01x</td>"));
+        assert!(html.contains("test run"));
+        assert!(render_svg(&Chart { scenario: "x".into(), name: "y".into(), series: vec![] }).is_err());
+    }
+
+    #[test]
+    fn writes_the_page_the_svgs_and_the_lines() {
+        let dir = std::env::temp_dir().join(format!("ecs-report-test-{}", std::process::id()));
+        let lines: Vec<String> = [
+            r#"{"scenario":"skip","case":"changed_0","impl":"ours","median_us":0.4}"#,
+            r#"{"scenario":"skip","case":"clustered_1pct","impl":"ours","median_us":4.1}"#,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let page = write_report(&dir, &lines, "about").unwrap();
+        assert_eq!(page, dir.join("index.html"));
+        assert!(std::fs::read_to_string(&page).unwrap().contains("skip: clustered"));
+        assert!(std::fs::read_to_string(dir.join("skip-clustered.svg")).unwrap().starts_with("<svg"));
+        assert_eq!(std::fs::read_to_string(dir.join("results.jsonl")).unwrap(), lines.join("\n") + "\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(write_report(&dir, &["{}".to_owned()], "about").is_err());
+        let no_share = vec![r#"{"scenario":"suite","case":"simple_iter","impl":"ours","median_us":1}"#.to_owned()];
+        assert!(write_report(&dir, &no_share, "about").is_err());
+        assert!(!dir.exists(), "a failed report writes nothing");
+    }
+}
