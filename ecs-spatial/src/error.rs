@@ -99,6 +99,19 @@ pub enum GridError {
     InvalidConfig,
     /// A position could not be given a cell key.
     InvalidPoint(BatchError),
+    /// A sorted slot past the end of the grid, or listed twice in one edit.
+    SlotOutOfRange {
+        /// The slot.
+        slot: usize,
+        /// Points in the grid.
+        len: usize,
+    },
+    /// A position given for an edit lies in another cell than the edit says
+    /// (`slot` is the sorted slot, or the index in the inserted list).
+    CellMismatch {
+        /// The slot or index.
+        slot: usize,
+    },
 }
 
 impl fmt::Display for GridError {
@@ -110,6 +123,10 @@ impl fmt::Display for GridError {
             GridError::TooManyPoints => f.write_str("more than u32::MAX points"),
             GridError::InvalidConfig => f.write_str("grid cell size or origin is invalid"),
             GridError::InvalidPoint(e) => write!(f, "position {e}"),
+            GridError::SlotOutOfRange { slot, len } => {
+                write!(f, "slot {slot} is past the end of a grid of {len} points or listed twice")
+            }
+            GridError::CellMismatch { slot } => write!(f, "edit {slot}: the position lies in another cell"),
         }
     }
 }

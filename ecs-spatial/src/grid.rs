@@ -92,6 +92,21 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     wide: Vec<(u64, u32)>,
     wide_scratch: Vec<(u64, u32)>,
     counts: Vec<u32>,
+    // Back buffers of incremental edits ([`SparseGrid::apply_edits`]).
+    positions_back: Vec<P>,
+    ids_back: Vec<I>,
+    cells_back: Vec<Cell>,
+    cell_keys_back: Vec<u64>,
+    edit_ops: Vec<EditOp>,
+}
+
+/// One step of an incremental edit, in old sorted-slot order.
+#[derive(Clone, Copy, Debug)]
+enum EditOp {
+    /// Drop the point at this old slot.
+    Remove(u32),
+    /// Insert the edit's inserted point `index` before this old slot.
+    Insert { before: u32, index: u32 },
 }
 
 impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
@@ -128,6 +143,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             wide: Vec::new(),
             wide_scratch: Vec::new(),
             counts: Vec::new(),
+            positions_back: Vec::new(),
+            ids_back: Vec::new(),
+            cells_back: Vec::new(),
+            cell_keys_back: Vec::new(),
+            edit_ops: Vec::new(),
         })
     }
 
@@ -168,7 +188,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         &self.ids
     }
 
-    /// For each sorted point, its index in the slices given to the last rebuild.
+    /// For each sorted point, its index in the slices given to the last
+    /// rebuild (empty after an incremental edit, which has no input slices).
     pub fn input_indices(&self) -> &[u32] {
         &self.order
     }
@@ -240,6 +261,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             + (self.narrow.capacity() + self.narrow_scratch.capacity()) * 8
             + (self.wide.capacity() + self.wide_scratch.capacity()) * size_of::<(u64, u32)>()
             + self.counts.capacity() * 4
+            + self.positions_back.capacity() * size_of::<P>()
+            + self.ids_back.capacity() * size_of::<I>()
+            + self.cells_back.capacity() * size_of::<Cell>()
+            + self.cell_keys_back.capacity() * 8
+            + self.edit_ops.capacity() * size_of::<EditOp>()
     }
 
     fn rebuild_impl(&mut self, ids: &[I], positions: &[P], parallel: bool) -> Result<(), GridError> {
@@ -349,9 +375,19 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
 
         // 4. The dense lookup table, when the bounding box is small enough.
+        self.build_dense();
+        Ok(())
+    }
+
+    /// Chooses the lookup and fills the dense table from the cell table and
+    /// the bounding box (`min`, `max`, `span` must be current).
+    fn build_dense(&mut self) {
+        let n = self.positions.len();
+        let span = self.span;
         let volume = span[0].checked_mul(span[1]).and_then(|v| v.checked_mul(span[2]));
-        self.use_dense =
-            self.lookup == CellLookup::Auto && volume.is_some_and(|v| v <= DENSE_CELLS_PER_POINT * n + DENSE_CELLS_MIN);
+        self.use_dense = n > 0
+            && self.lookup == CellLookup::Auto
+            && volume.is_some_and(|v| v <= DENSE_CELLS_PER_POINT * n + DENSE_CELLS_MIN);
         if self.use_dense {
             let volume = volume.unwrap_or(0);
             self.dense.resize(volume + 1, 0);
@@ -367,7 +403,219 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 }
             }
             self.dense[next..].fill(n as u32);
+        } else {
+            self.dense.clear();
         }
+    }
+
+    /// The cell key of `point` under this grid's origin and cell size.
+    ///
+    /// # Errors
+    /// As [`cell_axis`]: non-finite or out-of-range coordinates.
+    pub fn cell_key_of(&self, point: P) -> Result<CellKey, EncodeError> {
+        let p = point.to_vec3();
+        let (o, s) = (self.origin, self.cell_size);
+        let (x, y, z) = (cell_axis(p.x, o.x, s)?, cell_axis(p.y, o.y, s)?, cell_axis(p.z, o.z, s)?);
+        Ok(CellKey::from_raw_unchecked(pack_unchecked(x, y, z)))
+    }
+
+    /// The sorted slots `start..end` of the points in cell `key` (empty when
+    /// the cell is not occupied).
+    pub fn cell_slots(&self, key: CellKey) -> std::ops::Range<usize> {
+        match self.cell_keys.binary_search(&key.raw()) {
+            Ok(i) => {
+                let c = self.cells[i];
+                c.start as usize..(c.start + c.count) as usize
+            }
+            Err(_) => 0..0,
+        }
+    }
+
+    /// The sorted slot of the point with id `id` in cell `key`, if there is
+    /// one (a scan of that cell's points).
+    pub fn find_slot(&self, key: CellKey, id: I) -> Option<usize> {
+        let range = self.cell_slots(key);
+        let start = range.start;
+        self.ids[range].iter().position(|&i| i == id).map(|i| start + i)
+    }
+
+    /// Moves the point at sorted slot `slot` to `position`, which must lie in
+    /// the same cell (the grid's order stays valid without any re-sort).
+    ///
+    /// # Errors
+    /// [`GridError::SlotOutOfRange`] for a slot past the end,
+    /// [`GridError::InvalidPoint`] if `position` cannot be keyed, and
+    /// [`GridError::CellMismatch`] if it lies in another cell; the grid is
+    /// unchanged on error.
+    pub fn set_position_in_cell(&mut self, slot: usize, position: P) -> Result<(), GridError> {
+        let Some(&old) = self.positions.get(slot) else {
+            return Err(GridError::SlotOutOfRange { slot, len: self.positions.len() });
+        };
+        let new_key =
+            self.cell_key_of(position).map_err(|error| GridError::InvalidPoint(BatchError { index: slot, error }))?;
+        // `old` was keyed when it was stored, so this cannot fail.
+        let old_key =
+            self.cell_key_of(old).map_err(|error| GridError::InvalidPoint(BatchError { index: slot, error }))?;
+        if new_key != old_key {
+            return Err(GridError::CellMismatch { slot });
+        }
+        self.positions[slot] = position;
+        Ok(())
+    }
+
+    /// Edits the grid in place of a rebuild: removes the points at the sorted
+    /// slots `removed` and inserts `inserted` as `(cell key, id, position)`.
+    /// Nothing is re-keyed or re-sorted except the inserted points: the
+    /// kept points are copied in long runs and the cell table is shifted, so
+    /// the cost is one linear pass plus `O(k log k)` for `k` edits. Both
+    /// lists are sorted in place (slots, keys).
+    ///
+    /// The result equals a rebuild over the kept and the inserted points,
+    /// except for the order of points inside a cell (kept points first, then
+    /// inserted ones), which no query depends on.
+    ///
+    /// # Errors
+    /// [`GridError::SlotOutOfRange`] for a slot past the end or listed
+    /// twice, [`GridError::CellMismatch`] for an inserted key that is not
+    /// the key of its position, [`GridError::InvalidPoint`] for an inserted
+    /// position that cannot be keyed, [`GridError::TooManyPoints`]; the grid
+    /// is unchanged on error.
+    pub fn apply_edits(&mut self, removed: &mut [u32], inserted: &mut [(CellKey, I, P)]) -> Result<(), GridError> {
+        let n_old = self.positions.len();
+        removed.sort_unstable();
+        for (i, &slot) in removed.iter().enumerate() {
+            if slot as usize >= n_old || (i > 0 && removed[i - 1] == slot) {
+                return Err(GridError::SlotOutOfRange { slot: slot as usize, len: n_old });
+            }
+        }
+        for (i, &(key, _, p)) in inserted.iter().enumerate() {
+            let actual =
+                self.cell_key_of(p).map_err(|error| GridError::InvalidPoint(BatchError { index: i, error }))?;
+            if actual != key {
+                return Err(GridError::CellMismatch { slot: i });
+            }
+        }
+        let n_new = n_old - removed.len() + inserted.len();
+        if n_new > u32::MAX as usize {
+            return Err(GridError::TooManyPoints);
+        }
+        inserted.sort_unstable_by_key(|e| e.0.raw());
+        if removed.is_empty() && inserted.is_empty() {
+            return Ok(());
+        }
+
+        // 1. The new cell table, the bounding box, and the copy plan in old
+        //    slot order.
+        let mut cells = std::mem::take(&mut self.cells_back);
+        let mut keys = std::mem::take(&mut self.cell_keys_back);
+        let mut ops = std::mem::take(&mut self.edit_ops);
+        cells.clear();
+        keys.clear();
+        ops.clear();
+        let (mut min, mut max) = EMPTY_BOUNDS;
+        let mut push_cell = |cells: &mut Vec<Cell>, keys: &mut Vec<u64>, key: u64, start: usize, count: usize| {
+            if count > 0 {
+                cells.push(Cell { key: CellKey::from_raw_unchecked(key), start: start as u32, count: count as u32 });
+                keys.push(key);
+                let c = [
+                    (key & AXIS_MASK) as i32 - BIAS,
+                    ((key >> AXIS_BITS) & AXIS_MASK) as i32 - BIAS,
+                    (key >> (2 * AXIS_BITS)) as i32 - BIAS,
+                ];
+                for a in 0..3 {
+                    min[a] = min[a].min(c[a]);
+                    max[a] = max[a].max(c[a]);
+                }
+            }
+        };
+        let (mut r, mut ins, mut out) = (0usize, 0usize, 0usize);
+        for c in 0..self.cells.len() {
+            let cell = self.cells[c];
+            let key = cell.key.raw();
+            let (s, e) = (cell.start as usize, (cell.start + cell.count) as usize);
+            // New cells that sort before this one.
+            while ins < inserted.len() && inserted[ins].0.raw() < key {
+                let k = inserted[ins].0.raw();
+                let first = ins;
+                while ins < inserted.len() && inserted[ins].0.raw() == k {
+                    ops.push(EditOp::Insert { before: s as u32, index: ins as u32 });
+                    ins += 1;
+                }
+                push_cell(&mut cells, &mut keys, k, out, ins - first);
+                out += ins - first;
+            }
+            let mut count = cell.count as usize;
+            while r < removed.len() && (removed[r] as usize) < e {
+                ops.push(EditOp::Remove(removed[r]));
+                count -= 1;
+                r += 1;
+            }
+            while ins < inserted.len() && inserted[ins].0.raw() == key {
+                ops.push(EditOp::Insert { before: e as u32, index: ins as u32 });
+                count += 1;
+                ins += 1;
+            }
+            push_cell(&mut cells, &mut keys, key, out, count);
+            out += count;
+        }
+        while ins < inserted.len() {
+            let k = inserted[ins].0.raw();
+            let first = ins;
+            while ins < inserted.len() && inserted[ins].0.raw() == k {
+                ops.push(EditOp::Insert { before: n_old as u32, index: ins as u32 });
+                ins += 1;
+            }
+            push_cell(&mut cells, &mut keys, k, out, ins - first);
+            out += ins - first;
+        }
+        debug_assert_eq!(out, n_new);
+
+        // 2. The points: kept runs copied whole, inserted points between.
+        let mut positions = std::mem::take(&mut self.positions_back);
+        let mut ids = std::mem::take(&mut self.ids_back);
+        positions.clear();
+        ids.clear();
+        positions.reserve(n_new);
+        ids.reserve(n_new);
+        let mut from = 0usize;
+        for &op in &ops {
+            match op {
+                EditOp::Remove(slot) => {
+                    let slot = slot as usize;
+                    positions.extend_from_slice(&self.positions[from..slot]);
+                    ids.extend_from_slice(&self.ids[from..slot]);
+                    from = slot + 1;
+                }
+                EditOp::Insert { before, index } => {
+                    let before = before as usize;
+                    positions.extend_from_slice(&self.positions[from..before]);
+                    ids.extend_from_slice(&self.ids[from..before]);
+                    from = before;
+                    let (_, id, p) = inserted[index as usize];
+                    positions.push(p);
+                    ids.push(id);
+                }
+            }
+        }
+        positions.extend_from_slice(&self.positions[from..]);
+        ids.extend_from_slice(&self.ids[from..]);
+        debug_assert_eq!(positions.len(), n_new);
+
+        // 3. Swap the new arrays in, keep the old ones as back buffers.
+        self.positions_back = std::mem::replace(&mut self.positions, positions);
+        self.ids_back = std::mem::replace(&mut self.ids, ids);
+        self.cells_back = std::mem::replace(&mut self.cells, cells);
+        self.cell_keys_back = std::mem::replace(&mut self.cell_keys, keys);
+        self.edit_ops = ops;
+        self.order.clear();
+        if n_new == 0 {
+            self.clear();
+            return Ok(());
+        }
+        self.min = min;
+        self.max = max;
+        self.span = [0, 1, 2].map(|a| (max[a] - min[a]) as usize + 1);
+        self.build_dense();
         Ok(())
     }
 

@@ -16,9 +16,15 @@
 //!   sequential or on rayon, without allocating per query.
 //!
 //! It is not a narrow-phase collision library, and it does not own your
-//! points: rebuild it from your position slices whenever they change.
-//! The broad-phase system on `ecs-core`'s chunk ticks will sit behind the
-//! default `ecs` feature.
+//! points: rebuild it from your position slices whenever they change, or
+//! edit it in place ([`SparseGrid::apply_edits`]).
+//!
+//! With the default feature `ecs`, [`broad_phase`] adds the broad-phase
+//! system for `ecs-core` worlds: a [`BroadPhase`] resource kept in sync with
+//! a position component by [`update_broad_phase`], which reads chunk ticks so
+//! a frame where nothing moved costs O(chunks) and a frame where few moved
+//! re-keys only the changed rows. Without the feature the crate does not
+//! depend on `ecs-core`.
 //!
 //! ```
 //! use ecs_spatial::{EncodingConfig, SparseGrid};
@@ -41,6 +47,8 @@
 #![forbid(unsafe_code)]
 
 pub mod batch;
+#[cfg(feature = "ecs")]
+pub mod broad_phase;
 pub mod cell;
 pub mod config;
 pub mod error;
@@ -55,6 +63,8 @@ pub use batch::{
     decode_cell_centers, dedup_keys, dedup_quantized, dequantize_points, encode_cell_keys, migrate_cell_keys,
     migrate_quantized, quantize_points,
 };
+#[cfg(feature = "ecs")]
+pub use broad_phase::{BroadPhase, BroadPhaseStats, Position, SpatialPosition, update_broad_phase};
 pub use cell::{AXIS_BITS, CELL_MAX, CELL_MIN, CellCoord, CellKey, cell_axis, cell_of, cell_of_2d};
 pub use config::{EncodingConfig, quantize_axis};
 pub use error::{BatchError, ConfigError, ConfigField, EncodeError, GridError};

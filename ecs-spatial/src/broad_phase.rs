@@ -1,0 +1,458 @@
+//! The broad-phase system: a [`BroadPhase`] resource holding a
+//! [`SparseGrid`] of entities, kept in sync with their positions by
+//! [`update_broad_phase`] from `ecs-core`'s chunk ticks (feature `ecs`).
+//!
+//! Positions come from a component that implements [`SpatialPosition`]; this
+//! crate ships [`Position`] (a [`Vec3`]), and any component of yours can
+//! implement the trait (a 2D game can return a [`glam::Vec2`]).
+//!
+//! Per run the system:
+//! - counts the entities that have the position component, reading chunk
+//!   lengths only (O(chunks));
+//! - walks the rows whose position changed since its previous run through a
+//!   `Changed` query, which skips every chunk whose chunk tick is older, so
+//!   a frame where nothing moved touches no row and re-keys nothing;
+//! - re-keys only the changed rows: a row that stayed in its cell is
+//!   updated in place; rows that changed cell, spawned, or were despawned
+//!   are removed and inserted by one [`SparseGrid::apply_edits`] pass (a copy
+//!   of the kept points in long runs, no re-sort);
+//! - when more than [`BroadPhase::rebuild_share`] of the entities changed, or
+//!   on the first run, rebuilds the grid from all positions instead;
+//! - finds despawned entities and entities that lost the component when the
+//!   count of entities with the component is below the count it tracks (the
+//!   store keeps no removal log, so this costs one liveness check per
+//!   tracked entity, only on such frames).
+//!
+//! Other systems read the grid through `Res<BroadPhase<C>>`, in parallel
+//! with each other.
+//!
+//! ```
+//! use ecs_core::prelude::*;
+//! use ecs_spatial::broad_phase::{BroadPhase, Position, update_broad_phase};
+//! use glam::Vec3;
+//!
+//! fn count_neighbours(grid: Res<BroadPhase<Position>>, mut out: ResMut<Vec<usize>>) {
+//!     let mut near = Vec::new();
+//!     grid.grid().query_radius(Vec3::ZERO, 1.5, &mut near);
+//!     out.push(near.len());
+//! }
+//!
+//! let mut world = World::new();
+//! world.insert_resource(BroadPhase::<Position>::new(Vec3::ZERO, 2.0).unwrap());
+//! world.insert_resource(Vec::<usize>::new());
+//! let a = world.spawn((Position(Vec3::new(1.0, 0.0, 0.0)),)).unwrap();
+//! world.spawn((Position(Vec3::new(9.0, 0.0, 0.0)),)).unwrap();
+//!
+//! let mut schedule = Schedule::new();
+//! schedule.add_systems((update_broad_phase::<Position>, count_neighbours).chain());
+//! schedule.run(&mut world).unwrap();
+//! world.get_mut::<Position>(a).unwrap().0 = Vec3::new(5.0, 0.0, 0.0);
+//! schedule.run(&mut world).unwrap();
+//! assert_eq!(world.resource::<Vec<usize>>().unwrap(), &vec![1, 0]);
+//!
+//! // A frame where nothing moved skips every chunk and re-keys nothing.
+//! schedule.run(&mut world).unwrap();
+//! let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
+//! assert_eq!((stats.chunks_visited(), stats.rows_rekeyed), (0, 0));
+//! ```
+
+use ecs_core::{Changed, Component, Entity, Query, ResMut};
+use glam::Vec3;
+
+use crate::cell::CellKey;
+use crate::error::{EncodeError, GridError};
+use crate::grid::SparseGrid;
+use crate::point::GridPoint;
+
+/// A component that gives an entity's position in the broad phase.
+///
+/// ```
+/// use ecs_spatial::broad_phase::SpatialPosition;
+/// use glam::Vec2;
+///
+/// /// A 2D game's position.
+/// struct Pos2(Vec2);
+///
+/// impl SpatialPosition for Pos2 {
+///     type Point = Vec2;
+///     fn grid_point(&self) -> Vec2 {
+///         self.0
+///     }
+/// }
+/// ```
+pub trait SpatialPosition: Component {
+    /// The grid's point type: [`Vec3`] or [`glam::Vec2`].
+    type Point: GridPoint;
+
+    /// The position the grid indexes.
+    fn grid_point(&self) -> Self::Point;
+}
+
+/// A world-space position, the ready-made [`SpatialPosition`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Position(pub Vec3);
+
+impl SpatialPosition for Position {
+    type Point = Vec3;
+
+    #[inline]
+    fn grid_point(&self) -> Vec3 {
+        self.0
+    }
+}
+
+/// What the latest run of [`update_broad_phase`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BroadPhaseStats {
+    /// Chunks of the archetypes that have the position component.
+    pub chunks_total: u64,
+    /// Of these, chunks skipped from their chunk tick alone (or empty).
+    pub chunks_skipped: u64,
+    /// Rows whose position was read and given a cell key again.
+    pub rows_rekeyed: u64,
+    /// Re-keyed rows that stayed in their cell (updated in place).
+    pub moved_in_cell: u64,
+    /// Points removed from the grid by the incremental edit (cell changes,
+    /// despawns, lost components).
+    pub points_removed: u64,
+    /// Points inserted by the incremental edit (cell changes, spawns).
+    pub points_inserted: u64,
+    /// Whether the grid was rebuilt from all positions.
+    pub full_rebuild: bool,
+    /// Whether the run checked every tracked entity for despawns.
+    pub despawn_sweep: bool,
+    /// Entities with the component in the world after the run.
+    pub entities: u64,
+}
+
+impl BroadPhaseStats {
+    /// Chunks whose rows were looked at.
+    pub fn chunks_visited(&self) -> u64 {
+        self.chunks_total - self.chunks_skipped
+    }
+
+    /// Share of chunks skipped, 0.0 to 1.0 (1.0 when there were none).
+    pub fn skip_ratio(&self) -> f64 {
+        if self.chunks_total == 0 { 1.0 } else { self.chunks_skipped as f64 / self.chunks_total as f64 }
+    }
+}
+
+/// The grid key an entity is known under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Known {
+    /// Not tracked.
+    No,
+    /// In the grid, in this cell.
+    InCell(CellKey),
+    /// Has the component, but its position has no cell key (out of range or
+    /// not finite); not in the grid.
+    Invalid,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Tracked {
+    generation: u32,
+    known: Known,
+}
+
+const UNTRACKED: Tracked = Tracked { generation: 0, known: Known::No };
+
+/// The broad-phase resource: a [`SparseGrid`] of the entities that have
+/// component `C`, kept up to date by [`update_broad_phase`].
+///
+/// Read it from other systems with `Res<BroadPhase<C>>` and query
+/// [`BroadPhase::grid`]: the ids it hands back are [`Entity`] handles.
+pub struct BroadPhase<C: SpatialPosition> {
+    grid: SparseGrid<C::Point, Entity>,
+    /// Indexed by entity index.
+    tracked: Vec<Tracked>,
+    /// Entities that are `InCell` or `Invalid`.
+    tracked_count: usize,
+    invalid: Vec<(Entity, EncodeError)>,
+    rebuild_share: f32,
+    stats: BroadPhaseStats,
+    // Scratch, reused across runs.
+    changed: Vec<(Entity, C::Point)>,
+    removed: Vec<u32>,
+    inserted: Vec<(CellKey, Entity, C::Point)>,
+    all_ids: Vec<Entity>,
+    all_points: Vec<C::Point>,
+}
+
+impl<C: SpatialPosition> std::fmt::Debug for BroadPhase<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BroadPhase")
+            .field("component", &std::any::type_name::<C>())
+            .field("points", &self.grid.len())
+            .field("invalid", &self.invalid.len())
+            .field("rebuild_share", &self.rebuild_share)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl<C: SpatialPosition> BroadPhase<C> {
+    /// An empty broad phase with cells of edge `cell_size` whose cell
+    /// `(0, 0, 0)` starts at `origin`. A cell size near the usual query
+    /// radius is a good start.
+    ///
+    /// # Errors
+    /// [`GridError::InvalidConfig`] as [`SparseGrid::new`].
+    pub fn new(origin: C::Point, cell_size: f32) -> Result<Self, GridError> {
+        Ok(BroadPhase {
+            grid: SparseGrid::new(origin, cell_size)?,
+            tracked: Vec::new(),
+            tracked_count: 0,
+            invalid: Vec::new(),
+            rebuild_share: 0.25,
+            stats: BroadPhaseStats::default(),
+            changed: Vec::new(),
+            removed: Vec::new(),
+            inserted: Vec::new(),
+            all_ids: Vec::new(),
+            all_points: Vec::new(),
+        })
+    }
+
+    /// The same broad phase, rebuilding from all positions when more than
+    /// `share` (0.0 to 1.0) of the tracked entities changed in one run
+    /// (default 0.25). `1.0` or more never rebuilds after the first run, `0.0`
+    /// always rebuilds when anything changed.
+    pub fn with_rebuild_share(mut self, share: f32) -> Self {
+        self.rebuild_share = if share.is_nan() { 0.25 } else { share.max(0.0) };
+        self
+    }
+
+    /// The share of changed entities above which a run rebuilds.
+    pub fn rebuild_share(&self) -> f32 {
+        self.rebuild_share
+    }
+
+    /// The grid, for queries (ids are entities).
+    pub fn grid(&self) -> &SparseGrid<C::Point, Entity> {
+        &self.grid
+    }
+
+    /// What the latest run did.
+    pub fn stats(&self) -> BroadPhaseStats {
+        self.stats
+    }
+
+    /// Entities that have the component but are not in the grid because
+    /// their position has no cell key (not finite, or out of the key range),
+    /// with the reason. They re-enter the grid when their position is
+    /// written with a valid value.
+    pub fn invalid_entities(&self) -> &[(Entity, EncodeError)] {
+        &self.invalid
+    }
+
+    /// Brings the grid up to date. `changed` must be the rows whose `C`
+    /// changed since the previous call and `present` all rows with `C`;
+    /// [`update_broad_phase`] passes its two queries here.
+    pub fn update(
+        &mut self,
+        changed: &mut Query<'_, '_, (Entity, &C), Changed<C>>,
+        present: &mut Query<'_, '_, (Entity, &C)>,
+    ) {
+        self.stats = BroadPhaseStats::default();
+        let mut current = 0usize;
+        present.for_each_chunk_mut(|view| current += view.len());
+
+        self.changed.clear();
+        let list = &mut self.changed;
+        changed.for_each(|(entity, c)| list.push((entity, c.grid_point())));
+        let chunk_stats = changed.stats();
+        self.stats.chunks_total = chunk_stats.chunks_total;
+        self.stats.chunks_skipped = chunk_stats.chunks_skipped;
+        self.stats.rows_rekeyed = self.changed.len() as u64;
+
+        let first_run = self.tracked_count == 0 && self.grid.is_empty();
+        let share = self.changed.len() as f64 / self.tracked_count.max(1) as f64;
+        if !self.changed.is_empty() && (first_run || share > f64::from(self.rebuild_share)) {
+            self.rebuild(present);
+        } else {
+            self.apply_changes(present, current);
+        }
+        self.stats.entities = current as u64;
+    }
+
+    /// Rebuilds the grid and the entity table from every row of `present`.
+    fn rebuild(&mut self, present: &mut Query<'_, '_, (Entity, &C)>) {
+        self.stats.full_rebuild = true;
+        self.all_ids.clear();
+        self.all_points.clear();
+        let (ids, points) = (&mut self.all_ids, &mut self.all_points);
+        present.for_each(|(entity, c)| {
+            ids.push(entity);
+            points.push(c.grid_point());
+        });
+        self.invalid.clear();
+        if self.grid.rebuild(&self.all_ids, &self.all_points).is_err() {
+            // Some positions have no key: set them aside and build from the rest.
+            let mut keep = 0;
+            for i in 0..self.all_ids.len() {
+                match self.grid.cell_key_of(self.all_points[i]) {
+                    Ok(_) => {
+                        self.all_ids[keep] = self.all_ids[i];
+                        self.all_points[keep] = self.all_points[i];
+                        keep += 1;
+                    }
+                    Err(e) => self.invalid.push((self.all_ids[i], e)),
+                }
+            }
+            self.all_ids.truncate(keep);
+            self.all_points.truncate(keep);
+            if let Err(e) = self.grid.rebuild(&self.all_ids, &self.all_points) {
+                // Every point left has a key; only `TooManyPoints` remains.
+                unreachable_after_filter(e);
+            }
+        }
+        self.tracked.fill(UNTRACKED);
+        let grid = &self.grid;
+        for cell in grid.cells() {
+            let range = cell.start as usize..(cell.start + cell.count) as usize;
+            for &entity in &grid.ids()[range] {
+                *slot_of(&mut self.tracked, entity) =
+                    Tracked { generation: entity.generation(), known: Known::InCell(cell.key) };
+            }
+        }
+        for &(entity, _) in &self.invalid {
+            *slot_of(&mut self.tracked, entity) = Tracked { generation: entity.generation(), known: Known::Invalid };
+        }
+        self.tracked_count = self.grid.len() + self.invalid.len();
+    }
+
+    /// Re-keys the changed rows, sweeps for despawns when the counts say so,
+    /// and edits the grid.
+    fn apply_changes(&mut self, present: &mut Query<'_, '_, (Entity, &C)>, current: usize) {
+        self.removed.clear();
+        self.inserted.clear();
+        for i in 0..self.changed.len() {
+            let (entity, point) = self.changed[i];
+            let slot = *slot_of(&mut self.tracked, entity);
+            if slot.known != Known::No && slot.generation != entity.generation() {
+                // The index was reused: the entity tracked under it is dead.
+                let dead = Entity::from_parts(entity.index(), slot.generation);
+                self.forget(dead, slot.known);
+            }
+            let known = if slot.generation == entity.generation() { slot.known } else { Known::No };
+            match (self.grid.cell_key_of(point), known) {
+                (Ok(key), Known::InCell(old)) if key == old => {
+                    if let Some(s) = self.grid.find_slot(key, entity) {
+                        // Same cell: cannot fail.
+                        let _ = self.grid.set_position_in_cell(s, point);
+                        self.stats.moved_in_cell += 1;
+                    }
+                }
+                (Ok(key), known) => {
+                    self.leave(entity, known);
+                    self.inserted.push((key, entity, point));
+                    *slot_of(&mut self.tracked, entity) =
+                        Tracked { generation: entity.generation(), known: Known::InCell(key) };
+                    self.tracked_count += 1;
+                }
+                (Err(error), Known::Invalid) => {
+                    if let Some(e) = self.invalid.iter_mut().find(|(e, _)| *e == entity) {
+                        e.1 = error;
+                    }
+                }
+                (Err(error), known) => {
+                    self.leave(entity, known);
+                    self.invalid.push((entity, error));
+                    *slot_of(&mut self.tracked, entity) =
+                        Tracked { generation: entity.generation(), known: Known::Invalid };
+                    self.tracked_count += 1;
+                }
+            }
+        }
+
+        // Every entity with the component is tracked now; more tracked than
+        // present means some were despawned or lost the component.
+        if self.tracked_count > current {
+            self.stats.despawn_sweep = true;
+            for s in 0..self.grid.len() {
+                let entity = self.grid.ids()[s];
+                let slot = self.tracked[entity.index() as usize];
+                // Entities already removed this run are not tracked under this generation.
+                if slot.generation == entity.generation() && slot.known != Known::No && present.get(entity).is_err() {
+                    self.removed.push(s as u32);
+                    self.tracked[entity.index() as usize] = UNTRACKED;
+                    self.tracked_count -= 1;
+                }
+            }
+            let mut i = 0;
+            while i < self.invalid.len() {
+                let entity = self.invalid[i].0;
+                if present.get(entity).is_err() {
+                    self.invalid.swap_remove(i);
+                    self.tracked[entity.index() as usize] = UNTRACKED;
+                    self.tracked_count -= 1;
+                } else {
+                    i += 1;
+                }
+            }
+        }
+
+        self.stats.points_removed = self.removed.len() as u64;
+        self.stats.points_inserted = self.inserted.len() as u64;
+        if let Err(e) = self.grid.apply_edits(&mut self.removed, &mut self.inserted) {
+            // Slots come from the grid itself and keys from `cell_key_of`.
+            unreachable_after_filter(e);
+        }
+    }
+
+    /// Removes a dead entity from wherever it is tracked.
+    fn forget(&mut self, dead: Entity, known: Known) {
+        self.leave(dead, known);
+        self.tracked[dead.index() as usize] = UNTRACKED;
+    }
+
+    /// Takes a live entity out of the grid or the invalid list (it is about
+    /// to be tracked again under a new key).
+    fn leave(&mut self, entity: Entity, known: Known) {
+        match known {
+            Known::No => return,
+            Known::InCell(key) => {
+                if let Some(s) = self.grid.find_slot(key, entity) {
+                    self.removed.push(s as u32);
+                }
+            }
+            Known::Invalid => {
+                if let Some(i) = self.invalid.iter().position(|(e, _)| *e == entity) {
+                    self.invalid.swap_remove(i);
+                }
+            }
+        }
+        self.tracked_count -= 1;
+    }
+}
+
+/// The entity table slot of `entity`'s index, grown on demand.
+fn slot_of(tracked: &mut Vec<Tracked>, entity: Entity) -> &mut Tracked {
+    let i = entity.index() as usize;
+    if i >= tracked.len() {
+        tracked.resize(i + 1, UNTRACKED);
+    }
+    &mut tracked[i]
+}
+
+/// Grid operations fed only keyed points and the grid's own slots fail only
+/// on a broken invariant of this module.
+#[cold]
+fn unreachable_after_filter(e: GridError) -> ! {
+    panic!("broad phase: internal invariant broken: {e}")
+}
+
+/// The broad-phase system for component `C`: keeps the
+/// [`BroadPhase<C>`] resource in sync with the entities' positions (see the
+/// [module docs](self)). Add it before the systems that read the grid.
+///
+/// The resource must exist (insert it with [`BroadPhase::new`]); the
+/// schedule refuses to run the system otherwise.
+pub fn update_broad_phase<C: SpatialPosition>(
+    mut changed: Query<(Entity, &C), Changed<C>>,
+    mut present: Query<(Entity, &C)>,
+    mut broad_phase: ResMut<BroadPhase<C>>,
+) {
+    broad_phase.update(&mut changed, &mut present);
+}

@@ -1,0 +1,202 @@
+//! The broad-phase system against brute force over many frames of random
+//! moves, spawns, despawns, component removals and invalid positions; and
+//! the skip counters of frames where nothing or little moved.
+#![cfg(feature = "ecs")]
+
+use ecs_core::prelude::*;
+use ecs_spatial::{BroadPhase, Position, update_broad_phase};
+use glam::Vec3;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// Multiples of 1/4 in [-40, 40), so cell borders (cell 4) are hit often.
+    fn coord(&mut self) -> f32 {
+        (self.below(320) as f32 - 160.0) * 0.25
+    }
+    fn point(&mut self) -> Vec3 {
+        Vec3::new(self.coord(), self.coord(), self.coord())
+    }
+}
+
+/// Another component, so entities move between archetypes.
+struct Tag;
+
+fn setup(seed: u64, n: usize) -> (World, Schedule, Rng, Vec<Entity>) {
+    let mut rng = Rng(seed);
+    let mut world = World::new();
+    world.insert_resource(BroadPhase::<Position>::new(Vec3::ZERO, 4.0).unwrap());
+    let entities = world.spawn_batch((0..n).map(|_| (Position(rng.point()),)).collect::<Vec<_>>()).unwrap();
+    let mut schedule = Schedule::new();
+    schedule.add_systems(update_broad_phase::<Position>);
+    (world, schedule, rng, entities)
+}
+
+fn brute(world: &mut World, center: Vec3, radius: f32) -> Vec<Entity> {
+    let mut q = world.query::<(Entity, &Position)>();
+    let mut out: Vec<Entity> =
+        q.iter(world).filter(|(_, p)| p.0.distance_squared(center) <= radius * radius).map(|(e, _)| e).collect();
+    out.sort();
+    out
+}
+
+fn check_against_brute_force(world: &mut World, rng: &mut Rng) {
+    let mut all = world.query::<(Entity, &Position)>();
+    let mut valid: Vec<Entity> =
+        all.iter(world).filter(|(_, p)| p.0.is_finite() && p.0.abs().max_element() < 1.0e6).map(|(e, _)| e).collect();
+    valid.sort();
+    let bp = world.resource::<BroadPhase<Position>>().unwrap();
+    let mut ids = bp.grid().ids().to_vec();
+    ids.sort();
+    assert_eq!(ids, valid, "the grid holds exactly the entities with a valid position");
+    // Every stored position is the entity's current one.
+    for (&e, &p) in bp.grid().ids().iter().zip(bp.grid().positions()) {
+        assert_eq!(world.get::<Position>(e).unwrap().0, p);
+    }
+    for _ in 0..20 {
+        let center = rng.point();
+        let radius = [0.0, 1.0, 4.0, 6.5][rng.below(4) as usize];
+        let bp = world.resource::<BroadPhase<Position>>().unwrap();
+        let mut got = Vec::new();
+        bp.grid().query_radius(center, radius, &mut got);
+        got.sort();
+        let want: Vec<Entity> =
+            brute(world, center, radius).into_iter().filter(|e| valid.binary_search(e).is_ok()).collect();
+        assert_eq!(got, want, "radius {radius} around {center}");
+    }
+    let bp = world.resource::<BroadPhase<Position>>().unwrap();
+    let mut pairs = 0usize;
+    bp.grid().for_each_pair_within(4.0, |_, _| pairs += 1);
+    let positions: Vec<Vec3> = valid.iter().map(|&e| world.get::<Position>(e).unwrap().0).collect();
+    let mut want_pairs = 0usize;
+    for i in 0..positions.len() {
+        for j in i + 1..positions.len() {
+            if positions[i].distance_squared(positions[j]) <= 16.0 {
+                want_pairs += 1;
+            }
+        }
+    }
+    assert_eq!(pairs, want_pairs);
+}
+
+#[test]
+fn random_frames_match_brute_force() {
+    for seed in 0..6u64 {
+        let (mut world, mut schedule, mut rng, mut live) = setup(seed, 300);
+        schedule.run(&mut world).unwrap();
+        check_against_brute_force(&mut world, &mut rng);
+        let mut removed_position: Vec<Entity> = Vec::new();
+        for frame in 0..60 {
+            // A share of movers that changes per frame: few, some, nearly all.
+            let movers = [0, 3, 15, 60, 280][(frame + seed as usize) % 5];
+            for _ in 0..movers {
+                if live.is_empty() {
+                    break;
+                }
+                let e = live[rng.below(live.len() as u64) as usize];
+                let mut p = world.get_mut::<Position>(e).unwrap();
+                p.0 = if rng.below(2) == 0 { p.0 + (rng.point() * 0.05) } else { rng.point() };
+            }
+            for _ in 0..rng.below(6) {
+                live.push(world.spawn((Position(rng.point()),)).unwrap());
+            }
+            for _ in 0..rng.below(5) {
+                if !live.is_empty() {
+                    let e = live.swap_remove(rng.below(live.len() as u64) as usize);
+                    world.despawn(e).unwrap();
+                }
+            }
+            if rng.below(3) == 0 && !live.is_empty() {
+                // Lose the position (tracked again later when it comes back).
+                let e = live.swap_remove(rng.below(live.len() as u64) as usize);
+                world.remove_one::<Position>(e).unwrap();
+                removed_position.push(e);
+            }
+            if rng.below(3) == 0 && !removed_position.is_empty() {
+                let e = removed_position.swap_remove(0);
+                world.insert_one(e, Position(rng.point())).unwrap();
+                live.push(e);
+            }
+            if rng.below(4) == 0 && !live.is_empty() {
+                // Another archetype, same position.
+                let e = live[rng.below(live.len() as u64) as usize];
+                if !world.has::<Tag>(e).unwrap() {
+                    world.insert_one(e, Tag).unwrap();
+                }
+            }
+            if rng.below(5) == 0 && !live.is_empty() {
+                // An invalid position leaves the grid; a later valid one re-enters it.
+                let e = live[rng.below(live.len() as u64) as usize];
+                world.get_mut::<Position>(e).unwrap().0 =
+                    if rng.below(2) == 0 { Vec3::new(f32::NAN, 0.0, 0.0) } else { Vec3::new(1.0e30, 0.0, 0.0) };
+            }
+            schedule.run(&mut world).unwrap();
+            check_against_brute_force(&mut world, &mut rng);
+        }
+        let bp = world.resource::<BroadPhase<Position>>().unwrap();
+        for &(e, _) in bp.invalid_entities() {
+            assert!(!world.get::<Position>(e).unwrap().0.is_finite() || world.get::<Position>(e).unwrap().0.x > 1.0e6);
+        }
+    }
+}
+
+#[test]
+fn a_frame_where_nothing_moved_skips_every_chunk() {
+    let (mut world, mut schedule, mut rng, live) = setup(7, 5000);
+    schedule.run(&mut world).unwrap();
+    let first = world.resource::<BroadPhase<Position>>().unwrap().stats();
+    assert!(first.full_rebuild && first.rows_rekeyed == 5000);
+
+    schedule.run(&mut world).unwrap();
+    let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
+    assert!(stats.chunks_total > 1, "{stats:?}");
+    assert_eq!(stats.chunks_skipped, stats.chunks_total, "{stats:?}");
+    assert_eq!(stats.rows_rekeyed, 0);
+    assert_eq!((stats.points_removed, stats.points_inserted), (0, 0));
+    assert!(!stats.full_rebuild && !stats.despawn_sweep);
+    assert_eq!(stats.entities, 5000);
+
+    // Few moved: only their rows are re-keyed, no rebuild.
+    for &e in live.iter().step_by(500) {
+        world.get_mut::<Position>(e).unwrap().0 = rng.point();
+    }
+    schedule.run(&mut world).unwrap();
+    let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
+    assert_eq!(stats.rows_rekeyed, 10, "{stats:?}");
+    assert!(!stats.full_rebuild && stats.chunks_visited() <= 10, "{stats:?}");
+    assert_eq!(stats.points_inserted, stats.points_removed);
+    assert_eq!(stats.points_inserted + stats.moved_in_cell, 10);
+    check_against_brute_force(&mut world, &mut rng);
+}
+
+#[test]
+fn readers_share_the_grid_in_parallel() {
+    struct Counts(Vec<usize>);
+    fn reader_a(bp: Res<BroadPhase<Position>>, _other: Query<&Tag>) {
+        assert!(!bp.grid().is_empty());
+    }
+    fn reader_b(bp: Res<BroadPhase<Position>>, mut counts: ResMut<Counts>) {
+        counts.0.push(bp.grid().len());
+    }
+    let (mut world, _, _, _) = setup(3, 50);
+    world.insert_resource(Counts(Vec::new()));
+    let mut schedule = Schedule::new();
+    schedule.add_systems(update_broad_phase::<Position>);
+    schedule.add_systems(reader_a.after(update_broad_phase::<Position>));
+    schedule.add_systems(reader_b.after(update_broad_phase::<Position>));
+    schedule.run(&mut world).unwrap();
+    // The two readers share a stage: they only read the grid.
+    let stages = schedule.stage_names();
+    assert!(stages.iter().any(|s| s.len() == 2), "{stages:?}");
+    assert_eq!(world.resource::<Counts>().unwrap().0, vec![50]);
+}

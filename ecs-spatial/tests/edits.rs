@@ -1,0 +1,101 @@
+//! Incremental grid edits equal a rebuild over the same points.
+
+use ecs_spatial::{CellKey, GridError, SparseGrid};
+use glam::{Vec2, Vec3};
+use proptest::prelude::*;
+
+fn coord() -> impl Strategy<Value = f32> {
+    // Quarter steps across negative and positive cells of edge 2.
+    (-40i32..40).prop_map(|v| v as f32 * 0.25)
+}
+
+fn point() -> impl Strategy<Value = Vec3> {
+    (coord(), coord(), coord()).prop_map(|(x, y, z)| Vec3::new(x, y, z))
+}
+
+fn sorted_cells(grid: &SparseGrid<Vec3, u32>) -> Vec<(CellKey, Vec<u32>)> {
+    grid.cells()
+        .iter()
+        .map(|c| {
+            let mut ids = grid.ids()[c.start as usize..(c.start + c.count) as usize].to_vec();
+            ids.sort();
+            (c.key, ids)
+        })
+        .collect()
+}
+
+proptest! {
+    #[test]
+    fn edits_equal_a_rebuild(
+        start in prop::collection::vec(point(), 0..200),
+        removals in prop::collection::vec(any::<prop::sample::Index>(), 0..60),
+        added in prop::collection::vec(point(), 0..60),
+        center in point(),
+    ) {
+        let ids: Vec<u32> = (0..start.len() as u32).collect();
+        let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::new(0.5, 0.0, -0.25), 2.0).unwrap();
+        grid.rebuild(&ids, &start).unwrap();
+
+        // Remove a set of distinct slots, insert new ids.
+        let mut slots: Vec<u32> = if start.is_empty() { Vec::new() } else {
+            removals.iter().map(|i| i.index(start.len()) as u32).collect()
+        };
+        slots.sort_unstable();
+        slots.dedup();
+        let gone: Vec<u32> = slots.iter().map(|&s| grid.ids()[s as usize]).collect();
+        let mut inserted: Vec<(CellKey, u32, Vec3)> = added.iter().enumerate()
+            .map(|(i, &p)| (grid.cell_key_of(p).unwrap(), 1000 + i as u32, p)).collect();
+        grid.apply_edits(&mut slots, &mut inserted).unwrap();
+
+        let mut kept: Vec<(u32, Vec3)> = ids.iter().copied().zip(start.iter().copied()).filter(|(id, _)| !gone.contains(id)).collect();
+        kept.extend(added.iter().enumerate().map(|(i, &p)| (1000 + i as u32, p)));
+        let (kid, kpos): (Vec<u32>, Vec<Vec3>) = kept.iter().copied().unzip();
+        let mut fresh = SparseGrid::<Vec3, u32>::new(Vec3::new(0.5, 0.0, -0.25), 2.0).unwrap();
+        fresh.rebuild(&kid, &kpos).unwrap();
+
+        prop_assert_eq!(sorted_cells(&grid), sorted_cells(&fresh));
+        prop_assert_eq!(grid.uses_dense_lookup(), fresh.uses_dense_lookup());
+        for radius in [0.0f32, 1.0, 2.0, 5.5] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            grid.query_radius(center, radius, &mut a);
+            fresh.query_radius(center, radius, &mut b);
+            a.sort();
+            b.sort();
+            prop_assert_eq!(a, b);
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        grid.pairs_within(2.5, &mut a);
+        fresh.pairs_within(2.5, &mut b);
+        let norm = |v: &mut Vec<(u32, u32)>| { for p in v.iter_mut() { *p = (p.0.min(p.1), p.0.max(p.1)); } v.sort(); };
+        norm(&mut a);
+        norm(&mut b);
+        prop_assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn bad_edits_are_errors_and_leave_the_grid_alone() {
+    let mut grid = SparseGrid::<Vec2, u32>::new(Vec2::ZERO, 1.0).unwrap();
+    grid.rebuild(&[1, 2], &[Vec2::new(0.5, 0.5), Vec2::new(3.5, 0.5)]).unwrap();
+    let key = grid.cell_key_of(Vec2::new(0.5, 0.5)).unwrap();
+    assert_eq!(grid.apply_edits(&mut [2], &mut []), Err(GridError::SlotOutOfRange { slot: 2, len: 2 }));
+    assert_eq!(grid.apply_edits(&mut [0, 0], &mut []), Err(GridError::SlotOutOfRange { slot: 0, len: 2 }));
+    assert_eq!(
+        grid.apply_edits(&mut [], &mut [(key, 3, Vec2::new(5.5, 0.5))]),
+        Err(GridError::CellMismatch { slot: 0 })
+    );
+    assert!(matches!(
+        grid.apply_edits(&mut [], &mut [(key, 3, Vec2::new(f32::NAN, 0.5))]),
+        Err(GridError::InvalidPoint(_))
+    ));
+    assert_eq!(grid.set_position_in_cell(0, Vec2::new(2.5, 0.5)), Err(GridError::CellMismatch { slot: 0 }));
+    assert_eq!(grid.set_position_in_cell(9, Vec2::new(0.5, 0.5)), Err(GridError::SlotOutOfRange { slot: 9, len: 2 }));
+    assert_eq!(grid.ids(), &[1, 2]);
+    grid.set_position_in_cell(0, Vec2::new(0.75, 0.25)).unwrap();
+    assert_eq!(grid.positions()[0], Vec2::new(0.75, 0.25));
+    assert_eq!(grid.find_slot(key, 1), Some(0));
+    assert_eq!(grid.find_slot(key, 2), None);
+    // Removing everything empties the grid.
+    grid.apply_edits(&mut [0, 1], &mut []).unwrap();
+    assert!(grid.is_empty() && grid.cells().is_empty());
+}
