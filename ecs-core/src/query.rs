@@ -23,6 +23,8 @@ pub struct ChunkStats {
     pub chunks_total: u64,
     /// Chunks whose rows were not looked at.
     pub chunks_skipped: u64,
+    /// Entities (rows) in the matched archetypes, looked at or not.
+    pub entities: u64,
 }
 
 impl ChunkStats {
@@ -40,6 +42,7 @@ impl ChunkStats {
     pub fn add(&mut self, other: ChunkStats) {
         self.chunks_total += other.chunks_total;
         self.chunks_skipped += other.chunks_skipped;
+        self.entities += other.entities;
     }
 }
 
@@ -118,6 +121,7 @@ impl<Q: QueryData, F: QueryFilter> Copy for Matched<Q, F> {}
 /// world.increment_change_tick();
 /// assert_eq!(moved.iter(&world).collect::<Vec<_>>(), vec![a]);
 /// assert_eq!(moved.stats().chunks_total, 1);
+/// assert_eq!(moved.stats().entities, 2); // rows in the matched chunks, looked at or not
 /// ```
 pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
     world_id: u64,
@@ -358,11 +362,12 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         mut visit: impl FnMut(usize, &Matched<Q, F>, &'w Archetype, usize, usize),
     ) {
         let archetypes = world.archetypes();
-        let (mut total, mut visited) = (0u64, 0u64);
+        let (mut total, mut visited, mut entities) = (0u64, 0u64, 0u64);
         for (index, m) in self.matched.iter().enumerate() {
             let archetype = &archetypes[m.archetype.index()];
             let count = archetype.chunk_count();
             total += count as u64;
+            entities += archetype.len() as u64;
             let mut chunk = 0;
             loop {
                 chunk = F::next_passing_chunk(m.filter, archetype, chunk, count, window);
@@ -379,6 +384,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         }
         self.stats.chunks_total += total;
         self.stats.chunks_skipped += total - visited;
+        self.stats.entities += entities;
     }
 
     /// Runs `f` on every matching chunk, as a [`ChunkView`] (column slices,
@@ -703,6 +709,7 @@ impl<'w, Q: QueryData, F: QueryFilter> QueryIter<'w, '_, Q, F> {
                 };
                 let archetype = &self.archetypes[m.archetype.index()];
                 self.stats.chunks_total += archetype.chunk_count() as u64;
+                self.stats.entities += archetype.len() as u64;
                 self.current = Some((archetype, m));
                 self.chunk = 0;
                 continue;

@@ -263,6 +263,10 @@ fn reading_or_unwritten_mut_marks_nothing_and_set_if_neq_avoids_false_positives(
     let s = changed.stats();
     assert_eq!(s.chunks_skipped, s.chunks_total);
     assert!(s.chunks_total >= 2);
+    // Every row of the matched chunks is counted, skipped or not, by the
+    // iterator (changed) and the internal loop (movers) alike.
+    assert_eq!(s.entities, 2000);
+    assert_eq!(movers.stats().entities, 2000);
 }
 
 #[test]

@@ -271,6 +271,8 @@ impl Harness {
                 self.changed_last = now;
                 let s = self.changed.stats();
                 assert!(s.chunks_skipped <= s.chunks_total);
+                let with_pos = self.model.values().filter(|m| m.pos.is_some()).count() as u64;
+                assert_eq!(s.entities, with_pos, "entities counts every matched row");
                 if !self.pos_stamped {
                     assert_eq!(s.chunks_skipped, s.chunks_total, "nothing written: every chunk skipped");
                 }
