@@ -1,42 +1,35 @@
-//! The showcase. Until the transform, broad-phase and replication crates
-//! land, it runs the store demo: a world of mostly static entities where a
-//! chosen share moves each frame, and a system that rebuilds matrices only for
-//! rows whose position changed, skipping every chunk that did not.
+//! The showcase: the scene of [`ecs_examples::showcase`] (static scenery,
+//! transform hierarchies, boids, units) run for a number of frames, then a
+//! table per system of entities, chunks, chunks skipped, median and worst
+//! time per frame.
 //!
 //! `cargo run --release` runs it with defaults; `--help` lists the flags.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use ecs_core::prelude::*;
-use glam::{Mat4, Vec3};
+use ecs_core::ChunkStats;
+use ecs_examples::showcase::{Showcase, ShowcaseConfig};
+use ecs_spatial::{BroadPhase, Position};
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Pos(Vec3);
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Vel(Vec3);
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Matrix(Mat4);
-/// Marks the entities that move.
-struct Active;
+const HELP: &str = "showcase: a scene of static scenery, transform hierarchies, boids and units, run on one schedule
 
-const HELP: &str = "showcase: chunk-skipping store demo
+USAGE: cargo run --release -- [--entities N] [--active SHARE] [--frames N] [--seed N]
 
-USAGE: cargo run --release -- [--entities N] [--active SHARE] [--frames N]
-
-  --entities N    entities in the scene (default 100000)
-  --active SHARE  share of entities that move each frame, 0.0..=1.0 (default 0.05)
-  --frames N      frames to run (default 120)
+  --entities N    entities in the scene, 100..=10000000 (default 100000)
+  --active SHARE  share of rigs, boids and units that move, 0.0..=1.0 (default 0.05)
+  --frames N      frames to run after the first, 1..=100000 (default 300)
+  --seed N        seed of the scene layout (default 1)
   -h, --help      this text";
 
+#[derive(Debug, PartialEq)]
 struct Options {
-    entities: usize,
-    active: f64,
+    config: ShowcaseConfig,
     frames: usize,
 }
 
 fn parse(args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
-    let mut o = Options { entities: 100_000, active: 0.05, frames: 120 };
+    let mut o = Options { config: ShowcaseConfig { entities: 100_000, active: 0.05, seed: 1 }, frames: 300 };
     let mut args = args.peekable();
     while let Some(flag) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
@@ -44,24 +37,28 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Options>, String> 
             "-h" | "--help" => return Ok(None),
             "--entities" => {
                 let v = value("--entities")?;
-                o.entities = v.parse().map_err(|_| format!("--entities: not a count: {v}"))?;
-                if o.entities == 0 || o.entities > 50_000_000 {
-                    return Err("--entities must be between 1 and 50000000".into());
+                o.config.entities = v.parse().map_err(|_| format!("--entities: not a count: {v}"))?;
+                if !(100..=10_000_000).contains(&o.config.entities) {
+                    return Err("--entities must be between 100 and 10000000".into());
                 }
             }
             "--active" => {
                 let v = value("--active")?;
-                o.active = v.parse().map_err(|_| format!("--active: not a number: {v}"))?;
-                if !(0.0..=1.0).contains(&o.active) {
+                o.config.active = v.parse().map_err(|_| format!("--active: not a number: {v}"))?;
+                if !(0.0..=1.0).contains(&o.config.active) {
                     return Err("--active must be within 0.0..=1.0".into());
                 }
             }
             "--frames" => {
                 let v = value("--frames")?;
                 o.frames = v.parse().map_err(|_| format!("--frames: not a count: {v}"))?;
-                if o.frames == 0 {
-                    return Err("--frames must be at least 1".into());
+                if !(1..=100_000).contains(&o.frames) {
+                    return Err("--frames must be between 1 and 100000".into());
                 }
+            }
+            "--seed" => {
+                let v = value("--seed")?;
+                o.config.seed = v.parse().map_err(|_| format!("--seed: not a number: {v}"))?;
             }
             other => return Err(format!("unknown argument {other:?} (see --help)")),
         }
@@ -69,38 +66,27 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Options>, String> 
     Ok(Some(o))
 }
 
-/// Frame time step, a resource.
-struct DeltaTime(f32);
-
-/// Moves the active entities.
-fn movement(mut q: Query<(&mut Pos, &Vel)>, dt: Res<DeltaTime>) {
-    q.for_each_mut(|(mut p, v)| p.0 += v.0 * dt.0);
-}
-
-/// Rebuilds matrices of the rows whose position changed since this system's
-/// last run; every other chunk is skipped from one tick compare.
-fn matrix_rebuild(mut q: Query<(&Pos, &mut Matrix), Changed<Pos>>) {
-    q.for_each_mut(|(p, mut m)| m.0 = Mat4::from_translation(p.0));
-}
-
 /// Per-system figures over the whole run.
 #[derive(Default)]
 struct Totals {
+    name: String,
     times: Vec<Duration>,
     chunks: ChunkStats,
+    frames: u64,
 }
 
 impl Totals {
-    fn row(&self, name: &str) -> String {
+    fn row(&self) -> String {
         let mut sorted = self.times.clone();
         sorted.sort();
-        let median = sorted[sorted.len() / 2];
-        let worst = sorted[sorted.len() - 1];
-        let frames = self.times.len() as u64;
+        let median = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
+        let worst = sorted.last().copied().unwrap_or_default();
+        let frames = self.frames.max(1);
         format!(
-            "{name:<16} {:>10} {:>10} {:>9.1}% {:>11.1} {:>11.1}",
+            "{:<22} {:>9} {:>8} {:>9.1}% {:>10.1} {:>10.1}",
+            self.name,
+            self.chunks.entities / frames,
             self.chunks.chunks_total / frames,
-            self.chunks.chunks_visited() / frames,
             100.0 * self.chunks.skip_ratio(),
             median.as_secs_f64() * 1e6,
             worst.as_secs_f64() * 1e6,
@@ -120,75 +106,104 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut world = World::new();
-    let active_every = if options.active > 0.0 { (1.0 / options.active).round().max(1.0) as usize } else { usize::MAX };
-    // Movers carry the `Active` tag, so they live in their own archetype's
-    // chunks; the static scenery's chunks are never written after spawn.
-    let mut n_active = 0;
-    for i in 0..options.entities {
-        let pos = Pos(Vec3::new((i % 1000) as f32, 0.0, (i / 1000) as f32));
-        let matrix = Matrix(Mat4::from_translation(pos.0));
-        let spawned = if i % active_every == 0 {
-            n_active += 1;
-            world.spawn((pos, Vel(Vec3::new(1.0, 0.0, 0.5)), matrix, Active))
-        } else {
-            world.spawn((pos, matrix))
-        };
-        if let Err(e) = spawned {
+    match run(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::FAILURE;
+            ExitCode::FAILURE
         }
     }
-    println!(
-        "scene: {} entities, {} moving ({:.1} %), {} frames",
-        options.entities,
-        n_active,
-        100.0 * n_active as f64 / options.entities as f64,
-        options.frames
-    );
+}
 
-    world.insert_resource(DeltaTime(1.0 / 60.0));
-    let mut schedule = Schedule::new();
-    schedule.add_systems((movement, matrix_rebuild).chain());
+fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
+    let built = Instant::now();
+    let mut show = Showcase::new(&options.config)?;
+    let (rigs, spinning) = show.rigs;
+    println!(
+        "scene: {} entities ({} scenery, {} rigs of which {} move), active share {:.1} %, built in {:.0} ms",
+        show.world.len(),
+        show.scenery,
+        rigs,
+        spinning,
+        100.0 * options.config.active,
+        built.elapsed().as_secs_f64() * 1e3
+    );
+    // The first frame sees every spawn as a change; keep it out of the figures.
+    show.step()?;
     let mut totals: Vec<Totals> = Vec::new();
-    for frame in 0..=options.frames {
+    let mut frame_times = Vec::with_capacity(options.frames);
+    for frame in 1..=options.frames {
         let start = Instant::now();
-        if let Err(e) = schedule.run(&mut world) {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
+        show.step()?;
+        frame_times.push(start.elapsed());
+        let rows = show.system_rows();
+        totals.resize_with(rows.len(), Totals::default);
+        for (total, row) in totals.iter_mut().zip(&rows) {
+            total.name.clone_from(&row.name);
+            total.times.push(row.time);
+            total.frames += 1;
+            let mut chunks = row.chunks;
+            if row.name == "update_broad_phase" {
+                // The broad phase's own change walk (its row count reads chunk lengths only).
+                let stats =
+                    show.world.resource::<BroadPhase<Position>>().ok_or("the broad phase resource is missing")?.stats();
+                chunks = ChunkStats {
+                    chunks_total: stats.chunks_total,
+                    chunks_skipped: stats.chunks_skipped,
+                    entities: stats.entities,
+                };
+            }
+            total.chunks.add(chunks);
         }
-        let frame_time = start.elapsed();
-        if frame == 0 {
-            // The first run sees every spawn as a change; keep it out of the
-            // steady-state figures.
-            continue;
-        }
-        let stats: Vec<_> = schedule.system_stats().cloned().collect();
-        totals.resize_with(stats.len(), Totals::default);
-        for (total, s) in totals.iter_mut().zip(&stats) {
-            total.times.push(s.time);
-            total.chunks.add(s.chunks());
-        }
-        if frame % 30 == 1 || frame == options.frames {
-            let m = stats[1].chunks();
-            println!(
-                "frame {frame:>4}: {:>7.1} us, matrix rebuild visited {:>5} of {:>5} chunks ({:.1} % skipped)",
-                frame_time.as_secs_f64() * 1e6,
-                m.chunks_visited(),
-                m.chunks_total,
-                100.0 * m.skip_ratio()
-            );
+        if frame % 60 == 0 || frame == options.frames {
+            let last = frame_times.last().copied().unwrap_or_default();
+            println!("frame {frame:>5}/{}: {:>8.1} us", options.frames, last.as_secs_f64() * 1e6);
         }
     }
     println!();
     println!(
-        "{:<16} {:>10} {:>10} {:>10} {:>11} {:>11}",
-        "system", "chunks", "visited", "skipped", "median us", "worst us"
+        "{:<22} {:>9} {:>8} {:>10} {:>10} {:>10}",
+        "system", "entities", "chunks", "skipped", "median us", "worst us"
     );
-    for (total, name) in totals.iter().zip(["movement", "matrix rebuild"]) {
-        println!("{}", total.row(name));
+    for total in &totals {
+        println!("{}", total.row());
     }
-    println!();
-    println!("matrix rebuild reads Changed<Pos>: chunks with no mover are skipped from one tick compare.");
-    ExitCode::SUCCESS
+    frame_times.sort();
+    println!(
+        "\nwhole frame: median {:.1} us, worst {:.1} us over {} frames",
+        frame_times[frame_times.len() / 2].as_secs_f64() * 1e6,
+        frame_times[frame_times.len() - 1].as_secs_f64() * 1e6,
+        frame_times.len()
+    );
+    println!("Chunks whose ticks are older than a system's last run are skipped without reading their rows.");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> impl Iterator<Item = String> {
+        list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>().into_iter()
+    }
+
+    #[test]
+    fn flags_parse_and_bad_ones_are_refused() {
+        let o =
+            parse(args(&["--entities", "5000", "--active", "0.5", "--frames", "3", "--seed", "9"])).unwrap().unwrap();
+        assert_eq!(o, Options { config: ShowcaseConfig { entities: 5000, active: 0.5, seed: 9 }, frames: 3 });
+        assert_eq!(parse(args(&["--help"])), Ok(None));
+        for bad in [
+            &["--entities"][..],
+            &["--entities", "x"],
+            &["--entities", "10"],
+            &["--active", "2"],
+            &["--active", "NaN"],
+            &["--frames", "0"],
+            &["--seed", "-1"],
+            &["--nope"],
+        ] {
+            assert!(parse(args(bad)).is_err(), "{bad:?} was accepted");
+        }
+    }
 }
