@@ -9,8 +9,9 @@
 //!                      per set bit: delta flag (1 bit, updates only) | value
 //! ```
 //! Values follow the schema: raw bytes of a fixed size, a quantized position
-//! (absolute: `3 * bits`; delta: three zigzag varints against the baseline),
-//! or a smallest-three rotation.
+//! (absolute: `3 * bits`; delta: how many ticks back its baseline is, as a
+//! varint of at most [`MAX_DELTA_BACK`], then three zigzag varints against
+//! the value the receiver got at that tick), or a smallest-three rotation.
 //!
 //! The decoder treats every byte as hostile: the schema hash must match,
 //! counts and ids are bounded before anything is sized from them, an entry
@@ -22,7 +23,10 @@ use crate::quantize::{PositionQuantizer, RotationQuantizer};
 
 const MAGIC: u16 = 0xEC5A;
 /// The wire format version this codec writes and reads.
-pub const WIRE_VERSION: u8 = 1;
+pub const WIRE_VERSION: u8 = 2;
+
+/// How far back (in ticks) a position delta's baseline may lie.
+pub const MAX_DELTA_BACK: u32 = 255;
 
 /// How one component type is put on the wire.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -135,8 +139,14 @@ pub enum Value {
     Bytes(Vec<u8>),
     /// A quantized position.
     Position([i32; 3]),
-    /// A quantized position relative to the baseline's value.
-    PositionDelta([i32; 3]),
+    /// A quantized position relative to the value the receiver got in the
+    /// packet `back` ticks before this one (`1..=MAX_DELTA_BACK`).
+    PositionDelta {
+        /// Ticks between this packet and the baseline's.
+        back: u32,
+        /// Per-axis difference from the baseline.
+        delta: [i32; 3],
+    },
     /// A smallest-three rotation.
     Rotation(u64),
 }
@@ -290,6 +300,28 @@ impl<'s> Encoder<'s> {
     /// Appends one entry. Fails, writing nothing, if a value does not fit
     /// its field.
     pub fn push(&mut self, entry: &Entry) -> Result<(), EncodeError> {
+        let w = self.entry_bits(entry)?;
+        self.body.append(&w);
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// Appends one entry only if the packet then stays within `max_bytes`;
+    /// returns whether it was appended.
+    pub fn push_within(&mut self, entry: &Entry, max_bytes: usize) -> Result<bool, EncodeError> {
+        let w = self.entry_bits(entry)?;
+        let mut count = BitWriter::new();
+        count.write_varint(self.entries + 1);
+        let bits = self.writer.bit_len() + count.bit_len() + self.body.bit_len() + w.bit_len();
+        if bits.div_ceil(8) > max_bytes {
+            return Ok(false);
+        }
+        self.body.append(&w);
+        self.entries += 1;
+        Ok(true)
+    }
+
+    fn entry_bits(&self, entry: &Entry) -> Result<BitWriter, EncodeError> {
         let mut w = BitWriter::new();
         let kind = match entry.kind {
             EntryKind::Spawn => 0,
@@ -312,7 +344,7 @@ impl<'s> Encoder<'s> {
             for (index, value) in &entry.components {
                 let codec = self.schema.codec(*index as usize).ok_or(EncodeError::BadIndex(*index))?;
                 if entry.kind == EntryKind::Update {
-                    w.write_bool(matches!(value, Value::PositionDelta(_)));
+                    w.write_bool(matches!(value, Value::PositionDelta { .. }));
                 }
                 match (codec, value) {
                     (FieldCodec::Bytes(n), Value::Bytes(bytes)) if bytes.len() == n as usize => {
@@ -321,8 +353,11 @@ impl<'s> Encoder<'s> {
                         }
                     }
                     (FieldCodec::Position(q), Value::Position(p)) => q.write(&mut w, *p),
-                    (FieldCodec::Position(_), Value::PositionDelta(d)) if entry.kind == EntryKind::Update => {
-                        for v in d {
+                    (FieldCodec::Position(_), Value::PositionDelta { back, delta })
+                        if entry.kind == EntryKind::Update && (1..=MAX_DELTA_BACK).contains(back) =>
+                    {
+                        w.write_varint(*back as u64);
+                        for v in delta {
                             w.write_signed_varint(*v as i64);
                         }
                     }
@@ -331,9 +366,7 @@ impl<'s> Encoder<'s> {
                 }
             }
         }
-        self.body.append(&w);
-        self.entries += 1;
-        Ok(())
+        Ok(w)
     }
 
     /// Bytes the packet would take now.
@@ -413,12 +446,16 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
                     }
                     FieldCodec::Position(q) if !delta => Value::Position(q.read(&mut r)?),
                     FieldCodec::Position(_) => {
+                        let back = r.read_varint()?;
+                        if !(1..=MAX_DELTA_BACK as u64).contains(&back) {
+                            return Err(DecodeError::BadDelta(index));
+                        }
                         let mut d = [0i32; 3];
                         for v in &mut d {
                             let x = r.read_signed_varint()?;
                             *v = i32::try_from(x).map_err(|_| DecodeError::BadDelta(index))?;
                         }
-                        Value::PositionDelta(d)
+                        Value::PositionDelta { back: back as u32, delta: d }
                     }
                     FieldCodec::Rotation(rq) => {
                         if delta {
@@ -462,14 +499,15 @@ mod tests {
             proptest::option::of(any::<[u8; 2]>()),
             any::<bool>(),
             proptest::array::uniform3(-100_000i32..100_000),
+            1..=MAX_DELTA_BACK,
         )
-            .prop_map(|(kind, net_id, pos, rot, hp, delta, d)| {
+            .prop_map(|(kind, net_id, pos, rot, hp, delta, d, back)| {
                 let kind = [EntryKind::Spawn, EntryKind::Update, EntryKind::Despawn][kind as usize];
                 let mut components = Vec::new();
                 if kind != EntryKind::Despawn {
                     if let Some(p) = pos {
                         let v = if delta && kind == EntryKind::Update {
-                            Value::PositionDelta(d)
+                            Value::PositionDelta { back, delta: d }
                         } else {
                             Value::Position(p)
                         };
@@ -561,8 +599,22 @@ mod tests {
         };
         assert_eq!(enc.push(&unordered), Err(EncodeError::BadIndex(0)));
         let spawn_delta =
-            Entry { kind: EntryKind::Spawn, net_id: 1, components: vec![(0, Value::PositionDelta([1, 2, 3]))] };
+            Entry { kind: EntryKind::Spawn, net_id: 1, components: vec![(0, Value::PositionDelta { back: 1, delta: [1, 2, 3] })] };
         assert_eq!(enc.push(&spawn_delta), Err(EncodeError::WrongValue { index: 0 }));
+        let zero_back =
+            Entry { kind: EntryKind::Update, net_id: 1, components: vec![(0, Value::PositionDelta { back: 0, delta: [1, 2, 3] })] };
+        assert_eq!(enc.push(&zero_back), Err(EncodeError::WrongValue { index: 0 }));
         assert_eq!(enc.entries(), 0);
+
+        // The budget is honoured exactly and a refused entry writes nothing.
+        let big = Entry { kind: EntryKind::Spawn, net_id: 1, components: vec![(0, Value::Position([5; 3]))] };
+        let mut enc = Encoder::new(&schema, 1, 0);
+        assert_eq!(enc.push_within(&big, 10), Ok(false));
+        assert_eq!(enc.entries(), 0);
+        assert_eq!(enc.push_within(&big, 1200), Ok(true));
+        let len = enc.byte_len();
+        assert!(len <= 1200);
+        assert_eq!(enc.push_within(&big, len), Ok(false));
+        assert_eq!(enc.byte_len(), len);
     }
 }

@@ -1,0 +1,322 @@
+//! The receiving side: applies snapshots newer than the last applied one,
+//! ignores older and duplicate ones, maps server entities to local ones,
+//! acknowledges, and keeps an interpolation buffer for rendering.
+//!
+//! A packet is checked whole before anything changes: a delta whose
+//! baseline this client does not hold, an update of an entity it does not
+//! know, a value out of range, refuses the packet (it is not acknowledged,
+//! so the server sends the work again).
+
+use std::collections::{HashMap, VecDeque};
+
+use ecs_core::{Entity, World};
+use glam::{Quat, Vec3};
+
+use crate::ack::Ack;
+use crate::codec::{DecodeError, Entry, EntryKind, FieldCodec, Limits, Schema, Value, decode};
+use crate::interpolation::InterpolationBuffer;
+use crate::quantize::{PositionQuantizer, RotationQuantizer};
+use crate::registry::{Column, NetId, Registry};
+
+/// Ticks of position history kept per entity (baselines the server may
+/// delta against; the server's window is at most half of this by default).
+pub const HISTORY_TICKS: u32 = 64;
+
+/// Why a packet was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientError {
+    /// The bytes are not a valid packet.
+    Decode(DecodeError),
+    /// An update for an entity this client does not have.
+    UnknownEntity(u64),
+    /// A position delta whose baseline tick this client does not hold.
+    MissingBaseline {
+        /// The entity.
+        net_id: u64,
+        /// The baseline tick named.
+        tick: u32,
+    },
+    /// A delta that lands outside the quantizer's range.
+    DeltaOutOfRange(u64),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientError::Decode(e) => write!(f, "refused packet: {e}"),
+            ClientError::UnknownEntity(id) => write!(f, "update for unknown entity {id}"),
+            ClientError::MissingBaseline { net_id, tick } => {
+                write!(f, "entity {net_id}: no baseline at tick {tick}")
+            }
+            ClientError::DeltaOutOfRange(id) => write!(f, "entity {id}: delta leaves the position range"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// What [`Client::receive`] did with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Receipt {
+    /// Applied: the tick and the entries in it.
+    Applied {
+        /// The packet's tick.
+        tick: u32,
+        /// Entries applied.
+        entries: usize,
+    },
+    /// Older than or equal to the newest applied tick: ignored.
+    Stale {
+        /// The packet's tick.
+        tick: u32,
+    },
+}
+
+/// Counters of a client.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientCounters {
+    /// Packets applied.
+    pub applied: u64,
+    /// Old or duplicate packets ignored.
+    pub stale: u64,
+    /// Packets refused.
+    pub refused: u64,
+    /// Packet bytes received (all of them).
+    pub bytes_received: u64,
+}
+
+struct Known {
+    local: Entity,
+    values: Vec<Option<Value>>,
+    history: VecDeque<(u32, [i32; 3])>,
+}
+
+/// A replication client. See the [module docs](self) and
+/// [`crate::server::Server`] for a round trip.
+pub struct Client {
+    schema: Schema,
+    columns: Vec<Box<dyn Column>>,
+    limits: Limits,
+    position: Option<(usize, PositionQuantizer)>,
+    rotation: Option<(usize, RotationQuantizer)>,
+    last_applied: u32,
+    applied_mask: u32,
+    known: HashMap<u64, Known>,
+    interpolation: InterpolationBuffer,
+    counters: ClientCounters,
+}
+
+impl Client {
+    /// A client that writes into `world` the components of `registry` (the
+    /// same registry the server uses).
+    pub fn new(world: &mut World, registry: &Registry) -> Client {
+        Client {
+            schema: registry.schema().clone(),
+            columns: registry.columns(world),
+            limits: Limits::default(),
+            position: registry.position_index().zip(registry.position_quantizer()),
+            rotation: registry.rotation_index().zip(registry.rotation_quantizer()),
+            last_applied: 0,
+            applied_mask: 0,
+            known: HashMap::new(),
+            interpolation: InterpolationBuffer::new(8),
+            counters: ClientCounters::default(),
+        }
+    }
+
+    /// The newest applied tick (0: none).
+    pub fn last_applied(&self) -> u32 {
+        self.last_applied
+    }
+
+    /// Replicated entities held.
+    pub fn len(&self) -> usize {
+        self.known.len()
+    }
+
+    /// Whether no replicated entity is held.
+    pub fn is_empty(&self) -> bool {
+        self.known.is_empty()
+    }
+
+    /// The local entity of a server entity.
+    pub fn local_entity(&self, net_id: u64) -> Option<Entity> {
+        self.known.get(&net_id).map(|k| k.local)
+    }
+
+    /// The held entities: network id and quantized values in schema order.
+    pub fn entities(&self) -> impl Iterator<Item = (u64, &[Option<Value>])> + '_ {
+        self.known.iter().map(|(id, k)| (*id, k.values.as_slice()))
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> ClientCounters {
+        self.counters
+    }
+
+    /// The interpolation buffer (positions and rotations by tick).
+    pub fn interpolation(&self) -> &InterpolationBuffer {
+        &self.interpolation
+    }
+
+    /// The acknowledgement to send: the newest applied tick and which of
+    /// the 32 before it were applied.
+    pub fn ack(&self) -> Ack {
+        Ack { newest: self.last_applied.max(1), previous: if self.last_applied == 0 { 0 } else { self.applied_mask } }
+    }
+
+    /// Whether there is anything to acknowledge.
+    pub fn has_ack(&self) -> bool {
+        self.last_applied != 0
+    }
+
+    /// Takes one packet: applies it if newer than the newest applied,
+    /// ignores it if not, refuses it (changing nothing) if it is malformed
+    /// or does not fit what this client holds.
+    pub fn receive(&mut self, world: &mut World, bytes: &[u8]) -> Result<Receipt, ClientError> {
+        self.counters.bytes_received += bytes.len() as u64;
+        let packet = match decode(bytes, &self.schema, self.limits) {
+            Ok(p) => p,
+            Err(e) => {
+                self.counters.refused += 1;
+                return Err(ClientError::Decode(e));
+            }
+        };
+        if packet.tick <= self.last_applied {
+            self.counters.stale += 1;
+            return Ok(Receipt::Stale { tick: packet.tick });
+        }
+        let resolved = match self.resolve(packet.tick, packet.entries) {
+            Ok(r) => r,
+            Err(e) => {
+                self.counters.refused += 1;
+                return Err(e);
+            }
+        };
+        let count = resolved.len();
+        for entry in resolved {
+            self.apply(world, packet.tick, entry);
+        }
+        if self.last_applied != 0 {
+            let shift = packet.tick.wrapping_sub(self.last_applied);
+            self.applied_mask = if shift > 32 { 0 } else { ((self.applied_mask as u64) << shift) as u32 };
+            if shift <= 32 {
+                self.applied_mask |= 1 << (shift - 1);
+            }
+        }
+        self.last_applied = packet.tick;
+        self.counters.applied += 1;
+        Ok(Receipt::Applied { tick: packet.tick, entries: count })
+    }
+
+    /// Checks every entry and turns deltas into absolute values.
+    fn resolve(&self, tick: u32, entries: Vec<Entry>) -> Result<Vec<Entry>, ClientError> {
+        let mut out = Vec::with_capacity(entries.len());
+        let mut spawned_here: Vec<u64> = Vec::new();
+        for mut entry in entries {
+            match entry.kind {
+                EntryKind::Spawn => spawned_here.push(entry.net_id),
+                EntryKind::Despawn => spawned_here.retain(|id| *id != entry.net_id),
+                EntryKind::Update => {
+                    let known = self.known.get(&entry.net_id);
+                    if known.is_none() && !spawned_here.contains(&entry.net_id) {
+                        return Err(ClientError::UnknownEntity(entry.net_id));
+                    }
+                    for (index, value) in &mut entry.components {
+                        if let Value::PositionDelta { back, delta } = *value {
+                            let base_tick = tick.wrapping_sub(back);
+                            let base = known
+                                .and_then(|k| k.history.iter().rev().find(|(t, _)| *t == base_tick))
+                                .map(|(_, p)| *p)
+                                .ok_or(ClientError::MissingBaseline { net_id: entry.net_id, tick: base_tick })?;
+                            let Some(FieldCodec::Position(q)) = self.schema.codec(*index as usize) else {
+                                return Err(ClientError::DeltaOutOfRange(entry.net_id));
+                            };
+                            let half = 1i64 << (q.bits() - 1);
+                            let mut abs = [0i32; 3];
+                            for axis in 0..3 {
+                                let v = base[axis] as i64 + delta[axis] as i64;
+                                if v < -half || v >= half {
+                                    return Err(ClientError::DeltaOutOfRange(entry.net_id));
+                                }
+                                abs[axis] = v as i32;
+                            }
+                            *value = Value::Position(abs);
+                        }
+                    }
+                }
+            }
+            out.push(entry);
+        }
+        Ok(out)
+    }
+
+    fn apply(&mut self, world: &mut World, tick: u32, entry: Entry) {
+        match entry.kind {
+            EntryKind::Despawn => {
+                if let Some(k) = self.known.remove(&entry.net_id) {
+                    let _ = world.despawn(k.local);
+                    self.interpolation.remove(entry.net_id);
+                }
+            }
+            EntryKind::Spawn | EntryKind::Update => {
+                let width = self.schema.len();
+                if entry.kind == EntryKind::Spawn
+                    && let Some(k) = self.known.get_mut(&entry.net_id)
+                {
+                    // A spawn carries full state: what it lacks is gone.
+                    k.values = vec![None; width];
+                }
+                let known = match self.known.get_mut(&entry.net_id) {
+                    Some(k) => k,
+                    None => {
+                        let local = match world.spawn((NetId(entry.net_id),)) {
+                            Ok(e) => e,
+                            Err(_) => return,
+                        };
+                        self.known.entry(entry.net_id).or_insert(Known {
+                            local,
+                            values: vec![None; width],
+                            history: VecDeque::new(),
+                        })
+                    }
+                };
+                let mut moved = false;
+                for (index, value) in entry.components {
+                    let i = index as usize;
+                    if let Some(column) = self.columns.get(i) {
+                        column.write(world, known.local, &value);
+                    }
+                    if let (Some((pi, _)), Value::Position(p)) = (self.position, &value)
+                        && pi == i
+                    {
+                        known.history.push_back((tick, *p));
+                        moved = true;
+                    }
+                    if self.rotation.is_some_and(|(ri, _)| ri == i) {
+                        moved = true;
+                    }
+                    if let Some(slot) = known.values.get_mut(i) {
+                        *slot = Some(value);
+                    }
+                }
+                while known.history.len() > 1
+                    && known.history.front().is_some_and(|(t, _)| tick.wrapping_sub(*t) > HISTORY_TICKS)
+                {
+                    known.history.pop_front();
+                }
+                if moved {
+                    let position = match (self.position, known.values.get(self.position.map_or(usize::MAX, |p| p.0))) {
+                        (Some((_, q)), Some(Some(Value::Position(p)))) => q.dequantize(*p),
+                        _ => Vec3::ZERO,
+                    };
+                    let rotation = match (self.rotation, known.values.get(self.rotation.map_or(usize::MAX, |r| r.0))) {
+                        (Some((_, q)), Some(Some(Value::Rotation(bits)))) => q.decode(*bits),
+                        _ => Quat::IDENTITY,
+                    };
+                    self.interpolation.push(entry.net_id, tick, position, rotation);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! Which component types are replicated and how each goes on the wire.
+//!
+//! Plain-old-data components ([`bytemuck::Pod`]) travel as their bytes;
+//! types that need it get a [`ComponentCodec`]: positions quantized to a
+//! configurable unit ([`PositionCodec`]), rotations as smallest three
+//! ([`RotationCodec`]). Server and client build the same [`Registry`]; the
+//! [`Schema`] hash in every packet makes a mismatch an error, not garbage.
+//!
+//! An entity is replicated when it carries the [`Replicated`] marker.
+
+use std::marker::PhantomData;
+
+use ecs_core::{Changed, ChunkView, Component, Entity, QueryState, With, World};
+use glam::{Quat, Vec3};
+
+use crate::codec::{FieldCodec, Schema, SchemaError, Value};
+use crate::quantize::{PositionQuantizer, QuantizeError, RotationQuantizer};
+
+/// Marks an entity the server replicates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Replicated;
+
+/// On a client: the server's network id of a replicated entity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NetId(pub u64);
+
+/// Turns one component type into wire values and back.
+pub trait ComponentCodec<T>: Send + Sync + 'static {
+    /// The field layout in the schema.
+    fn field(&self) -> FieldCodec;
+    /// The wire value of `value` (always absolute).
+    fn to_wire(&self, value: &T) -> Result<Value, QuantizeError>;
+    /// The component a wire value stands for; `None` if the value does not
+    /// fit this codec.
+    fn from_wire(&self, value: &Value) -> Option<T>;
+}
+
+/// Plain-old-data components as their bytes.
+pub struct PodCodec;
+
+impl<T: bytemuck::Pod> ComponentCodec<T> for PodCodec {
+    fn field(&self) -> FieldCodec {
+        FieldCodec::Bytes(std::mem::size_of::<T>() as u16)
+    }
+
+    fn to_wire(&self, value: &T) -> Result<Value, QuantizeError> {
+        Ok(Value::Bytes(bytemuck::bytes_of(value).to_vec()))
+    }
+
+    fn from_wire(&self, value: &Value) -> Option<T> {
+        match value {
+            Value::Bytes(bytes) if bytes.len() == std::mem::size_of::<T>() => Some(bytemuck::pod_read_unaligned(bytes)),
+            _ => None,
+        }
+    }
+}
+
+/// A component that is a point in space (what [`PositionCodec`] quantizes
+/// and what interest management reads).
+pub trait AsPosition: Sized {
+    /// The point.
+    fn position(&self) -> Vec3;
+    /// The component for a point.
+    fn from_position(p: Vec3) -> Self;
+}
+
+/// A component that is a rotation (what [`RotationCodec`] quantizes).
+pub trait AsRotation: Sized {
+    /// The rotation.
+    fn rotation(&self) -> Quat;
+    /// The component for a rotation.
+    fn from_rotation(q: Quat) -> Self;
+}
+
+/// Positions as fixed point in a configurable unit.
+pub struct PositionCodec(pub PositionQuantizer);
+
+impl<T: AsPosition> ComponentCodec<T> for PositionCodec {
+    fn field(&self) -> FieldCodec {
+        FieldCodec::Position(self.0)
+    }
+
+    fn to_wire(&self, value: &T) -> Result<Value, QuantizeError> {
+        Ok(Value::Position(self.0.quantize(value.position())?))
+    }
+
+    fn from_wire(&self, value: &Value) -> Option<T> {
+        match value {
+            Value::Position(q) => Some(T::from_position(self.0.dequantize(*q))),
+            _ => None,
+        }
+    }
+}
+
+/// Rotations as smallest three.
+pub struct RotationCodec(pub RotationQuantizer);
+
+impl<T: AsRotation> ComponentCodec<T> for RotationCodec {
+    fn field(&self) -> FieldCodec {
+        FieldCodec::Rotation(self.0)
+    }
+
+    fn to_wire(&self, value: &T) -> Result<Value, QuantizeError> {
+        Ok(Value::Rotation(self.0.encode(value.rotation())?))
+    }
+
+    fn from_wire(&self, value: &Value) -> Option<T> {
+        match value {
+            Value::Rotation(bits) => Some(T::from_rotation(self.0.decode(*bits))),
+            _ => None,
+        }
+    }
+}
+
+/// What the server and client do with one registered component type,
+/// without naming the type.
+pub(crate) trait Column: Send + Sync {
+    /// Calls `f` for every replicated entity whose component was written
+    /// since this column's previous scan (chunk ticks first, then row
+    /// ticks). The first scan sees everything.
+    fn scan_changed(&mut self, world: &World, f: &mut dyn FnMut(Entity, Result<Value, QuantizeError>));
+    /// The wire value of one entity's component, if it has one.
+    fn read(&self, world: &World, entity: Entity) -> Option<Result<Value, QuantizeError>>;
+    /// Writes a wire value into a (client) entity. `false` if the value
+    /// does not fit the codec or the entity is gone.
+    fn write(&self, world: &mut World, entity: Entity, value: &Value) -> bool;
+}
+
+struct TypedColumn<T: Component, C: ComponentCodec<T>> {
+    codec: C,
+    changed: QueryState<(Entity, &'static T), (Changed<T>, With<Replicated>)>,
+    _marker: PhantomData<fn() -> T>,
+}
+
+impl<T: Component, C: ComponentCodec<T>> Column for TypedColumn<T, C> {
+    fn scan_changed(&mut self, world: &World, f: &mut dyn FnMut(Entity, Result<Value, QuantizeError>)) {
+        let codec = &self.codec;
+        self.changed.for_each_chunk(world, |view: ChunkView<'_, (Entity, &T), (Changed<T>, With<Replicated>)>| {
+            for (entity, value) in view.items() {
+                f(entity, codec.to_wire(value));
+            }
+        });
+    }
+
+    fn read(&self, world: &World, entity: Entity) -> Option<Result<Value, QuantizeError>> {
+        world.get::<T>(entity).ok().map(|v| self.codec.to_wire(v))
+    }
+
+    fn write(&self, world: &mut World, entity: Entity, value: &Value) -> bool {
+        match self.codec.from_wire(value) {
+            Some(v) => world.insert_one(entity, v).is_ok(),
+            None => false,
+        }
+    }
+}
+
+type ColumnFactory = Box<dyn Fn(&mut World) -> Box<dyn Column> + Send + Sync>;
+
+/// The replicated component types, in wire order. Server and client must
+/// register the same types in the same order with the same codecs.
+///
+/// ```
+/// use ecs_replication::registry::{AsPosition, Registry};
+/// use glam::Vec3;
+///
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// struct Position(Vec3);
+/// impl AsPosition for Position {
+///     fn position(&self) -> Vec3 { self.0 }
+///     fn from_position(p: Vec3) -> Self { Position(p) }
+/// }
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Health(u16);
+///
+/// let registry = Registry::new()
+///     .position::<Position>("position", 0.01, 20).unwrap()
+///     .pod::<Health>("health").unwrap();
+/// assert_eq!(registry.schema().len(), 2);
+/// assert_eq!(registry.position_index(), Some(0));
+/// ```
+pub struct Registry {
+    names: Vec<(String, FieldCodec)>,
+    factories: Vec<ColumnFactory>,
+    position: Option<usize>,
+    rotation: Option<usize>,
+    schema: Schema,
+}
+
+/// Why a component could not be registered.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RegistryError {
+    /// The schema refused it (name twice, too many, bad size).
+    Schema(SchemaError),
+    /// A bad quantizer configuration.
+    Quantizer(QuantizeError),
+    /// A second position or rotation component.
+    Duplicate(&'static str),
+}
+
+impl std::fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RegistryError::Schema(e) => e.fmt(f),
+            RegistryError::Quantizer(e) => e.fmt(f),
+            RegistryError::Duplicate(what) => write!(f, "only one {what} component can be registered"),
+        }
+    }
+}
+
+impl std::error::Error for RegistryError {}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Registry {
+    /// No components.
+    pub fn new() -> Self {
+        Registry {
+            names: Vec::new(),
+            factories: Vec::new(),
+            position: None,
+            rotation: None,
+            schema: Schema::new(Vec::new()).expect("an empty schema is valid"),
+        }
+    }
+
+    /// Registers `T` with any codec.
+    pub fn with_codec<T: Component, C: ComponentCodec<T>>(
+        mut self,
+        name: &str,
+        codec: C,
+    ) -> Result<Self, RegistryError> {
+        let mut names = self.names.clone();
+        names.push((name.to_string(), codec.field()));
+        self.schema = Schema::new(names.clone()).map_err(RegistryError::Schema)?;
+        self.names = names;
+        let codec = std::sync::Arc::new(codec);
+        self.factories.push(Box::new(move |world: &mut World| {
+            let codec = std::sync::Arc::clone(&codec);
+            Box::new(TypedColumn::<T, ArcCodec<C>> {
+                codec: ArcCodec(codec),
+                changed: QueryState::new(world),
+                _marker: PhantomData,
+            }) as Box<dyn Column>
+        }));
+        Ok(self)
+    }
+
+    /// Registers a plain-old-data component, sent as its bytes.
+    pub fn pod<T: Component + bytemuck::Pod>(self, name: &str) -> Result<Self, RegistryError> {
+        self.with_codec::<T, PodCodec>(name, PodCodec)
+    }
+
+    /// Registers the position component: fixed point with step `unit` and
+    /// `bits` bits per axis. Interest management reads it.
+    pub fn position<T: Component + AsPosition>(self, name: &str, unit: f32, bits: u32) -> Result<Self, RegistryError> {
+        if self.position.is_some() {
+            return Err(RegistryError::Duplicate("position"));
+        }
+        let q = PositionQuantizer::new(unit, bits).map_err(RegistryError::Quantizer)?;
+        let index = self.names.len();
+        let mut me = self.with_codec::<T, PositionCodec>(name, PositionCodec(q))?;
+        me.position = Some(index);
+        Ok(me)
+    }
+
+    /// Registers the rotation component: smallest three, `bits` bits per
+    /// component (9 gives 29 bits in all).
+    pub fn rotation<T: Component + AsRotation>(self, name: &str, bits: u32) -> Result<Self, RegistryError> {
+        if self.rotation.is_some() {
+            return Err(RegistryError::Duplicate("rotation"));
+        }
+        let q = RotationQuantizer::new(bits).map_err(RegistryError::Quantizer)?;
+        let index = self.names.len();
+        let mut me = self.with_codec::<T, RotationCodec>(name, RotationCodec(q))?;
+        me.rotation = Some(index);
+        Ok(me)
+    }
+
+    /// The wire schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The schema index of the position component.
+    pub fn position_index(&self) -> Option<usize> {
+        self.position
+    }
+
+    /// The schema index of the rotation component.
+    pub fn rotation_index(&self) -> Option<usize> {
+        self.rotation
+    }
+
+    /// The position quantizer, if a position is registered.
+    pub fn position_quantizer(&self) -> Option<PositionQuantizer> {
+        match self.position.and_then(|i| self.schema.codec(i)) {
+            Some(FieldCodec::Position(q)) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The rotation quantizer, if a rotation is registered.
+    pub fn rotation_quantizer(&self) -> Option<RotationQuantizer> {
+        match self.rotation.and_then(|i| self.schema.codec(i)) {
+            Some(FieldCodec::Rotation(q)) => Some(q),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn columns(&self, world: &mut World) -> Vec<Box<dyn Column>> {
+        self.factories.iter().map(|f| f(world)).collect()
+    }
+}
+
+struct ArcCodec<C>(std::sync::Arc<C>);
+
+impl<T, C: ComponentCodec<T>> ComponentCodec<T> for ArcCodec<C> {
+    fn field(&self) -> FieldCodec {
+        self.0.field()
+    }
+    fn to_wire(&self, value: &T) -> Result<Value, QuantizeError> {
+        self.0.to_wire(value)
+    }
+    fn from_wire(&self, value: &Value) -> Option<T> {
+        self.0.from_wire(value)
+    }
+}

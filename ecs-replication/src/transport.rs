@@ -1,0 +1,274 @@
+//! Moving packets: a small trait for each end, the loops that pump a
+//! [`Server`] or [`Client`] through it, an in-process implementation over
+//! the link [`Conditioner`], and (feature `udp`) real UDP through renet with
+//! renet_netcode: connect tokens, encrypted and authenticated datagrams,
+//! fragmentation. Snapshots and acknowledgements ride renet's unreliable
+//! channel. The codec, server and client know nothing of any of this.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use ecs_core::World;
+
+use crate::client::{Client, Receipt};
+use crate::conditioner::{Conditioner, LinkConfig};
+use crate::server::{ClientId, Server, ServerError, View};
+
+/// A transport failure (socket, handshake, or protocol).
+#[derive(Debug)]
+pub struct TransportError(pub String);
+
+impl std::fmt::Display for TransportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TransportError {}
+
+/// A client came or went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectionEvent {
+    /// A client connected.
+    Connected(ClientId),
+    /// A client disconnected.
+    Disconnected(ClientId),
+}
+
+/// The server's end of a transport.
+pub trait ServerTransport {
+    /// Advances by `dt`: reads datagrams, runs timers, reports connections.
+    fn update(&mut self, dt: Duration, events: &mut Vec<ConnectionEvent>) -> Result<(), TransportError>;
+    /// Queues one unreliable datagram to a client.
+    fn send(&mut self, client: ClientId, packet: &[u8]);
+    /// The next datagram received from a client.
+    fn receive(&mut self, client: ClientId) -> Option<Vec<u8>>;
+    /// Puts queued datagrams on the wire.
+    fn flush(&mut self) -> Result<(), TransportError>;
+}
+
+/// A client's end of a transport.
+pub trait ClientTransport {
+    /// Advances by `dt`: reads datagrams, runs timers.
+    fn update(&mut self, dt: Duration) -> Result<(), TransportError>;
+    /// Whether the connection is up.
+    fn is_connected(&self) -> bool;
+    /// Queues one unreliable datagram to the server.
+    fn send(&mut self, packet: &[u8]);
+    /// The next datagram received from the server.
+    fn receive(&mut self) -> Option<Vec<u8>>;
+    /// Puts queued datagrams on the wire.
+    fn flush(&mut self) -> Result<(), TransportError>;
+}
+
+/// What one server step did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerStep {
+    /// Clients that connected in this step.
+    pub connected: Vec<ClientId>,
+    /// Clients that left in this step.
+    pub disconnected: Vec<ClientId>,
+    /// Acknowledgements refused (malformed or naming unsent ticks).
+    pub refused_acks: usize,
+    /// Bytes of snapshot payload sent, per client.
+    pub bytes: Vec<(ClientId, usize)>,
+}
+
+/// One server network tick through a transport: connections (new clients
+/// get `view`), acknowledgements in, one update, snapshots out.
+pub fn serve<T: ServerTransport>(
+    server: &mut Server,
+    world: &mut World,
+    transport: &mut T,
+    dt: Duration,
+    view: Option<View>,
+) -> Result<ServerStep, TransportError> {
+    let mut events = Vec::new();
+    transport.update(dt, &mut events)?;
+    let mut step = ServerStep::default();
+    for event in events {
+        match event {
+            ConnectionEvent::Connected(id) => {
+                if server.add_client(id, view).is_ok() {
+                    step.connected.push(id);
+                }
+            }
+            ConnectionEvent::Disconnected(id) => {
+                if server.remove_client(id).is_ok() {
+                    step.disconnected.push(id);
+                }
+            }
+        }
+    }
+    let ids: Vec<ClientId> = server.clients().collect();
+    for id in &ids {
+        while let Some(bytes) = transport.receive(*id) {
+            if server.receive(*id, &bytes).is_err() {
+                step.refused_acks += 1;
+            }
+        }
+    }
+    server.update(world).map_err(|e: ServerError| TransportError(e.to_string()))?;
+    for (id, packet) in server.packets() {
+        transport.send(id, packet);
+        step.bytes.push((id, packet.len()));
+    }
+    transport.flush()?;
+    Ok(step)
+}
+
+/// What one client step did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientStep {
+    /// Packets applied.
+    pub applied: usize,
+    /// Old or duplicate packets ignored.
+    pub stale: usize,
+    /// Packets refused.
+    pub refused: usize,
+}
+
+/// One client step through a transport: snapshots in, one acknowledgement
+/// out (when anything was applied).
+pub fn pump_client<T: ClientTransport>(
+    client: &mut Client,
+    world: &mut World,
+    transport: &mut T,
+    dt: Duration,
+) -> Result<ClientStep, TransportError> {
+    transport.update(dt)?;
+    let mut step = ClientStep::default();
+    while let Some(bytes) = transport.receive() {
+        match client.receive(world, &bytes) {
+            Ok(Receipt::Applied { .. }) => step.applied += 1,
+            Ok(Receipt::Stale { .. }) => step.stale += 1,
+            Err(_) => step.refused += 1,
+        }
+    }
+    if step.applied > 0 && transport.is_connected() {
+        transport.send(&client.ack().to_bytes());
+    }
+    transport.flush()?;
+    Ok(step)
+}
+
+/// An in-process network: one conditioned link each way per client, time
+/// counted in ticks. [`LocalNetwork::server`] and [`LocalNetwork::client`]
+/// give the two ends as transports.
+#[derive(Debug, Default)]
+pub struct LocalNetwork {
+    now: u64,
+    links: BTreeMap<ClientId, (Conditioner, Conditioner)>,
+    new_clients: Vec<ClientId>,
+    to_server: BTreeMap<ClientId, VecDeque<Vec<u8>>>,
+    to_client: BTreeMap<ClientId, VecDeque<Vec<u8>>>,
+}
+
+impl LocalNetwork {
+    /// An empty network at tick 0.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a client with `down` (server to client) and `up` links.
+    pub fn connect(&mut self, id: ClientId, down: LinkConfig, up: LinkConfig, seed: u64) {
+        self.links.insert(id, (Conditioner::new(down, seed), Conditioner::new(up, seed ^ 0x5555)));
+        self.new_clients.push(id);
+    }
+
+    /// Changes both links of a client.
+    pub fn set_links(&mut self, id: ClientId, down: LinkConfig, up: LinkConfig) {
+        if let Some((d, u)) = self.links.get_mut(&id) {
+            d.set_config(down);
+            u.set_config(up);
+        }
+    }
+
+    /// The current tick.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Advances time by one tick and delivers what is due.
+    pub fn advance(&mut self) {
+        self.now += 1;
+        let mut out = Vec::new();
+        for (id, (down, up)) in &mut self.links {
+            down.receive(self.now, &mut out);
+            self.to_client.entry(*id).or_default().extend(out.drain(..));
+            up.receive(self.now, &mut out);
+            self.to_server.entry(*id).or_default().extend(out.drain(..));
+        }
+    }
+
+    /// The server's end.
+    pub fn server(&mut self) -> LocalServerEnd<'_> {
+        LocalServerEnd { net: self }
+    }
+
+    /// One client's end.
+    pub fn client(&mut self, id: ClientId) -> LocalClientEnd<'_> {
+        LocalClientEnd { net: self, id }
+    }
+}
+
+/// The server's end of a [`LocalNetwork`].
+pub struct LocalServerEnd<'a> {
+    net: &'a mut LocalNetwork,
+}
+
+impl ServerTransport for LocalServerEnd<'_> {
+    fn update(&mut self, _dt: Duration, events: &mut Vec<ConnectionEvent>) -> Result<(), TransportError> {
+        events.extend(self.net.new_clients.drain(..).map(ConnectionEvent::Connected));
+        Ok(())
+    }
+
+    fn send(&mut self, client: ClientId, packet: &[u8]) {
+        let now = self.net.now;
+        if let Some((down, _)) = self.net.links.get_mut(&client) {
+            down.send(now, packet);
+        }
+    }
+
+    fn receive(&mut self, client: ClientId) -> Option<Vec<u8>> {
+        self.net.to_server.get_mut(&client)?.pop_front()
+    }
+
+    fn flush(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+}
+
+/// One client's end of a [`LocalNetwork`].
+pub struct LocalClientEnd<'a> {
+    net: &'a mut LocalNetwork,
+    id: ClientId,
+}
+
+impl ClientTransport for LocalClientEnd<'_> {
+    fn update(&mut self, _dt: Duration) -> Result<(), TransportError> {
+        Ok(())
+    }
+
+    fn is_connected(&self) -> bool {
+        self.net.links.contains_key(&self.id)
+    }
+
+    fn send(&mut self, packet: &[u8]) {
+        let now = self.net.now;
+        if let Some((_, up)) = self.net.links.get_mut(&self.id) {
+            up.send(now, packet);
+        }
+    }
+
+    fn receive(&mut self) -> Option<Vec<u8>> {
+        self.net.to_client.get_mut(&self.id)?.pop_front()
+    }
+
+    fn flush(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+}
+
+#[cfg(feature = "udp")]
+pub mod udp;

@@ -1,0 +1,186 @@
+//! Real UDP on loopback (or anywhere) through renet and renet_netcode.
+//!
+//! The server holds a private key; a client connects with a connect token
+//! made from that key (netcode.io: the token names the server addresses and
+//! expires; every datagram after the handshake is encrypted and
+//! authenticated). renet fragments messages larger than a datagram and
+//! carries the snapshots on its unreliable channel.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use renet::{ConnectionConfig, DefaultChannel, RenetClient, RenetServer, ServerEvent};
+use renet_netcode::{
+    ClientAuthentication, ConnectToken, NETCODE_KEY_BYTES, NetcodeClientTransport, NetcodeServerTransport,
+    ServerAuthentication, ServerConfig,
+};
+
+use super::{ClientTransport, ConnectionEvent, ServerTransport, TransportError};
+use crate::server::ClientId;
+
+/// A netcode private key (32 bytes).
+pub type PrivateKey = [u8; NETCODE_KEY_BYTES];
+
+/// A key for demos and tests on one machine. Real deployments keep the
+/// key on the server and hand out connect tokens from a backend.
+pub const DEMO_KEY: PrivateKey = *b"ecs-replication demo key 32 byte";
+
+fn now() -> Result<Duration, TransportError> {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_err(|e| TransportError(format!("system clock: {e}")))
+}
+
+fn err<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> TransportError + '_ {
+    move |e| TransportError(format!("{what}: {e}"))
+}
+
+/// The server end over UDP.
+pub struct UdpServer {
+    server: RenetServer,
+    transport: NetcodeServerTransport,
+    address: SocketAddr,
+    protocol_id: u64,
+    key: PrivateKey,
+}
+
+impl UdpServer {
+    /// Binds `address` (port 0: any free port) for up to `max_clients`.
+    /// `protocol_id` must match the clients' (derive it from the schema
+    /// hash so mismatched builds cannot connect).
+    pub fn bind(
+        address: SocketAddr,
+        max_clients: usize,
+        protocol_id: u64,
+        key: PrivateKey,
+    ) -> Result<UdpServer, TransportError> {
+        let socket = UdpSocket::bind(address).map_err(err("bind"))?;
+        let address = socket.local_addr().map_err(err("local address"))?;
+        let config = ServerConfig {
+            current_time: now()?,
+            max_clients,
+            protocol_id,
+            public_addresses: vec![address],
+            authentication: ServerAuthentication::Secure { private_key: key },
+        };
+        let transport = NetcodeServerTransport::new(config, socket).map_err(err("netcode server"))?;
+        Ok(UdpServer { server: RenetServer::new(ConnectionConfig::default()), transport, address, protocol_id, key })
+    }
+
+    /// The bound address.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// A connect token for `client` (valid 300 s), made with this server's
+    /// key.
+    pub fn connect_token(&self, client: u64) -> Result<ConnectToken, TransportError> {
+        connect_token(self.address, self.protocol_id, &self.key, client)
+    }
+
+    /// Clients connected now.
+    pub fn connected_clients(&self) -> usize {
+        self.server.connected_clients()
+    }
+}
+
+/// A connect token for `client` to the server at `address`, made with the
+/// server's `key`.
+pub fn connect_token(
+    address: SocketAddr,
+    protocol_id: u64,
+    key: &PrivateKey,
+    client: u64,
+) -> Result<ConnectToken, TransportError> {
+    ConnectToken::generate(now()?, protocol_id, 300, client, 15, vec![address], None, key).map_err(err("connect token"))
+}
+
+impl ServerTransport for UdpServer {
+    fn update(&mut self, dt: Duration, events: &mut Vec<ConnectionEvent>) -> Result<(), TransportError> {
+        self.server.update(dt);
+        self.transport.update(dt, &mut self.server).map_err(err("server transport"))?;
+        while let Some(event) = self.server.get_event() {
+            events.push(match event {
+                ServerEvent::ClientConnected { client_id } => ConnectionEvent::Connected(ClientId(client_id)),
+                ServerEvent::ClientDisconnected { client_id, .. } => {
+                    ConnectionEvent::Disconnected(ClientId(client_id))
+                }
+            });
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, client: ClientId, packet: &[u8]) {
+        if self.server.is_connected(client.0) {
+            self.server.send_message(client.0, DefaultChannel::Unreliable, packet.to_vec());
+        }
+    }
+
+    fn receive(&mut self, client: ClientId) -> Option<Vec<u8>> {
+        self.server.receive_message(client.0, DefaultChannel::Unreliable).map(|b| b.to_vec())
+    }
+
+    fn flush(&mut self) -> Result<(), TransportError> {
+        self.transport.send_packets(&mut self.server);
+        Ok(())
+    }
+}
+
+/// A client end over UDP.
+pub struct UdpClient {
+    client: RenetClient,
+    transport: NetcodeClientTransport,
+}
+
+impl UdpClient {
+    /// Starts connecting with a connect token, from a socket bound to
+    /// `local` (port 0: any).
+    pub fn connect(local: SocketAddr, token: ConnectToken) -> Result<UdpClient, TransportError> {
+        let socket = UdpSocket::bind(local).map_err(err("bind"))?;
+        let transport =
+            NetcodeClientTransport::new(now()?, ClientAuthentication::Secure { connect_token: token }, socket)
+                .map_err(err("netcode client"))?;
+        Ok(UdpClient { client: RenetClient::new(ConnectionConfig::default()), transport })
+    }
+
+    /// Whether the client gave up (timeout, refused, or disconnected).
+    pub fn is_disconnected(&self) -> bool {
+        self.client.is_disconnected()
+    }
+
+    /// Round-trip time renet measures, in seconds.
+    pub fn rtt(&self) -> f64 {
+        self.client.rtt()
+    }
+
+    /// Disconnects politely.
+    pub fn disconnect(&mut self) {
+        self.transport.disconnect();
+    }
+}
+
+impl ClientTransport for UdpClient {
+    fn update(&mut self, dt: Duration) -> Result<(), TransportError> {
+        self.client.update(dt);
+        self.transport.update(dt, &mut self.client).map_err(err("client transport"))
+    }
+
+    fn is_connected(&self) -> bool {
+        self.client.is_connected()
+    }
+
+    fn send(&mut self, packet: &[u8]) {
+        if self.client.is_connected() {
+            self.client.send_message(DefaultChannel::Unreliable, packet.to_vec());
+        }
+    }
+
+    fn receive(&mut self) -> Option<Vec<u8>> {
+        self.client.receive_message(DefaultChannel::Unreliable).map(|b| b.to_vec())
+    }
+
+    fn flush(&mut self) -> Result<(), TransportError> {
+        if self.client.is_connected() {
+            self.transport.send_packets(&mut self.client).map_err(err("client send"))?;
+        }
+        Ok(())
+    }
+}
