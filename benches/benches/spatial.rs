@@ -6,7 +6,8 @@
 //! (same hit count for all queries, ours' `pairs * 2 + n == hits`); the
 //! counts of the timed runs are checked after each function. `build` drops
 //! the previous structure (and stages rstar's input) untimed; `std_sort`
-//! copies the unsorted pairs untimed.
+//! copies the unsorted pairs untimed; the broad-phase system cases
+//! (`nothing`, `5pct`, `all`) move their entities untimed before each frame.
 
 #![allow(missing_docs)] // criterion_group! / criterion_main! generate undocumented items.
 
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ecs_bench::runner::spatial_scenes;
+use ecs_bench::scenes::spatial::ecs::{EcsBroadPhase, MOVED_ONE_IN};
 use ecs_bench::scenes::spatial::{self, Distribution, SPATIAL_CASES, SortPairs, SpatialOp};
 
 fn spatial(c: &mut Criterion) {
@@ -23,6 +25,7 @@ fn spatial(c: &mut Criterion) {
         let n = points.len();
         let (mut scenes, hits) =
             spatial_scenes(&points).unwrap_or_else(|e| panic!("spatial/{distribution:?}: check before timing: {e}"));
+        let mut ecs_system: Option<EcsBroadPhase> = None;
         for case in SPATIAL_CASES.iter().filter(|c| c.distribution == distribution) {
             let mut group = c.benchmark_group(format!("spatial_{}", case.name));
             group.sample_size(10);
@@ -68,6 +71,38 @@ fn spatial(c: &mut Criterion) {
                             case.name,
                             imp.name()
                         );
+                    }
+                }
+                SpatialOp::SystemNothingMoved | SpatialOp::SystemFivePercentMoved | SpatialOp::SystemAllMoved => {
+                    let one_in = match case.op {
+                        SpatialOp::SystemNothingMoved => None,
+                        SpatialOp::SystemFivePercentMoved => Some(MOVED_ONE_IN),
+                        _ => Some(1),
+                    };
+                    let system = ecs_system.get_or_insert_with(|| {
+                        EcsBroadPhase::new(&points).unwrap_or_else(|e| panic!("spatial/{}: setup: {e}", case.name))
+                    });
+                    group.bench_function("ours", |b| {
+                        b.iter_custom(|iters| {
+                            let mut timed = Duration::ZERO;
+                            for _ in 0..iters {
+                                if let Some(k) = one_in {
+                                    system.move_some(k);
+                                }
+                                let start = Instant::now();
+                                system.frame();
+                                timed += start.elapsed();
+                            }
+                            timed
+                        });
+                    });
+                    let stats = system.stats();
+                    assert_eq!(stats.full_rebuild, one_in == Some(1), "spatial/{}: {stats:?}", case.name);
+                    if one_in.is_none() {
+                        assert_eq!(stats.chunks_skipped, stats.chunks_total, "spatial/{}: {stats:?}", case.name);
+                    }
+                    if let Err(e) = system.check(spatial::SPATIAL_RADIUS) {
+                        panic!("spatial/{}/ours: after timing: {e}", case.name);
                     }
                 }
                 SpatialOp::StdSort => {

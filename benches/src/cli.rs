@@ -16,7 +16,8 @@ SCENARIO:
   schedule  ecs_bench_suite schedule: systems ab, cd, ce in one schedule, 4 x 10k entities
   transform hierarchy propagation vs bevy_transform: wide, deep, flat, humanoids; static, 5 %, all moving
   spatial   broad phase vs kiddo and rstar, one thread: 100k points (uniform, clustered), radius 5;
-            build, all radius queries, all pairs, std sort reference
+            build, all radius queries, all pairs, std sort reference; the broad-phase system
+            (ours) with nothing, 5 % and all entities moved
   all       suite, skip, schedule, transform, then spatial
 
 report:   runs every scenario of `all` and writes DIR/index.html (default target/ecs-report) with SVG

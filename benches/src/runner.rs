@@ -520,17 +520,25 @@ pub fn spatial_scenes(points: &[glam::Vec3]) -> Result<(SpatialScenes, usize), S
 /// every timed run must equal the checked count; `all_pairs` (ours) must
 /// count `(hits - n) / 2` pairs every run; `std_sort` (ours' reference)
 /// times `sort_unstable` of the pairs, copied untimed, and checks the
-/// order. Any mismatch is an error. Everything runs on the calling thread;
-/// the implementations of one case are measured interleaved.
+/// order. `nothing`, `5pct` and `all` time one frame of ours' broad-phase
+/// system ([`spatial::ecs::EcsBroadPhase`]) after moving no, 5 % or all
+/// entities untimed; the last frame must have re-keyed exactly the moved
+/// rows (and skipped every chunk when nothing moved), and the grid must hold
+/// the world's positions with the hits of a fresh rebuild. Any mismatch is
+/// an error. Everything runs on the calling thread; the implementations of
+/// one case are measured interleaved.
 pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     for distribution in spatial::Distribution::ALL {
         let points = spatial::points(distribution);
         let n = points.len();
         let (mut scenes, hits) = spatial_scenes(&points)?;
+        // The broad-phase system's world, shared by the distribution's system cases.
+        let mut ecs_system: Option<spatial::ecs::EcsBroadPhase> = None;
         for case in SPATIAL_CASES.iter().filter(|c| c.distribution == distribution) {
             let fail = |imp: Impl, e: String| format!("spatial/{}/{}: {e}", case.name, imp.name());
             let mut measured: Vec<(Impl, Measurement, usize)> = Vec::new();
+            let mut system_chunks: Option<ChunkCounts> = None;
             match case.op {
                 SpatialOp::Build => {
                     let ms = {
@@ -600,6 +608,46 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                     sort.check().map_err(|e| fail(Impl::Ours, e))?;
                     measured.push((Impl::Ours, m, n));
                 }
+                SpatialOp::SystemNothingMoved | SpatialOp::SystemFivePercentMoved | SpatialOp::SystemAllMoved => {
+                    let one_in = match case.op {
+                        SpatialOp::SystemNothingMoved => None,
+                        SpatialOp::SystemFivePercentMoved => Some(spatial::ecs::MOVED_ONE_IN),
+                        _ => Some(1),
+                    };
+                    let system = ecs_system
+                        .get_or_insert(spatial::ecs::EcsBroadPhase::new(&points).map_err(|e| fail(Impl::Ours, e))?);
+                    let m = measure::measure_with_setup(
+                        cfg,
+                        system,
+                        |s| {
+                            if let Some(k) = one_in {
+                                s.move_some(k);
+                            }
+                        },
+                        spatial::ecs::EcsBroadPhase::frame,
+                    );
+                    let stats = system.stats();
+                    let len = system.grid_len().map_err(|e| fail(Impl::Ours, e))?;
+                    let expected_rows = match one_in {
+                        None => 0,
+                        Some(k) => n.div_ceil(k) as u64,
+                    };
+                    // The last timed frame must have done what the case says.
+                    let as_expected = len == n
+                        && stats.entities == n as u64
+                        && stats.rows_rekeyed.abs_diff(expected_rows) <= 1
+                        && stats.full_rebuild == (one_in == Some(1))
+                        && (one_in.is_some() || stats.chunks_skipped == stats.chunks_total);
+                    if !as_expected {
+                        return Err(fail(
+                            Impl::Ours,
+                            format!("the last timed frame did not do the case's work: {stats:?}"),
+                        ));
+                    }
+                    system.check(spatial::SPATIAL_RADIUS).map_err(|e| fail(Impl::Ours, e))?;
+                    system_chunks = Some(ChunkCounts { total: stats.chunks_total, skipped: stats.chunks_skipped });
+                    measured.push((Impl::Ours, m, stats.rows_rekeyed as usize));
+                }
             }
             for (imp, measurement, count) in measured {
                 let row = Row {
@@ -607,7 +655,7 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                     case: case.name,
                     imp,
                     measurement,
-                    chunks: None,
+                    chunks: system_chunks.take(),
                     rows: None,
                     systems: Vec::new(),
                     count: Some(count),

@@ -14,6 +14,7 @@
 
 use glam::Vec3;
 
+pub mod ecs;
 pub mod ours;
 
 #[cfg(feature = "peers")]
@@ -72,6 +73,15 @@ pub enum SpatialOp {
     AllPairs,
     /// Ours only, a reference: `sort_unstable` of 100k `(cell, index)` pairs.
     StdSort,
+    /// Ours only, the broad-phase system ([`ecs::EcsBroadPhase`]): a frame
+    /// where nothing moved.
+    SystemNothingMoved,
+    /// Ours only, the broad-phase system: a frame where 5 % of the entities
+    /// moved (written untimed before the frame).
+    SystemFivePercentMoved,
+    /// Ours only, the broad-phase system: a frame where every entity moved,
+    /// so the system rebuilds from all rows.
+    SystemAllMoved,
 }
 
 /// One case of the `spatial` scenario.
@@ -88,7 +98,7 @@ pub struct SpatialCase {
 macro_rules! spatial_cases {
     ($($name:literal $dist:ident $op:ident),* $(,)?) => {
         /// The `spatial` cases, in report order.
-        pub const SPATIAL_CASES: [SpatialCase; 8] = [
+        pub const SPATIAL_CASES: [SpatialCase; 14] = [
             $(SpatialCase { name: $name, distribution: Distribution::$dist, op: SpatialOp::$op },)*
         ];
     };
@@ -97,8 +107,12 @@ macro_rules! spatial_cases {
 spatial_cases!(
     "uniform_build" Uniform Build, "uniform_all_queries" Uniform AllQueries,
     "uniform_all_pairs" Uniform AllPairs, "uniform_std_sort" Uniform StdSort,
+    "uniform_nothing" Uniform SystemNothingMoved, "uniform_5pct" Uniform SystemFivePercentMoved,
+    "uniform_all" Uniform SystemAllMoved,
     "clustered_build" Clustered Build, "clustered_all_queries" Clustered AllQueries,
     "clustered_all_pairs" Clustered AllPairs, "clustered_std_sort" Clustered StdSort,
+    "clustered_nothing" Clustered SystemNothingMoved, "clustered_5pct" Clustered SystemFivePercentMoved,
+    "clustered_all" Clustered SystemAllMoved,
 );
 
 /// SplitMix64: a tiny, well-mixed deterministic generator.
