@@ -1,11 +1,13 @@
-//! Acknowledgements: the only thing a client sends. Ten bytes: a magic
-//! number, the newest applied tick, and a bit mask of which of the 32 ticks
-//! before it were applied too (bit `i`: tick `newest - 1 - i`).
+//! Acknowledgements: the only thing a client sends. Fourteen bytes: a magic
+//! number, the newest applied tick, a bit mask of which of the 32 ticks
+//! before it were applied too (bit `i`: tick `newest - 1 - i`), and a CRC-32
+//! of the ten bytes before it (a corrupted acknowledgement must not settle
+//! work the client never got).
 
 const ACK_MAGIC: u16 = 0xAC4B;
 
 /// Bytes in an acknowledgement.
-pub const ACK_BYTES: usize = 10;
+pub const ACK_BYTES: usize = 14;
 
 /// An acknowledgement of applied snapshots.
 ///
@@ -33,6 +35,8 @@ pub enum AckError {
     Magic(u16),
     /// Tick 0 (no snapshot has that tick).
     ZeroTick,
+    /// The CRC-32 does not match (corrupted).
+    Checksum,
 }
 
 impl std::fmt::Display for AckError {
@@ -41,6 +45,7 @@ impl std::fmt::Display for AckError {
             AckError::Length(n) => write!(f, "{n} bytes, expected {ACK_BYTES}"),
             AckError::Magic(m) => write!(f, "magic {m:#06x} is not an acknowledgement"),
             AckError::ZeroTick => f.write_str("tick 0 cannot be acknowledged"),
+            AckError::Checksum => f.write_str("checksum mismatch"),
         }
     }
 }
@@ -62,7 +67,9 @@ impl Ack {
         let mut out = [0u8; ACK_BYTES];
         out[..2].copy_from_slice(&ACK_MAGIC.to_le_bytes());
         out[2..6].copy_from_slice(&self.newest.to_le_bytes());
-        out[6..].copy_from_slice(&self.previous.to_le_bytes());
+        out[6..10].copy_from_slice(&self.previous.to_le_bytes());
+        let crc = crate::bits::crc32(&[&out[..10]]);
+        out[10..].copy_from_slice(&crc.to_le_bytes());
         out
     }
 
@@ -76,6 +83,10 @@ impl Ack {
         let newest = u32::from_le_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]);
         if newest == 0 {
             return Err(AckError::ZeroTick);
+        }
+        let crc = u32::from_le_bytes([bytes[10], bytes[11], bytes[12], bytes[13]]);
+        if crc != crate::bits::crc32(&[&bytes[..10]]) {
+            return Err(AckError::Checksum);
         }
         let previous = u32::from_le_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]);
         Ok(Ack { newest, previous })

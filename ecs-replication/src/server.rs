@@ -210,6 +210,7 @@ struct ClientState {
     resynced: bool,
     stats: ClientStats,
     packet: Vec<u8>,
+    next_epoch: u32,
 }
 
 impl ClientState {
@@ -225,20 +226,27 @@ impl ClientState {
     fn enter(&mut self, net_id: u64, tick: u32) {
         match self.tracked.get_mut(&net_id) {
             Some(t) if t.phase == Phase::Despawning => {
-                t.epoch = t.epoch.wrapping_add(1);
+                // The despawn is not acknowledged: the client may still
+                // hold the entity, so it counts as sent.
+                t.epoch = self.next_epoch;
+                self.next_epoch = self.next_epoch.wrapping_add(1);
                 t.phase = Phase::Spawning;
-                t.sent_in_epoch = false;
+                t.sent_in_epoch = true;
                 t.dirty = 0;
                 t.last_change = tick;
                 t.acked_position = None;
             }
             Some(_) => return,
             None => {
+                // Epochs are unique per client across incarnations, so an
+                // old acknowledgement never settles a newer incarnation.
+                let epoch = self.next_epoch;
+                self.next_epoch = self.next_epoch.wrapping_add(1);
                 self.tracked.insert(
                     net_id,
                     Tracked {
                         phase: Phase::Spawning,
-                        epoch: 0,
+                        epoch,
                         sent_in_epoch: false,
                         dirty: 0,
                         last_change: tick,
@@ -382,6 +390,7 @@ impl Server {
             resynced: true,
             stats: ClientStats::default(),
             packet: Vec::new(),
+            next_epoch: 0,
         };
         let mut ids: Vec<u64> = self
             .records

@@ -1,0 +1,318 @@
+//! Convergence under a hostile link, interest, budget and fallbacks.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use common::*;
+use ecs_core::World;
+use ecs_replication::codec::{EntryKind, Limits, decode};
+use ecs_replication::prelude::*;
+use ecs_replication::transport::{LocalNetwork, pump_client, serve};
+use glam::Vec3;
+use proptest::prelude::{ProptestConfig, proptest};
+
+const DT: Duration = Duration::from_millis(16);
+
+struct Run {
+    world: World,
+    server: Server,
+    net: LocalNetwork,
+    clients: Vec<(ClientId, World, Client)>,
+    scene: Scene,
+    rng: Rng,
+    seen: BTreeSet<u64>,
+}
+
+impl Run {
+    fn new(seed: u64, views: &[Option<View>], config: ServerConfig, entities: usize) -> Run {
+        let mut rng = Rng(seed);
+        let mut world = World::new();
+        let scene = Scene::new(&mut world, &mut rng, entities, 20.0);
+        let mut server = Server::new(&mut world, registry(), config);
+        let mut net = LocalNetwork::new();
+        let mut clients = Vec::new();
+        for (i, view) in views.iter().enumerate() {
+            let id = ClientId(100 + i as u64);
+            server.add_client(id, *view).unwrap();
+            net.connect(id, LinkConfig::clean(1), LinkConfig::clean(1), seed ^ i as u64);
+            let mut cw = World::new();
+            let client = Client::new(&mut cw, &registry());
+            clients.push((id, cw, client));
+        }
+        Run { world, server, net, clients, scene, rng, seen: BTreeSet::new() }
+    }
+
+    fn set_links(&mut self, link: LinkConfig) {
+        for (id, _, _) in &self.clients {
+            self.net.set_links(*id, link, link);
+        }
+    }
+
+    /// One tick: server step, every packet checked against interest, client
+    /// steps, time advances. Returns the largest packet.
+    fn step(&mut self, mutate: bool, max_entities: usize) -> usize {
+        if mutate {
+            self.scene.mutate(&mut self.world, &mut self.rng, max_entities);
+        }
+        serve(&mut self.server, &mut self.world, &mut self.net.server(), DT, None).unwrap();
+        all_ids(&self.server, &mut self.seen);
+        let schema = self.server.registry().schema().clone();
+        let mut largest = 0;
+        for (id, packet) in self.server.packets() {
+            largest = largest.max(packet.len());
+            assert!(packet.len() <= self.server.config().budget_bytes, "packet over budget");
+            // A client never receives an entity outside its interest.
+            let decoded = decode(packet, &schema, Limits::default()).unwrap();
+            for e in &decoded.entries {
+                if e.kind != EntryKind::Despawn {
+                    assert!(
+                        self.server.in_interest(id, e.net_id),
+                        "client {id:?} got entity {} outside its interest at tick {}",
+                        e.net_id,
+                        decoded.tick
+                    );
+                }
+            }
+        }
+        for (id, cw, client) in &mut self.clients {
+            pump_client(client, cw, &mut self.net.client(*id), DT).unwrap();
+            // Never an entity the server did not make.
+            for (net, _) in client.entities() {
+                assert!(self.seen.contains(&net), "client holds unknown entity {net}");
+            }
+        }
+        self.net.advance();
+        largest
+    }
+
+    fn assert_converged(&self, when: &str) {
+        for (id, cw, client) in &self.clients {
+            let want = expected(&self.server, *id);
+            let have = held(client);
+            let ghosts: Vec<_> = have.keys().filter(|k| !want.contains_key(k)).collect();
+            let missing: Vec<_> = want.keys().filter(|k| !have.contains_key(k)).collect();
+            assert!(ghosts.is_empty(), "{when}: client {id:?} has ghosts {ghosts:?}");
+            assert!(missing.is_empty(), "{when}: client {id:?} misses {missing:?}");
+            assert_eq!(have, want, "{when}: client {id:?} values differ");
+            // The client's world holds the same entities with those values.
+            assert_eq!(cw.len() as usize, have.len());
+            let q = self.server.registry().position_quantizer().unwrap();
+            for (net, values) in &have {
+                let local = client.local_entity(*net).unwrap();
+                if let Some(ecs_replication::codec::Value::Position(p)) = &values[0] {
+                    assert_eq!(cw.get::<Position>(local).unwrap().0, q.dequantize(*p));
+                }
+            }
+        }
+    }
+}
+
+fn views() -> Vec<Option<View>> {
+    vec![
+        None,
+        Some(View { center: Vec3::new(-8.0, 0.0, 0.0), radius: 12.0 }),
+        Some(View { center: Vec3::new(10.0, 5.0, 0.0), radius: 7.0 }),
+    ]
+}
+
+fn converge_after_chaos(seed: u64, loss: f64, ticks: usize) {
+    let mut run = Run::new(seed, &views(), ServerConfig::default(), 25);
+    run.set_links(LinkConfig { loss, delay: 2, jitter: 4, duplicate: 0.1, corrupt: 0.05 });
+    for t in 0..ticks {
+        run.step(true, 40);
+        if t % 37 == 0 {
+            // Views move too.
+            let id = run.clients[2].0;
+            let c = run.rng.point(15.0);
+            run.server.set_view(id, Some(View { center: c, radius: 7.0 })).unwrap();
+        }
+    }
+    // Clean link: one tick each way. The state must match within a round
+    // trip plus one tick, and stay matched.
+    run.set_links(LinkConfig::clean(1));
+    for _ in 0..3 {
+        run.step(false, 40);
+    }
+    run.assert_converged("a round trip plus one tick after the link cleared");
+    for _ in 0..5 {
+        run.step(false, 40);
+    }
+    run.assert_converged("later");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    #[test]
+    fn clients_converge_after_loss_reorder_duplication_and_corruption(seed in 1u64.., loss in 0.0f64..=0.5) {
+        converge_after_chaos(seed, loss, 150);
+    }
+}
+
+#[test]
+fn half_the_packets_lost_still_converges() {
+    converge_after_chaos(0xDEAD_BEEF, 0.5, 250);
+}
+
+#[test]
+fn clean_link_tracks_every_tick() {
+    // With a clean link and the world changing every tick, the client is
+    // exactly one tick behind: after each step it holds the state of the
+    // previous server tick.
+    let mut run = Run::new(7, &[None], ServerConfig::default(), 30);
+    run.set_links(LinkConfig::clean(0));
+    for _ in 0..60 {
+        run.step(true, 40);
+        run.step(false, 40);
+        run.assert_converged("clean link");
+    }
+}
+
+#[test]
+fn small_budget_defers_in_priority_order_and_converges() {
+    let config = ServerConfig { budget_bytes: 200, ..ServerConfig::default() };
+    let mut run = Run::new(11, &[None], config, 120);
+    run.set_links(LinkConfig::clean(1));
+    let mut largest = 0;
+    for _ in 0..10 {
+        largest = largest.max(run.step(true, 150));
+    }
+    let stats = run.server.client_stats(run.clients[0].0).unwrap();
+    assert!(stats.entries_deferred > 0, "the budget should have deferred work");
+    assert!(largest <= 200);
+    for _ in 0..60 {
+        run.step(false, 150);
+    }
+    run.assert_converged("after the backlog drained");
+}
+
+#[test]
+fn a_client_behind_the_ring_gets_full_state() {
+    let mut run = Run::new(5, &[None], ServerConfig::default(), 20);
+    run.set_links(LinkConfig::clean(1));
+    for _ in 0..5 {
+        run.step(true, 30);
+    }
+    // Acks stop for longer than the ring.
+    let id = run.clients[0].0;
+    run.net.set_links(id, LinkConfig::clean(1), LinkConfig { loss: 1.0, ..LinkConfig::clean(1) });
+    for _ in 0..40 {
+        run.step(true, 30);
+    }
+    assert_eq!(run.server.client_stats(id).unwrap().full_resyncs, 1);
+    run.set_links(LinkConfig::clean(1));
+    for _ in 0..3 {
+        run.step(false, 30);
+    }
+    run.assert_converged("after full state");
+}
+
+#[test]
+fn clients_cannot_change_server_state() {
+    let mut run = Run::new(3, &[None], ServerConfig::default(), 10);
+    run.set_links(LinkConfig::clean(0));
+    for _ in 0..3 {
+        run.step(true, 20);
+    }
+    let id = run.clients[0].0;
+    let before: Vec<_> = expected(&run.server, id).into_iter().collect();
+    // Garbage, truncated acks, acks from the future, unknown clients.
+    let mut rng = Rng(99);
+    for len in 0..64 {
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        assert!(run.server.receive(id, &bytes).is_err());
+    }
+    let future = Ack { newest: run.server.tick() + 5, previous: u32::MAX };
+    assert!(run.server.receive(id, &future.to_bytes()).is_err());
+    assert!(run.server.receive(ClientId(999), &Ack { newest: 1, previous: 0 }.to_bytes()).is_err());
+    assert_eq!(run.server.client_stats(id).unwrap().bad_acks, 65);
+    let after: Vec<_> = expected(&run.server, id).into_iter().collect();
+    assert_eq!(before, after);
+    // The stream still works.
+    for _ in 0..3 {
+        run.step(false, 20);
+    }
+    run.assert_converged("after hostile acks");
+}
+
+#[test]
+fn old_and_duplicate_packets_are_ignored() {
+    let mut world = World::new();
+    let mut rng = Rng(1);
+    let mut scene = Scene::new(&mut world, &mut rng, 5, 10.0);
+    let mut server = Server::new(&mut world, registry(), ServerConfig::default());
+    server.add_client(ClientId(1), None).unwrap();
+    let mut packets = Vec::new();
+    for _ in 0..3 {
+        scene.mutate(&mut world, &mut rng, 10);
+        server.update(&mut world).unwrap();
+        packets.push(server.packet(ClientId(1)).unwrap().to_vec());
+    }
+    let mut cw = World::new();
+    let mut client = Client::new(&mut cw, &registry());
+    assert!(matches!(client.receive(&mut cw, &packets[0]), Ok(Receipt::Applied { tick: 1, .. })));
+    assert!(matches!(client.receive(&mut cw, &packets[2]), Ok(Receipt::Applied { tick: 3, .. })));
+    assert_eq!(client.receive(&mut cw, &packets[1]), Ok(Receipt::Stale { tick: 2 }));
+    assert_eq!(client.receive(&mut cw, &packets[2]), Ok(Receipt::Stale { tick: 3 }));
+    let ack = client.ack();
+    assert_eq!(ack.newest, 3);
+    assert!(ack.contains(1) && !ack.contains(2));
+    assert_eq!(client.counters().stale, 2);
+    // A corrupted packet is refused whole.
+    let mut bad = packets[2].clone();
+    bad[9] ^= 4;
+    assert!(client.receive(&mut cw, &bad).is_err());
+}
+
+
+#[test]
+fn entities_outside_the_radius_never_reach_the_stream() {
+    // Entities circle the edge of a client's view; every packet is decoded
+    // and each spawn or update checked against the server's positions.
+    let mut world = World::new();
+    let mut ents = Vec::new();
+    for i in 0..40 {
+        let angle = i as f32 * 0.3;
+        let r = 4.0 + (i % 5) as f32;
+        let p = Vec3::new(angle.cos() * r, angle.sin() * r, 0.0);
+        ents.push((world.spawn((Replicated, Position(p), Rotation(glam::Quat::IDENTITY), Health(0))).unwrap(), r, angle));
+    }
+    let mut server = Server::new(&mut world, registry(), ServerConfig::default());
+    let view = View { center: Vec3::ZERO, radius: 6.0 };
+    server.add_client(ClientId(1), Some(view)).unwrap();
+    let mut cw = World::new();
+    let mut client = Client::new(&mut cw, &registry());
+    let schema = registry().schema().clone();
+    let (mut inside_seen, mut outside_existing) = (BTreeSet::new(), BTreeSet::new());
+    for t in 0..120 {
+        for (e, r, angle) in &mut ents {
+            *angle += 0.05;
+            let radius = *r + (t as f32 * 0.1 + *angle).sin() * 1.5;
+            world.get_mut::<Position>(*e).unwrap().0 = Vec3::new(angle.cos() * radius, angle.sin() * radius, 0.0);
+        }
+        server.update(&mut world).unwrap();
+        let packet = server.packet(ClientId(1)).unwrap().to_vec();
+        for entry in decode(&packet, &schema, Limits::default()).unwrap().entries {
+            if entry.kind != EntryKind::Despawn {
+                assert!(server.in_interest(ClientId(1), entry.net_id), "entity {} outside the view", entry.net_id);
+                inside_seen.insert(entry.net_id);
+            }
+        }
+        for (net, _, _) in server.entities() {
+            if !server.in_interest(ClientId(1), net) {
+                outside_existing.insert(net);
+            }
+        }
+        client.receive(&mut cw, &packet).unwrap();
+        server.receive(ClientId(1), &client.ack().to_bytes()).unwrap();
+        // What the client holds is inside the view (one tick behind at most:
+        // the client holds exactly what the latest packet left it).
+        for (net, _) in client.entities() {
+            assert!(server.in_interest(ClientId(1), net), "client holds {net} outside its view");
+        }
+    }
+    // The scene really crossed the edge both ways.
+    assert!(!inside_seen.is_empty() && !outside_existing.is_empty());
+}
