@@ -7,12 +7,15 @@
 //! (`ecs-bench report --from FILE`) without measuring again.
 //!
 //! A case name carries its share of changed entities as one `_`-separated
-//! token: `5pct` is 5 %, `static`, `rest`, `nothing` and `0` are 0 %, and a
-//! final `all` is 100 %; the other tokens name the chart (`wide_5pct` is the
-//! 5 % point of chart `wide`). A chart with only a 0 % point (the skip
-//! scenario's `changed_0`) is the shared baseline of the scenario's other
-//! charts. A peer's `<chart>_build` case (spatial: kiddo and rstar rebuild
-//! every frame) is drawn as that peer's cost at every share of the chart.
+//! token: `5pct` is 5 %, `static` and `nothing` are 0 % (so is the skip
+//! scenario's `changed_0`), and a final `all` is 100 %; the other tokens name
+//! the chart (`wide_5pct` is the 5 % point of chart `wide`). A chart with
+//! only a 0 % point (`changed_0`) is the shared baseline of the scenario's
+//! other charts. A peer's `<chart>_build` case (spatial: kiddo and rstar
+//! rebuild every frame) is drawn as that peer's cost at every share of the
+//! chart. Rows with a `kbps` figure and a `loss_N` token in their case
+//! (replication's cube scene) make a second kind of chart: bandwidth per
+//! client against packet loss, with the `at_rest` case beside it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -74,7 +77,8 @@ pub fn split_share(case: &str) -> Option<(String, f64)> {
     let last = tokens.len() - 1;
     let (at, share) = tokens.iter().enumerate().find_map(|(i, t)| {
         let share = match *t {
-            "static" | "rest" | "nothing" | "0" => Some(0.0),
+            "static" | "nothing" => Some(0.0),
+            "0" if tokens == ["changed", "0"] => Some(0.0),
             "all" if i == last && i > 0 => Some(100.0),
             t => t.strip_suffix("pct").and_then(|n| n.parse::<f64>().ok()).filter(|p| (0.0..=100.0).contains(p)),
         };
@@ -100,6 +104,10 @@ pub struct Chart {
     pub scenario: String,
     /// Chart name inside the scenario (`clustered`, `wide`, ...).
     pub name: String,
+    /// What the x axis shows (the series' first coordinates are percent).
+    pub x_desc: &'static str,
+    /// What the y axis shows (drawn on a log scale).
+    pub y_desc: &'static str,
     /// One series per implementation.
     pub series: Vec<Series>,
 }
@@ -185,10 +193,60 @@ pub fn charts(records: &[Record]) -> Vec<Chart> {
                     Series { name, points }
                 })
                 .collect();
-            out.push(Chart { scenario: scenario.to_owned(), name: chart, series });
+            out.push(Chart {
+                scenario: scenario.to_owned(),
+                name: chart,
+                x_desc: SHARE_AXIS,
+                y_desc: TIME_AXIS,
+                series,
+            });
+        }
+        if let Some(chart) = bandwidth_chart(scenario, records) {
+            out.push(chart);
         }
     }
     out
+}
+
+/// x axis of the time charts.
+pub const SHARE_AXIS: &str = "share of entities changed";
+/// y axis of the time charts.
+pub const TIME_AXIS: &str = "median us per frame (log)";
+
+/// The bandwidth chart of `scenario`: `kbps` of the `..._loss_N_...` cases
+/// against N, and of the `..._at_rest` cases at 0 % loss.
+fn bandwidth_chart(scenario: &str, records: &[Record]) -> Option<Chart> {
+    let mut moving = Vec::new();
+    let mut rest = Vec::new();
+    for r in records.iter().filter(|r| r.scenario == scenario) {
+        let Some(&kbps) = r.numbers.get("kbps") else { continue };
+        let tokens: Vec<&str> = r.case.split('_').collect();
+        if let Some(i) = tokens.iter().position(|&t| t == "loss")
+            && let Some(loss) = tokens.get(i + 1).and_then(|t| t.parse::<f64>().ok())
+        {
+            moving.push((loss, kbps));
+        } else if r.case.ends_with("at_rest") {
+            rest.push((0.0, kbps));
+        }
+    }
+    if moving.is_empty() && rest.is_empty() {
+        return None;
+    }
+    moving.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut series = Vec::new();
+    if !moving.is_empty() {
+        series.push(Series { name: "moving scene".into(), points: moving });
+    }
+    if !rest.is_empty() {
+        series.push(Series { name: "all at rest".into(), points: rest });
+    }
+    Some(Chart {
+        scenario: scenario.to_owned(),
+        name: "bandwidth".into(),
+        x_desc: "packet loss",
+        y_desc: "kbps per client (log)",
+        series,
+    })
 }
 
 fn color_of(index: usize) -> RGBColor {
@@ -236,8 +294,8 @@ pub fn render_svg(chart: &Chart) -> Result<String, String> {
             .build_cartesian_2d(-0.3f64..span + 0.3, (lo..hi).log_scale())
             .map_err(err)?;
         ctx.configure_mesh()
-            .x_desc("share of entities changed")
-            .y_desc("median us per frame (log)")
+            .x_desc(chart.x_desc)
+            .y_desc(chart.y_desc)
             .x_labels(shares.len() * 2 + 1)
             .x_label_formatter(&|x| {
                 let i = x.round();
@@ -391,6 +449,9 @@ mod tests {
     fn shares_come_from_case_names() {
         assert_eq!(split_share("clustered_5pct"), Some(("clustered".into(), 5.0)));
         assert_eq!(split_share("changed_0"), Some(("changed".into(), 0.0)));
+        assert_eq!(split_share("cubes_loss_0"), None);
+        assert_eq!(split_share("cubes_at_rest"), None);
+        assert_eq!(split_share("encode_100k_10pct"), Some(("encode_100k".into(), 10.0)));
         assert_eq!(split_share("wide_static"), Some(("wide".into(), 0.0)));
         assert_eq!(split_share("humanoids_all"), Some(("humanoids".into(), 100.0)));
         assert_eq!(split_share("uniform_ecs_10pct_moved"), Some(("uniform_ecs_moved".into(), 10.0)));
@@ -432,6 +493,27 @@ mod tests {
     }
 
     #[test]
+    fn bandwidth_is_charted_against_loss() {
+        let mut records = Vec::new();
+        for (case, kbps) in
+            [("cubes_loss_0", 150.0), ("cubes_loss_20", 300.0), ("cubes_loss_5", 180.0), ("cubes_at_rest", 9.0)]
+        {
+            let mut r = rec("replication", case, "ours", 40.0);
+            r.numbers.insert("kbps".into(), kbps);
+            records.push(r);
+        }
+        records.push(rec("replication", "encode_100k_1pct", "ours", 30.0));
+        let charts = charts(&records);
+        assert_eq!(charts.len(), 2);
+        assert_eq!((charts[0].name.as_str(), charts[0].x_desc), ("encode_100k", SHARE_AXIS));
+        let bw = &charts[1];
+        assert_eq!((bw.name.as_str(), bw.x_desc), ("bandwidth", "packet loss"));
+        assert_eq!(bw.series[0].points, [(0.0, 150.0), (5.0, 180.0), (20.0, 300.0)]);
+        assert_eq!(bw.series[1], Series { name: "all at rest".into(), points: vec![(0.0, 9.0)] });
+        assert!(render_svg(bw).unwrap().contains("kbps per client"));
+    }
+
+    #[test]
     fn svg_and_page_name_every_series() {
         let records = vec![
             rec("transform", "wide_static", "ours", 3.0),
@@ -452,7 +534,8 @@ mod tests {
         // Ratio ours / bevy of the static case: 3 / 345.
         assert!(html.contains("<td>0.01x</td>"));
         assert!(html.contains("test run"));
-        assert!(render_svg(&Chart { scenario: "x".into(), name: "y".into(), series: vec![] }).is_err());
+        let empty = Chart { scenario: "x".into(), name: "y".into(), x_desc: "", y_desc: "", series: vec![] };
+        assert!(render_svg(&empty).is_err());
     }
 
     #[test]
