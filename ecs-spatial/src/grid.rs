@@ -98,6 +98,9 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     cells_back: Vec<Cell>,
     cell_keys_back: Vec<u64>,
     edit_ops: Vec<EditOp>,
+    edit_removed_cells: Vec<u32>,
+    edit_inserted_cells: Vec<u32>,
+    edit_changes: Vec<(u64, i64)>,
 }
 
 /// One step of an incremental edit, in old sorted-slot order.
@@ -148,6 +151,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             cells_back: Vec::new(),
             cell_keys_back: Vec::new(),
             edit_ops: Vec::new(),
+            edit_removed_cells: Vec::new(),
+            edit_inserted_cells: Vec::new(),
+            edit_changes: Vec::new(),
         })
     }
 
@@ -266,6 +272,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             + self.cells_back.capacity() * size_of::<Cell>()
             + self.cell_keys_back.capacity() * 8
             + self.edit_ops.capacity() * size_of::<EditOp>()
+            + (self.edit_removed_cells.capacity() + self.edit_inserted_cells.capacity()) * 4
+            + self.edit_changes.capacity() * 16
     }
 
     fn rebuild_impl(&mut self, ids: &[I], positions: &[P], parallel: bool) -> Result<(), GridError> {
@@ -422,6 +430,14 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// The sorted slots `start..end` of the points in cell `key` (empty when
     /// the cell is not occupied).
     pub fn cell_slots(&self, key: CellKey) -> std::ops::Range<usize> {
+        if self.use_dense {
+            let c = unpack(key.raw());
+            if (0..3).all(|a| c[a] >= self.min[a] && c[a] <= self.max[a]) {
+                let d = self.dense_index(key.raw());
+                return self.dense[d] as usize..self.dense[d + 1] as usize;
+            }
+            return 0..0;
+        }
         match self.cell_keys.binary_search(&key.raw()) {
             Ok(i) => {
                 let c = self.cells[i];
@@ -463,6 +479,14 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         Ok(())
     }
 
+    /// [`set_position_in_cell`](Self::set_position_in_cell) for a caller
+    /// that already knows `position` lies in the slot's cell.
+    #[inline]
+    pub(crate) fn set_position_unchecked(&mut self, slot: usize, position: P) {
+        debug_assert_eq!(self.cell_key_of(position).ok(), self.cell_key_of(self.positions[slot]).ok());
+        self.positions[slot] = position;
+    }
+
     /// Edits the grid in place of a rebuild: removes the points at the sorted
     /// slots `removed` and inserts `inserted` as `(cell key, id, position)`.
     /// Nothing is re-keyed or re-sorted except the inserted points: the
@@ -499,76 +523,114 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         if n_new > u32::MAX as usize {
             return Err(GridError::TooManyPoints);
         }
+        self.apply_edits_unchecked(removed, inserted);
+        Ok(())
+    }
+
+    /// [`apply_edits`](Self::apply_edits) for a caller that guarantees the
+    /// slots are in range and distinct, the keys are the positions' keys,
+    /// and the result holds at most `u32::MAX` points.
+    pub(crate) fn apply_edits_unchecked(&mut self, removed: &mut [u32], inserted: &mut [(CellKey, I, P)]) {
+        let n_old = self.positions.len();
+        let n_new = n_old - removed.len() + inserted.len();
+        removed.sort_unstable();
         inserted.sort_unstable_by_key(|e| e.0.raw());
         if removed.is_empty() && inserted.is_empty() {
-            return Ok(());
+            return;
         }
 
-        // 1. The new cell table, the bounding box, and the copy plan in old
-        //    slot order.
+        // 1. The new cell table and the copy plan in old slot order. Cells
+        //    between edited ones are copied with their start shifted; only
+        //    edited cells are looked at one by one.
+        let old_cells = &self.cells;
+        let c_old = old_cells.len();
+        let mut removed_cell = std::mem::take(&mut self.edit_removed_cells);
+        removed_cell.clear();
+        removed_cell
+            .extend(removed.iter().map(|&slot| old_cells.partition_point(|c| c.start + c.count <= slot) as u32));
+        let mut inserted_cell = std::mem::take(&mut self.edit_inserted_cells);
+        inserted_cell.clear();
+        inserted_cell.extend(inserted.iter().map(|e| self.cell_keys.partition_point(|&k| k < e.0.raw()) as u32));
         let mut cells = std::mem::take(&mut self.cells_back);
         let mut keys = std::mem::take(&mut self.cell_keys_back);
         let mut ops = std::mem::take(&mut self.edit_ops);
+        let mut changes = std::mem::take(&mut self.edit_changes);
         cells.clear();
         keys.clear();
         ops.clear();
-        let (mut min, mut max) = EMPTY_BOUNDS;
-        let mut push_cell = |cells: &mut Vec<Cell>, keys: &mut Vec<u64>, key: u64, start: usize, count: usize| {
-            if count > 0 {
-                cells.push(Cell { key: CellKey::from_raw_unchecked(key), start: start as u32, count: count as u32 });
-                keys.push(key);
-                let c = [
-                    (key & AXIS_MASK) as i32 - BIAS,
-                    ((key >> AXIS_BITS) & AXIS_MASK) as i32 - BIAS,
-                    (key >> (2 * AXIS_BITS)) as i32 - BIAS,
-                ];
-                for a in 0..3 {
-                    min[a] = min[a].min(c[a]);
-                    max[a] = max[a].max(c[a]);
-                }
+        changes.clear();
+        let mut grew = self.positions.is_empty();
+        let (mut min, mut max) = if grew { EMPTY_BOUNDS } else { (self.min, self.max) };
+        let mut delta: i64 = 0;
+        let (mut c, mut r, mut ins) = (0usize, 0usize, 0usize);
+        let old_start = |t: usize| if t < c_old { old_cells[t].start as usize } else { n_old };
+        loop {
+            let next_r = removed_cell.get(r).map_or(usize::MAX, |&t| t as usize);
+            let next_i = inserted_cell.get(ins).map_or(usize::MAX, |&t| t as usize);
+            let t = next_r.min(next_i).min(c_old);
+            // Untouched cells: shifted copies.
+            cells
+                .extend(old_cells[c..t].iter().map(|cell| Cell { start: (cell.start as i64 + delta) as u32, ..*cell }));
+            keys.extend_from_slice(&self.cell_keys[c..t]);
+            c = t;
+            if t == c_old && next_r == usize::MAX && next_i == usize::MAX {
+                break;
             }
-        };
-        let (mut r, mut ins, mut out) = (0usize, 0usize, 0usize);
-        for c in 0..self.cells.len() {
-            let cell = self.cells[c];
-            let key = cell.key.raw();
-            let (s, e) = (cell.start as usize, (cell.start + cell.count) as usize);
-            // New cells that sort before this one.
-            while ins < inserted.len() && inserted[ins].0.raw() < key {
+            // New cells that sort before old cell `t` (or after the last).
+            let before_key = if t < c_old { old_cells[t].key.raw() } else { u64::MAX };
+            while ins < inserted.len() && inserted_cell[ins] as usize == t && inserted[ins].0.raw() != before_key {
                 let k = inserted[ins].0.raw();
+                let start = (old_start(t) as i64 + delta) as usize;
                 let first = ins;
                 while ins < inserted.len() && inserted[ins].0.raw() == k {
-                    ops.push(EditOp::Insert { before: s as u32, index: ins as u32 });
+                    ops.push(EditOp::Insert { before: old_start(t) as u32, index: ins as u32 });
                     ins += 1;
                 }
-                push_cell(&mut cells, &mut keys, k, out, ins - first);
-                out += ins - first;
+                let count = ins - first;
+                cells.push(Cell { key: CellKey::from_raw_unchecked(k), start: start as u32, count: count as u32 });
+                keys.push(k);
+                changes.push((k, count as i64));
+                let coords = unpack(k);
+                for a in 0..3 {
+                    if coords[a] < min[a] || coords[a] > max[a] {
+                        grew = true;
+                        min[a] = min[a].min(coords[a]);
+                        max[a] = max[a].max(coords[a]);
+                    }
+                }
+                delta += count as i64;
             }
-            let mut count = cell.count as usize;
-            while r < removed.len() && (removed[r] as usize) < e {
+            if t == c_old {
+                continue;
+            }
+            // Old cell `t`: removals, then insertions at its end.
+            let cell = old_cells[t];
+            let end = (cell.start + cell.count) as usize;
+            let mut count = cell.count as i64;
+            while r < removed.len() && removed_cell[r] as usize == t {
                 ops.push(EditOp::Remove(removed[r]));
                 count -= 1;
                 r += 1;
             }
-            while ins < inserted.len() && inserted[ins].0.raw() == key {
-                ops.push(EditOp::Insert { before: e as u32, index: ins as u32 });
+            while ins < inserted.len() && inserted_cell[ins] as usize == t && inserted[ins].0.raw() == cell.key.raw() {
+                ops.push(EditOp::Insert { before: end as u32, index: ins as u32 });
                 count += 1;
                 ins += 1;
             }
-            push_cell(&mut cells, &mut keys, key, out, count);
-            out += count;
-        }
-        while ins < inserted.len() {
-            let k = inserted[ins].0.raw();
-            let first = ins;
-            while ins < inserted.len() && inserted[ins].0.raw() == k {
-                ops.push(EditOp::Insert { before: n_old as u32, index: ins as u32 });
-                ins += 1;
+            if count > 0 {
+                cells.push(Cell { key: cell.key, start: (cell.start as i64 + delta) as u32, count: count as u32 });
+                keys.push(cell.key.raw());
             }
-            push_cell(&mut cells, &mut keys, k, out, ins - first);
-            out += ins - first;
+            let net = count - cell.count as i64;
+            if net != 0 {
+                changes.push((cell.key.raw(), net));
+            }
+            delta += net;
+            c = t + 1;
         }
-        debug_assert_eq!(out, n_new);
+        debug_assert_eq!(cells.last().map_or(0, |c| (c.start + c.count) as usize), n_new);
+        self.edit_removed_cells = removed_cell;
+        self.edit_inserted_cells = inserted_cell;
 
         // 2. The points: kept runs copied whole, inserted points between.
         let mut positions = std::mem::take(&mut self.positions_back);
@@ -609,14 +671,40 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.edit_ops = ops;
         self.order.clear();
         if n_new == 0 {
+            self.edit_changes = changes;
             self.clear();
-            return Ok(());
+            return;
         }
+        // The bounding box only grows here (a box larger than the occupied
+        // cells is still correct for every query); a rebuild makes it tight.
+        let was_dense = self.use_dense;
+        let span = [0, 1, 2].map(|a| (max[a] - min[a]) as usize + 1);
+        let volume = span[0].checked_mul(span[1]).and_then(|v| v.checked_mul(span[2]));
+        let still_dense = self.lookup == CellLookup::Auto
+            && volume.is_some_and(|v| v <= DENSE_CELLS_PER_POINT * n_new + DENSE_CELLS_MIN);
         self.min = min;
         self.max = max;
-        self.span = [0, 1, 2].map(|a| (max[a] - min[a]) as usize + 1);
-        self.build_dense();
-        Ok(())
+        self.span = span;
+        if grew || !was_dense || !still_dense {
+            self.build_dense();
+        } else {
+            // `dense[i]` counts the points in cells before dense cell `i`:
+            // shift each stretch by the net change of the cells before it.
+            let mut running: i64 = 0;
+            let mut from = 0usize;
+            for &(key, net) in &changes {
+                let d = self.dense_index(key);
+                for v in &mut self.dense[from..=d] {
+                    *v = (*v as i64 + running) as u32;
+                }
+                from = d + 1;
+                running += net;
+            }
+            for v in &mut self.dense[from..] {
+                *v = (*v as i64 + running) as u32;
+            }
+        }
+        self.edit_changes = changes;
     }
 
     #[inline]
@@ -661,6 +749,16 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let b = a + self.cell_keys[a..end].partition_point(|&k| k <= hi);
         (self.cell_start(a), self.cell_start(b))
     }
+}
+
+/// The cell coordinates of a packed key.
+#[inline]
+fn unpack(key: u64) -> [i32; 3] {
+    [
+        (key & AXIS_MASK) as i32 - BIAS,
+        ((key >> AXIS_BITS) & AXIS_MASK) as i32 - BIAS,
+        (key >> (2 * AXIS_BITS)) as i32 - BIAS,
+    ]
 }
 
 type Bounds = ([i32; 3], [i32; 3]);
