@@ -64,7 +64,9 @@ pub use batch::{
     migrate_quantized, quantize_points,
 };
 #[cfg(feature = "ecs")]
-pub use broad_phase::{BroadPhase, BroadPhaseStats, Position, SpatialPosition, update_broad_phase};
+pub use broad_phase::{
+    BroadPhase, BroadPhaseStats, DEFAULT_REBUILD_SHARE, Position, SpatialPosition, update_broad_phase,
+};
 pub use cell::{AXIS_BITS, CELL_MAX, CELL_MIN, CellCoord, CellKey, cell_axis, cell_of, cell_of_2d};
 pub use config::{EncodingConfig, quantize_axis};
 pub use error::{BatchError, ConfigError, ConfigField, EncodeError, GridError};
