@@ -48,12 +48,20 @@ pub struct NeighborLists<I> {
     offsets: Vec<u32>,
     neighbors: Vec<I>,
     parts: Vec<(Vec<u32>, Vec<I>)>,
+    // Row ranges of one cell's scan box, reused.
+    rows: Vec<(usize, usize)>,
 }
 
 impl<I: EntityId> NeighborLists<I> {
     /// Empty lists.
     pub fn new() -> Self {
-        NeighborLists { queries: Vec::new(), offsets: Vec::new(), neighbors: Vec::new(), parts: Vec::new() }
+        NeighborLists {
+            queries: Vec::new(),
+            offsets: Vec::new(),
+            neighbors: Vec::new(),
+            parts: Vec::new(),
+            rows: Vec::new(),
+        }
     }
 
     /// Number of lists (one per query point).
@@ -126,6 +134,40 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         for a in 0..3 {
             let l = floor_to_i64(q[a] - rc - margin).max(self.min[a] as i64);
             let h = floor_to_i64(q[a] + rc + margin).min(self.max[a] as i64);
+            if l > h {
+                return None;
+            }
+            lo[a] = l as i32;
+            hi[a] = h as i32;
+        }
+        Some((lo, hi))
+    }
+
+    /// Occupied-box-clamped cell range that holds every point within `r` of
+    /// any point of the sorted slots `s..e` (one cell's points): the range of
+    /// their bounding box, with one margin large enough for all of them, so
+    /// it contains each point's own [`radius_cells`](Self::radius_cells).
+    #[inline]
+    fn span_cells(&self, s: usize, e: usize, r: f32) -> Option<CellBox> {
+        if s >= e || r.is_nan() || r < 0.0 {
+            return None;
+        }
+        let first = self.positions[s].to_vec3();
+        let (mut pmin, mut pmax) = (first, first);
+        for p in &self.positions[s + 1..e] {
+            let p = p.to_vec3();
+            pmin = pmin.min(p);
+            pmax = pmax.max(p);
+        }
+        let (qmin, rc, _) = self.cell_space(pmin, r);
+        let (qmax, _, _) = self.cell_space(pmax, r);
+        // Per axis every point's |q| is at most the larger corner's, so this
+        // margin is at least each point's own (see `cell_space`).
+        let margin = (qmin.abs().max(qmax.abs()).element_sum() + rc + 1.0) * (4.0 * SLACK);
+        let (mut lo, mut hi) = ([0; 3], [0; 3]);
+        for a in 0..3 {
+            let l = floor_to_i64(qmin[a] - rc - margin).max(self.min[a] as i64);
+            let h = floor_to_i64(qmax[a] + rc + margin).min(self.max[a] as i64);
             if l > h {
                 return None;
             }
@@ -353,8 +395,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// neighbourhood) and, in its own cell, only the points after it; radii
     /// larger than a cell scan more rings.
     pub fn for_each_pair_within(&self, radius: f32, mut f: impl FnMut(I, I)) {
-        for s in 0..self.positions.len() {
-            self.pairs_of(s, radius, &mut f);
+        let mut rows = Vec::new();
+        for c in 0..self.cells().len() {
+            self.pairs_of_cell(c, radius, &mut rows, &mut f);
         }
     }
 
@@ -368,41 +411,57 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// [`for_each_pair_within`](Self::for_each_pair_within) on rayon: `f` is
     /// called from several threads, in no particular order.
     pub fn par_for_each_pair_within(&self, radius: f32, f: impl Fn(I, I) + Sync) {
-        let n = self.positions.len();
-        (0..n.div_ceil(PAR_BLOCK)).into_par_iter().for_each(|block| {
+        let cells = self.cells().len();
+        const CELL_BLOCK: usize = 1024;
+        (0..cells.div_ceil(CELL_BLOCK)).into_par_iter().for_each(|block| {
             let mut g = |a, b| f(a, b);
-            for s in block * PAR_BLOCK..((block + 1) * PAR_BLOCK).min(n) {
-                self.pairs_of(s, radius, &mut g);
+            let mut rows = Vec::new();
+            for c in block * CELL_BLOCK..((block + 1) * CELL_BLOCK).min(cells) {
+                self.pairs_of_cell(c, radius, &mut rows, &mut g);
             }
         });
     }
 
+    /// The pairs whose earlier point lies in occupied cell `c`: each point
+    /// scans the points after it in its own row (cells at `x >=` its own),
+    /// the later rows of its layer and the layers above, over the scan box
+    /// of the whole cell (computed once for all its points).
     #[inline]
-    fn pairs_of(&self, s: usize, r: f32, f: &mut impl FnMut(I, I)) {
-        let p = self.positions[s];
-        let c = p.to_vec3();
-        let Some(cells) = self.radius_cells(c, r) else { return };
-        let own = [0, 1, 2].map(|a| self.cell_f(c[a], a) as i32);
+    fn pairs_of_cell(&self, c: usize, r: f32, rows: &mut Vec<(usize, usize)>, f: &mut impl FnMut(I, I)) {
+        let cell = self.cells()[c];
+        let (s0, e0) = (cell.start as usize, (cell.start + cell.count) as usize);
+        let Some((lo, hi)) = self.span_cells(s0, e0, r) else { return };
+        let own = cell.key.coord();
+        let own = [own.x, own.y, own.z];
         let r2 = r * r;
-        let a_id = self.ids[s];
-        let (lo, hi) = cells;
-        let mut scan = |from: usize, to: usize| {
-            for (q, &b_id) in self.positions[from..to].iter().zip(&self.ids[from..to]) {
-                if q.distance_squared(p) <= r2 {
-                    f(a_id, b_id);
-                }
-            }
-        };
-        // Own row: only points after this one (cells at x >= own x).
-        scan(s + 1, self.row_slots(own[1], own[2], own[0], hi[0]).1);
-        // Rest of the own layer (rows with larger y), then the layers above.
+        let own_row_end = self.row_slots(own[1], own[2], own[0], hi[0]).1;
+        rows.clear();
         for y in own[1] + 1..=hi[1] {
             let (from, to) = self.row_slots(y, own[2], lo[0], hi[0]);
-            scan(from, to);
+            if from < to {
+                rows.push((from, to));
+            }
         }
         for z in own[2] + 1..=hi[2] {
             for y in lo[1]..=hi[1] {
                 let (from, to) = self.row_slots(y, z, lo[0], hi[0]);
+                if from < to {
+                    rows.push((from, to));
+                }
+            }
+        }
+        for s in s0..e0 {
+            let p = self.positions[s];
+            let a_id = self.ids[s];
+            let mut scan = |from: usize, to: usize| {
+                for (q, &b_id) in self.positions[from..to].iter().zip(&self.ids[from..to]) {
+                    if q.distance_squared(p) <= r2 {
+                        f(a_id, b_id);
+                    }
+                }
+            };
+            scan(s + 1, own_row_end);
+            for &(from, to) in rows.iter() {
                 scan(from, to);
             }
         }
@@ -424,11 +483,39 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         out.clear();
         out.queries.extend_from_slice(&self.ids);
         out.offsets.push(0);
-        for s in 0..self.positions.len() {
-            let center = self.positions[s];
-            self.collect_radius(center, radius, &mut out.neighbors);
-            out.offsets.push(out.neighbors.len() as u32);
+        let r2 = radius * radius;
+        let mut rows = std::mem::take(&mut out.rows);
+        for c in 0..self.cells().len() {
+            let cell = self.cells()[c];
+            let (s0, e0) = (cell.start as usize, (cell.start + cell.count) as usize);
+            // One scan box and one set of row ranges for all the cell's points.
+            rows.clear();
+            let mut total = 0;
+            if let Some((lo, hi)) = self.span_cells(s0, e0, radius) {
+                for z in lo[2]..=hi[2] {
+                    for y in lo[1]..=hi[1] {
+                        let (s, e) = self.row_slots(y, z, lo[0], hi[0]);
+                        if s < e {
+                            rows.push((s, e));
+                            total += e - s;
+                        }
+                    }
+                }
+            }
+            for s in s0..e0 {
+                let center = self.positions[s];
+                if rows.len() <= 16 && total > 0 {
+                    self.compact_into(center, r2, &rows, total, &mut out.neighbors);
+                } else {
+                    for part in rows.chunks(16) {
+                        let t = part.iter().map(|&(a, b)| b - a).sum();
+                        self.compact_into(center, r2, part, t, &mut out.neighbors);
+                    }
+                }
+                out.offsets.push(out.neighbors.len() as u32);
+            }
         }
+        out.rows = rows;
     }
 
     /// [`query_radius_all`](Self::query_radius_all) on rayon, with the same
