@@ -119,6 +119,21 @@ impl BitWriter {
         self.write_varint(((value << 1) ^ (value >> 63)) as u64);
     }
 
+    /// Drops everything written after the first `bits` bits (no-op if
+    /// fewer were written).
+    pub fn truncate(&mut self, bits: usize) {
+        if bits >= self.bit_len() {
+            return;
+        }
+        self.bytes.truncate(bits.div_ceil(8));
+        self.used = (bits % 8) as u32;
+        if self.used != 0
+            && let Some(last) = self.bytes.last_mut()
+        {
+            *last &= (1u8 << self.used) - 1;
+        }
+    }
+
     /// Appends everything `other` has written, bit for bit.
     pub fn append(&mut self, other: &BitWriter) {
         let full = if other.used == 0 { other.bytes.len() } else { other.bytes.len() - 1 };

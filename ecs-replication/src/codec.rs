@@ -305,80 +305,30 @@ impl<'s> Encoder<'s> {
     /// Appends one entry. Fails, writing nothing, if a value does not fit
     /// its field.
     pub fn push(&mut self, entry: &Entry) -> Result<(), EncodeError> {
-        let w = self.entry_bits(entry)?;
-        self.body.append(&w);
-        self.entries += 1;
-        Ok(())
+        self.push_within(entry, usize::MAX).map(|_| ())
     }
 
     /// Appends one entry only if the packet then stays within `max_bytes`;
-    /// returns whether it was appended.
+    /// returns whether it was appended. Fails, writing nothing, if a value
+    /// does not fit its field.
     pub fn push_within(&mut self, entry: &Entry, max_bytes: usize) -> Result<bool, EncodeError> {
-        let w = self.entry_bits(entry)?;
-        let mut count = BitWriter::new();
-        count.write_varint(self.entries + 1);
-        let bits = self.writer.bit_len() + count.bit_len() + self.body.bit_len() + w.bit_len();
+        let start = self.body.bit_len();
+        if let Err(e) = write_entry(self.schema, &mut self.body, entry) {
+            self.body.truncate(start);
+            return Err(e);
+        }
+        let bits = self.writer.bit_len() + varint_bit_len(self.entries + 1) + self.body.bit_len();
         if bits.div_ceil(8) > max_bytes {
+            self.body.truncate(start);
             return Ok(false);
         }
-        self.body.append(&w);
         self.entries += 1;
         Ok(true)
     }
 
-    fn entry_bits(&self, entry: &Entry) -> Result<BitWriter, EncodeError> {
-        let mut w = BitWriter::new();
-        let kind = match entry.kind {
-            EntryKind::Spawn => 0,
-            EntryKind::Update => 1,
-            EntryKind::Despawn => 2,
-        };
-        w.write_bits(kind, 2);
-        w.write_varint(entry.net_id);
-        if entry.kind != EntryKind::Despawn {
-            let mut mask = 0u64;
-            let mut last: Option<u8> = None;
-            for (index, _) in &entry.components {
-                if last.is_some_and(|l| l >= *index) || *index as usize >= self.schema.len() {
-                    return Err(EncodeError::BadIndex(*index));
-                }
-                last = Some(*index);
-                mask |= 1 << index;
-            }
-            w.write_bits(mask, self.schema.len() as u32);
-            for (index, value) in &entry.components {
-                let codec = self.schema.codec(*index as usize).ok_or(EncodeError::BadIndex(*index))?;
-                if entry.kind == EntryKind::Update {
-                    w.write_bool(matches!(value, Value::PositionDelta { .. }));
-                }
-                match (codec, value) {
-                    (FieldCodec::Bytes(n), Value::Bytes(bytes)) if bytes.len() == n as usize => {
-                        for b in bytes {
-                            w.write_bits(*b as u64, 8);
-                        }
-                    }
-                    (FieldCodec::Position(q), Value::Position(p)) => q.write(&mut w, *p),
-                    (FieldCodec::Position(_), Value::PositionDelta { back, delta })
-                        if entry.kind == EntryKind::Update && (1..=MAX_DELTA_BACK).contains(back) =>
-                    {
-                        w.write_varint(*back as u64);
-                        for v in delta {
-                            w.write_signed_varint(*v as i64);
-                        }
-                    }
-                    (FieldCodec::Rotation(r), Value::Rotation(bits)) => r.write(&mut w, *bits),
-                    _ => return Err(EncodeError::WrongValue { index: *index }),
-                }
-            }
-        }
-        Ok(w)
-    }
-
     /// Bytes the packet would take now.
     pub fn byte_len(&self) -> usize {
-        let mut count = BitWriter::new();
-        count.write_varint(self.entries);
-        (self.writer.bit_len() + count.bit_len() + self.body.bit_len()).div_ceil(8)
+        (self.writer.bit_len() + varint_bit_len(self.entries) + self.body.bit_len()).div_ceil(8)
     }
 
     /// Entries pushed.
@@ -397,6 +347,58 @@ impl<'s> Encoder<'s> {
         }
         bytes
     }
+}
+
+fn write_entry(schema: &Schema, w: &mut BitWriter, entry: &Entry) -> Result<(), EncodeError> {
+    let kind = match entry.kind {
+        EntryKind::Spawn => 0,
+        EntryKind::Update => 1,
+        EntryKind::Despawn => 2,
+    };
+    w.write_bits(kind, 2);
+    w.write_varint(entry.net_id);
+    if entry.kind != EntryKind::Despawn {
+        let mut mask = 0u64;
+        let mut last: Option<u8> = None;
+        for (index, _) in &entry.components {
+            if last.is_some_and(|l| l >= *index) || *index as usize >= schema.len() {
+                return Err(EncodeError::BadIndex(*index));
+            }
+            last = Some(*index);
+            mask |= 1 << index;
+        }
+        w.write_bits(mask, schema.len() as u32);
+        for (index, value) in &entry.components {
+            let codec = schema.codec(*index as usize).ok_or(EncodeError::BadIndex(*index))?;
+            if entry.kind == EntryKind::Update {
+                w.write_bool(matches!(value, Value::PositionDelta { .. }));
+            }
+            match (codec, value) {
+                (FieldCodec::Bytes(n), Value::Bytes(bytes)) if bytes.len() == n as usize => {
+                    for b in bytes {
+                        w.write_bits(*b as u64, 8);
+                    }
+                }
+                (FieldCodec::Position(q), Value::Position(p)) => q.write(w, *p),
+                (FieldCodec::Position(_), Value::PositionDelta { back, delta })
+                    if entry.kind == EntryKind::Update && (1..=MAX_DELTA_BACK).contains(back) =>
+                {
+                    w.write_varint(*back as u64);
+                    for v in delta {
+                        w.write_signed_varint(*v as i64);
+                    }
+                }
+                (FieldCodec::Rotation(r), Value::Rotation(bits)) => r.write(w, *bits),
+                _ => return Err(EncodeError::WrongValue { index: *index }),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Bits of a varint.
+fn varint_bit_len(v: u64) -> usize {
+    ((64 - v.leading_zeros()).max(1) as usize).div_ceil(7) * 8
 }
 
 /// The CRC-32 of a packet's bytes other than the hash field (bytes 3..7).

@@ -33,13 +33,13 @@
 //! refused.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use ecs_core::{Added, Entity, QueryState, With, World};
 use ecs_spatial::SparseGrid;
 use glam::Vec3;
 
 use crate::ack::{Ack, AckError};
-use crate::bits::BitWriter;
 use crate::codec::{EncodeError, Encoder, Entry, EntryKind, FieldCodec, MAX_DELTA_BACK, Value};
 use crate::registry::{Column, Registry, Replicated};
 
@@ -167,6 +167,30 @@ impl Record {
     }
 }
 
+/// A fast hasher for the server's own keys (network ids and entities, not
+/// chosen by clients, so no flooding concern).
+#[derive(Clone, Copy, Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Spawning,
@@ -204,7 +228,7 @@ struct ClientState {
     view_changed: bool,
     newest_ack: u32,
     ring: VecDeque<Sent>,
-    tracked: HashMap<u64, Tracked>,
+    tracked: IdMap<u64, Tracked>,
     pending: Vec<u64>,
     interest: Vec<u64>,
     resynced: bool,
@@ -312,8 +336,8 @@ pub struct Server {
     added: QueryState<Entity, Added<Replicated>>,
     all: QueryState<Entity, With<Replicated>>,
     next_net_id: u64,
-    by_entity: HashMap<Entity, u64>,
-    records: HashMap<u64, Record>,
+    by_entity: IdMap<Entity, u64>,
+    records: IdMap<u64, Record>,
     changed: Vec<u64>,
     grid: Option<SparseGrid<Vec3, u64>>,
     grid_stale: bool,
@@ -342,8 +366,8 @@ impl Server {
             added: QueryState::new(world),
             all: QueryState::new(world),
             next_net_id: 1,
-            by_entity: HashMap::new(),
-            records: HashMap::new(),
+            by_entity: IdMap::default(),
+            records: IdMap::default(),
             changed: Vec::new(),
             grid,
             grid_stale: true,
@@ -370,6 +394,12 @@ impl Server {
         self.config
     }
 
+    /// Changes the packet budget from the next tick on (at least 64 bytes;
+    /// e.g. a large budget to bring new clients up to date quickly).
+    pub fn set_budget_bytes(&mut self, bytes: usize) {
+        self.config.budget_bytes = bytes.max(64);
+    }
+
     /// Adds a client that sees everything (`view: None`) or what lies
     /// within a radius. Its first packets spawn what it sees.
     pub fn add_client(&mut self, id: ClientId, view: Option<View>) -> Result<(), ServerError> {
@@ -384,7 +414,7 @@ impl Server {
             view_changed: true,
             newest_ack: 0,
             ring: VecDeque::new(),
-            tracked: HashMap::new(),
+            tracked: IdMap::default(),
             pending: Vec::new(),
             interest: Vec::new(),
             resynced: true,
@@ -574,14 +604,16 @@ impl Server {
         let tick = self.tick;
         let position_index = self.registry.position_index();
         let position_codec = position_index.and_then(|i| self.registry.schema().codec(i));
+        let changed_masks: Vec<(u64, u64)> =
+            self.changed.iter().filter_map(|n| self.records.get(n).map(|r| (*n, r.changed_mask))).collect();
         for client in self.clients.values_mut() {
             // Changes of this tick go to the entities this client tracks.
-            for net in &self.changed {
-                let Some(record) = self.records.get(net) else { continue };
+            for &(net, mask) in &changed_masks {
+                let net = &net;
                 if let Some(t) = client.tracked.get_mut(net)
                     && t.phase != Phase::Despawning
                 {
-                    t.dirty |= record.changed_mask;
+                    t.dirty |= mask;
                     t.last_change = tick;
                     if t.phase == Phase::Live {
                         client.queue(*net);
@@ -816,9 +848,9 @@ fn check_view(v: View) -> Result<(), ServerError> {
 }
 
 fn varint_bits(v: u64) -> usize {
-    let mut w = BitWriter::new();
-    w.write_varint(v);
-    w.bit_len()
+    // 8 bits per started group of 7.
+    let significant = (64 - v.leading_zeros()).max(1) as usize;
+    significant.div_ceil(7) * 8
 }
 
 fn zigzag(v: i64) -> u64 {
@@ -827,7 +859,7 @@ fn zigzag(v: i64) -> u64 {
 
 fn build_packet(
     client: &mut ClientState,
-    records: &HashMap<u64, Record>,
+    records: &IdMap<u64, Record>,
     registry: &Registry,
     config: &ServerConfig,
     tick: u32,
@@ -845,14 +877,23 @@ fn build_packet(
             Phase::Spawning | Phase::Despawning => 4.0,
             Phase::Live => 1.0,
         };
-        let near = match (center, records.get(net).and_then(|r| r.position)) {
-            (Some(c), Some(p)) => 4.0 / (4.0 + p.distance(c)),
-            _ => 0.0,
+        let near = match center.and_then(|c| Some((c, records.get(net)?.position?))) {
+            Some((c, p)) => 4.0 / (4.0 + p.distance(c)),
+            None => 0.0,
         };
         t.priority += base + near;
         order.push((t.priority, *net));
     }
-    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    // Only the first entries can fit (each takes at least 10 bits): pick
+    // them in O(n), then sort just those.
+    let by_priority = |a: &(f32, u64), b: &(f32, u64)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    let can_fit = config.budget_bytes * 8 / 10 + 1;
+    let candidates = order.len();
+    if order.len() > can_fit {
+        order.select_nth_unstable_by(can_fit, by_priority);
+        order.truncate(can_fit);
+    }
+    order.sort_unstable_by(by_priority);
     let mut sent = Vec::new();
     let mut misses = 0;
     for (_, net) in &order {
@@ -920,14 +961,14 @@ fn build_packet(
             t.sent_in_epoch = true;
             client.stats.entries_sent += 1;
         } else {
-            client.stats.entries_deferred += 1;
+            // A few more tries: a small entry (a despawn) may still fit.
             misses += 1;
             if misses >= 16 {
-                client.stats.entries_deferred += (order.len() - sent.len()).saturating_sub(misses) as u64;
                 break;
             }
         }
     }
+    client.stats.entries_deferred += candidates.saturating_sub(sent.len()) as u64;
     // Keep what still has work.
     let ClientState { pending, tracked, .. } = client;
     pending.retain(|net| match tracked.get_mut(net) {
