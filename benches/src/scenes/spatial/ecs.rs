@@ -47,7 +47,7 @@ impl EcsBroadPhase {
         schedule.add_systems(update_broad_phase::<Position>);
         schedule.run(&mut world).map_err(|e| format!("first run: {e}"))?;
         // A lattice offset per entity (keeps coordinates multiples of QUANTUM), clamped into the cube.
-        let mut rng = SplitMix64::new(0x0FF5_E7);
+        let mut rng = SplitMix64::new(0x000F_F5E7);
         let steps = (2.0 * MOVE_REACH / QUANTUM) as u32 + 1;
         let offsets = points
             .iter()
