@@ -18,7 +18,9 @@ SCENARIO:
   spatial   broad phase vs kiddo and rstar, one thread: 100k points (uniform, clustered), radius 5;
             build, all radius queries, all pairs, std sort reference; the broad-phase system
             (ours) with nothing, 5 % and all entities moved
-  all       suite, skip, schedule, transform, then spatial
+  replication snapshot replication (ours): cube scene kbps per client at 0/5/20 % loss and at rest,
+            encode us per client per tick for 100k entities at 0/1/10 % changed, 64 clients x 10k fan-out
+  all       suite, skip, schedule, transform, spatial, then replication
 
 report:   runs every scenario of `all` and writes DIR/index.html (default target/ecs-report) with SVG
           charts of time per frame against the share of entities changed, ours against each peer,
@@ -123,24 +125,26 @@ where
                     "schedule" => vec![Scenario::Schedule],
                     "transform" => vec![Scenario::Transform],
                     "spatial" => vec![Scenario::Spatial],
+                    "replication" => vec![Scenario::Replication],
                     "all" => vec![
                         Scenario::Suite,
                         Scenario::Skip,
                         Scenario::Schedule,
                         Scenario::Transform,
                         Scenario::Spatial,
+                        Scenario::Replication,
                     ],
                     other => {
                         return Err(format!(
-                            "unknown scenario `{other}` (expected suite, skip, schedule, transform, spatial or all)"
+                            "unknown scenario `{other}` (expected suite, skip, schedule, transform, spatial, replication or all)"
                         ));
                     }
                 });
             }
         }
     }
-    let scenarios =
-        scenario.ok_or_else(|| "missing SCENARIO (suite, skip, schedule, transform, spatial or all)".to_owned())?;
+    let scenarios = scenario
+        .ok_or_else(|| "missing SCENARIO (suite, skip, schedule, transform, spatial, replication or all)".to_owned())?;
     Ok(Command::Run(Options { scenarios, json, quick }))
 }
 
@@ -285,7 +289,8 @@ mod tests {
                     Scenario::Skip,
                     Scenario::Schedule,
                     Scenario::Transform,
-                    Scenario::Spatial
+                    Scenario::Spatial,
+                    Scenario::Replication
                 ],
                 json: false,
                 quick: true

@@ -17,6 +17,7 @@
 
 pub mod cli;
 pub mod measure;
+pub mod replication;
 pub mod report;
 pub mod runner;
 pub mod scenes;

@@ -23,6 +23,8 @@ pub enum Scenario {
     Transform,
     /// Broad phase over 100k points, ours against kiddo and rstar (one thread).
     Spatial,
+    /// Snapshot replication: cube-scene bandwidth, encode cost, fan-out.
+    Replication,
 }
 
 impl Scenario {
@@ -34,6 +36,7 @@ impl Scenario {
             Scenario::Schedule => "schedule",
             Scenario::Transform => "transform",
             Scenario::Spatial => "spatial",
+            Scenario::Replication => "replication",
         }
     }
 }
@@ -112,6 +115,8 @@ pub struct Row {
     /// What the timed work counted, checked outside timing (`spatial` only):
     /// hits of all queries, pairs within the radius, or points built or sorted.
     pub count: Option<usize>,
+    /// Snapshot bandwidth per client, kilobits per second (`replication` only).
+    pub kbps: Option<f64>,
 }
 
 impl Row {
@@ -129,6 +134,9 @@ impl Row {
         }
         if let Some(n) = self.count {
             let _ = write!(s, ",\"count\":{n}");
+        }
+        if let Some(k) = self.kbps {
+            let _ = write!(s, ",\"kbps\":{}", json_number(k));
         }
         if !self.systems.is_empty() {
             s.push_str(",\"systems\":[");
@@ -235,6 +243,7 @@ pub fn run(scenario: Scenario, cfg: &Config, on_row: impl FnMut(&Row)) -> Result
         Scenario::Schedule => run_schedule(cfg, on_row),
         Scenario::Transform => run_transform(cfg, on_row),
         Scenario::Spatial => run_spatial(cfg, on_row),
+        Scenario::Replication => crate::replication::run_replication(cfg, on_row),
     }
 }
 
@@ -263,6 +272,7 @@ pub fn run_suite(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Vec<Row> {
                 rows: None,
                 systems: Vec::new(),
                 count: None,
+                kbps: None,
             };
             on_row(&row);
             rows.push(row);
@@ -345,6 +355,7 @@ pub fn run_skip(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, 
                 rows: Some(st.movers),
                 systems: Vec::new(),
                 count: None,
+                kbps: None,
             };
             on_row(&row);
             rows.push(row);
@@ -402,6 +413,7 @@ pub fn run_schedule(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Ro
             rows: None,
             systems: scene.systems(),
             count: None,
+            kbps: None,
         };
         on_row(&row);
         rows.push(row);
@@ -466,6 +478,7 @@ pub fn run_transform(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<R
                 rows: Some(scene.forest().movers.len()),
                 systems: Vec::new(),
                 count: None,
+                kbps: None,
             };
             on_row(&row);
             rows.push(row);
@@ -659,6 +672,7 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                     rows: None,
                     systems: Vec::new(),
                     count: Some(count),
+                    kbps: None,
                 };
                 on_row(&row);
                 rows.push(row);
@@ -689,6 +703,9 @@ fn fmt_ratio(ours: Option<f64>, peer: Option<f64>) -> String {
 /// implementation, the ratio ours / peer, and ours' chunk counters; for
 /// `schedule`, also ours' per-system figures of the last timed run.
 pub fn table(scenario: Scenario, rows: &[Row]) -> String {
+    if scenario == Scenario::Replication {
+        return crate::replication::table(rows);
+    }
     let mut cases: Vec<&'static str> = Vec::new();
     for r in rows.iter().filter(|r| r.scenario == scenario) {
         if !cases.contains(&r.case) {
@@ -707,6 +724,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
             Scenario::Schedule => "schedule run",
             Scenario::Transform => "propagation run (movers untimed)",
             Scenario::Spatial => "build or pass over all 100k points, one thread",
+            Scenario::Replication => "server tick",
         }
     );
     match scenario {
@@ -739,6 +757,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
                 "case", "ours", "kiddo", "rstar", "ours/kiddo", "ours/rstar", "count"
             );
         }
+        Scenario::Replication => {}
     }
     if scenario == Scenario::Spatial {
         out.push('\n');
@@ -809,6 +828,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
                 );
                 continue;
             }
+            Scenario::Replication => continue,
         }
         let chunks = get(case, Impl::Ours)
             .and_then(|r| r.chunks)
@@ -850,6 +870,7 @@ mod tests {
             rows: None,
             systems: Vec::new(),
             count: None,
+            kbps: None,
         };
         assert_eq!(
             row.to_json(),
@@ -874,6 +895,7 @@ mod tests {
                 chunks: ChunkCounts { total: 3, skipped: 0 },
             }],
             count: None,
+            kbps: None,
         };
         assert_eq!(
             row.to_json(),
@@ -921,6 +943,7 @@ mod tests {
             rows: None,
             systems: Vec::new(),
             count: Some(737_040),
+            kbps: None,
         };
         assert_eq!(
             row.to_json(),
