@@ -45,7 +45,7 @@ fn measurement_of(per_tick_us: &[f64], iters: u64) -> Measurement {
 /// Runs the cube stream of one case: warm-up, then the measured ticks. At
 /// rest, the player stops and the scene settles first. Checks after the
 /// run, on a clean link, that the client converged.
-pub fn cube_case(loss: f64, moving: bool, ticks: usize) -> Result<(scenes::StreamFigures, usize), String> {
+pub fn cube_case(loss: f64, moving: bool, ticks: usize) -> Result<scenes::StreamFigures, String> {
     let mut stream = CubeStream::new(loss)?;
     for _ in 0..120 {
         stream.tick()?;
@@ -65,9 +65,7 @@ pub fn cube_case(loss: f64, moving: bool, ticks: usize) -> Result<(scenes::Strea
             stream.tick()?;
         }
     }
-    let mut moving_sum = 0;
     let figures = stream.measure(ticks)?;
-    moving_sum += stream.moving_cubes();
     stream.clean_link();
     stream.set_player_moving(false);
     let mut settle = 0;
@@ -84,7 +82,7 @@ pub fn cube_case(loss: f64, moving: bool, ticks: usize) -> Result<(scenes::Strea
             loss * 100.0
         ));
     }
-    Ok((figures, moving_sum))
+    Ok(figures)
 }
 
 /// Runs the scenario, calling `on_row` as each row is ready.
@@ -93,14 +91,14 @@ pub fn run_replication(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec
     let ticks = if quick { 300 } else { 1800 };
     let mut rows = Vec::new();
     for (name, loss, moving) in CUBE_CASES {
-        let (figures, _) = cube_case(loss, moving, ticks).map_err(|e| format!("replication/{name}: {e}"))?;
+        let figures = cube_case(loss, moving, ticks).map_err(|e| format!("replication/{name}: {e}"))?;
         let row = Row {
             scenario: Scenario::Replication,
             case: name,
             imp: Impl::Ours,
             measurement: measurement_of(&figures.update_us, 1),
             chunks: None,
-            rows: None,
+            rows: Some(figures.moving_cubes.round() as usize),
             systems: Vec::new(),
             count: Some(figures.ticks),
             kbps: Some(figures.kbps),
@@ -140,7 +138,8 @@ pub fn run_replication(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec
 }
 
 /// The scenario's table: per case the median server time per tick, the
-/// time per client, entities changed per tick, and kbps per client.
+/// time per client, entities changed per tick (cubes: sliding on average),
+/// and kbps per client.
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(

@@ -1,7 +1,7 @@
 //! The cube scene of Glenn Fiedler's "Snapshot Compression": 901 cubes (a
 //! 30 x 30 grid of small cubes plus the player's cube) on a flat floor. The
 //! player walks a looping path and pushes the cubes near it; pushed cubes
-//! slide, spin and settle under friction. Cubes at rest are never written,
+//! slide, knock the cubes they touch, spin and settle under friction. Cubes at rest are never written,
 //! so replication (and any `Changed` query) skips their chunks.
 //!
 //! [`CubeScene`] is the world plus its [`Schedule`]; [`registry`] is what
@@ -103,7 +103,7 @@ pub struct CubeConfig {
 
 impl Default for CubeConfig {
     fn default() -> Self {
-        CubeConfig { grid: 30, spacing: 1.5, push_radius: 2.5, player_speed: 5.0, friction: 0.95, dt: 1.0 / 60.0 }
+        CubeConfig { grid: 30, spacing: 1.5, push_radius: 3.0, player_speed: 8.0, friction: 0.97, dt: 1.0 / 60.0 }
     }
 }
 
@@ -201,6 +201,78 @@ pub fn push_cubes(
     });
 }
 
+/// Scratch of [`knock_cubes`]: the grid and the gathered cubes.
+#[derive(Default)]
+pub struct KnockScratch {
+    grid: Option<ecs_spatial::SparseGrid<Vec3, u32>>,
+    entities: Vec<Entity>,
+    ids: Vec<u32>,
+    positions: Vec<Vec3>,
+    velocities: Vec<Vec3>,
+    hits: Vec<u32>,
+}
+
+/// Sliding cubes knock the cubes they touch (an `ecs-spatial` grid finds
+/// them): part of the closing speed passes on, so pushes spread in chains.
+/// Only knocked cubes are written.
+pub fn knock_cubes(
+    clock: Res<CubeClock>,
+    mut cubes: Query<(Entity, &CubePosition, &mut Velocity), Without<Player>>,
+    mut scratch: Local<KnockScratch>,
+) {
+    let contact = clock.config.spacing * 0.75;
+    let s = &mut *scratch;
+    s.entities.clear();
+    s.ids.clear();
+    s.positions.clear();
+    s.velocities.clear();
+    cubes.for_each_mut(|(e, p, v)| {
+        s.ids.push(s.entities.len() as u32);
+        s.entities.push(e);
+        s.positions.push(p.0);
+        s.velocities.push(v.0);
+    });
+    if !s.velocities.iter().any(|v| *v != Vec3::ZERO) {
+        return;
+    }
+    if s.grid.is_none() {
+        s.grid = ecs_spatial::SparseGrid::new(Vec3::ZERO, contact.max(0.01)).ok();
+    }
+    let Some(grid) = s.grid.as_mut() else { return };
+    if grid.rebuild(&s.ids, &s.positions).is_err() {
+        return;
+    }
+    let before = s.velocities.clone();
+    for a in 0..s.entities.len() {
+        let va = before[a];
+        if va.length_squared() < 0.25 {
+            continue;
+        }
+        s.hits.clear();
+        grid.query_radius(s.positions[a], contact, &mut s.hits);
+        for &b in &s.hits {
+            let b = b as usize;
+            if b == a {
+                continue;
+            }
+            let dir = (s.positions[b] - s.positions[a]).normalize_or_zero();
+            let closing = va.dot(dir) - before[b].dot(dir);
+            if closing > 0.0 {
+                let impulse = dir * closing * 0.45;
+                s.velocities[b] += impulse;
+                s.velocities[a] -= impulse;
+            }
+        }
+    }
+    for (i, e) in s.entities.iter().enumerate() {
+        if s.velocities[i] != before[i]
+            && let Ok((_, _, mut v)) = cubes.get_mut(*e)
+        {
+            v.0 = s.velocities[i];
+        }
+    }
+}
+
 /// Slides and spins the moving cubes; friction stops them (cubes at rest
 /// are read, never written).
 pub fn slide_cubes(
@@ -261,7 +333,7 @@ impl CubeScene {
             .map_err(CubeError::Store)?;
         world.insert_resource(CubeClock { tick: 0, walked: 0.0, player_moving: true, config: *config });
         let mut schedule = Schedule::new();
-        schedule.add_systems((move_player, push_cubes, slide_cubes).chain());
+        schedule.add_systems((move_player, push_cubes, knock_cubes, slide_cubes).chain());
         schedule.build(&mut world).map_err(CubeError::Schedule)?;
         Ok(CubeScene { world, schedule, player })
     }
@@ -399,5 +471,36 @@ impl CubeSession {
                 have.sort_by_key(|(n, _)| *n);
                 want == have
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_udp_session_mirrors_the_scene_on_every_client() {
+        let mut session = CubeSession::new(&CubeConfig::default(), 2, None).unwrap();
+        let mut settled = false;
+        for i in 0..4000 {
+            std::thread::sleep(Duration::from_millis(1));
+            if i == 200 {
+                session.scene().set_player_moving(false);
+            }
+            let sent = session.tick(Duration::from_millis(16)).unwrap();
+            assert!(sent.iter().all(|s| s.bytes <= ServerConfig::default().budget_bytes));
+            if i > 200 && session.connected() == 2 && session.scene().moving_cubes() == 0 && session.converged() {
+                settled = true;
+                break;
+            }
+        }
+        assert!(settled, "the clients never matched the server");
+        for (world, client) in session.clients() {
+            assert_eq!(client.len(), 901);
+            assert_eq!(world.len(), 901);
+        }
+        let id = session.server().clients().next().unwrap();
+        assert!(session.client_stats(id).unwrap().bytes_sent > 0);
+        assert!(CubeSession::new(&CubeConfig::default(), 0, None).is_err());
     }
 }

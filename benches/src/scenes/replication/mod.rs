@@ -36,6 +36,8 @@ pub struct StreamFigures {
     pub update_us: Vec<f64>,
     /// Ticks measured.
     pub ticks: usize,
+    /// Cubes sliding, averaged over the measured ticks (counted untimed).
+    pub moving_cubes: f64,
 }
 
 impl CubeStream {
@@ -83,12 +85,19 @@ impl CubeStream {
     pub fn measure(&mut self, ticks: usize) -> Result<StreamFigures, String> {
         let before = self.bytes_sent();
         let mut update_us = Vec::with_capacity(ticks);
+        let mut moving = 0usize;
         for _ in 0..ticks {
             update_us.push(self.tick()?);
+            moving += self.moving_cubes();
         }
         let bytes = self.bytes_sent() - before;
         let seconds = ticks as f64 / TICK_RATE;
-        Ok(StreamFigures { kbps: bytes as f64 * 8.0 / seconds / 1000.0, update_us, ticks })
+        Ok(StreamFigures {
+            kbps: bytes as f64 * 8.0 / seconds / 1000.0,
+            update_us,
+            ticks,
+            moving_cubes: moving as f64 / ticks.max(1) as f64,
+        })
     }
 
     fn bytes_sent(&self) -> u64 {
