@@ -1,4 +1,6 @@
 //! Scenes shared by the example binaries and the showcase: each module builds
 //! a world and the systems that drive it, so a binary is only flags and output.
+pub mod boids;
 pub mod cubes;
+pub mod melee;
 pub mod showcase;

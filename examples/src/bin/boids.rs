@@ -1,0 +1,202 @@
+//! `boids`: a flock on the broad-phase grid (see `ecs_examples::boids`),
+//! printing per-frame timings and the broad phase's skip ratio, or with
+//! `--gif PATH` writing a top-down animation of the flock.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use ecs_core::prelude::*;
+use ecs_examples::boids::{BoidsConfig, PALETTE, add_boids, render_top_down, set_frame_time};
+use ecs_spatial::broad_phase::{BroadPhase, Position};
+
+const HELP: &str = "boids: a flock that separates, aligns, seeks a moving target and flees a predator,
+neighbours found on the broad-phase grid (cell radius 8)
+
+usage: boids [--boids N] [--active SHARE] [--frames N] [--gif PATH]
+
+  --boids N       boids in the flock (default 10000)
+  --active SHARE  share of the boids that move, 0.0..=1.0 (default 0.25)
+  --frames N      frames to run (default 200; with --gif, frames of the animation, default 125)
+  --gif PATH      write a top-down animation (480x480, 25 frames per second) to PATH
+                  instead of printing timings; the frame time is then a fixed 1/25 s
+  --help          this text
+
+Without --gif every frame uses the measured time of the previous one, clamped to 0.05 s,
+and prints its time per system and the broad phase's chunk skip ratio.";
+
+#[derive(Debug)]
+struct Options {
+    boids: usize,
+    active: f32,
+    frames: Option<usize>,
+    gif: Option<String>,
+}
+
+fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Options>, String> {
+    let mut options = Options { boids: 10_000, active: 0.25, frames: None, gif: None };
+    let mut args = args.into_iter();
+    while let Some(flag) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        match flag.as_str() {
+            "--help" | "-h" => return Ok(None),
+            "--boids" => {
+                let v = value("--boids")?;
+                options.boids = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| format!("--boids: `{v}` is not a count of at least 1"))?;
+            }
+            "--active" => {
+                let v = value("--active")?;
+                options.active = v
+                    .parse()
+                    .ok()
+                    .filter(|a: &f32| (0.0..=1.0).contains(a))
+                    .ok_or_else(|| format!("--active: `{v}` is not a share within 0.0..=1.0"))?;
+            }
+            "--frames" => {
+                let v = value("--frames")?;
+                options.frames = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|&n| n >= 1)
+                        .ok_or_else(|| format!("--frames: `{v}` is not a count of at least 1"))?,
+                );
+            }
+            "--gif" => options.gif = Some(value("--gif")?),
+            other => return Err(format!("unknown flag `{other}`")),
+        }
+    }
+    Ok(Some(options))
+}
+
+fn main() -> ExitCode {
+    let options = match parse(std::env::args().skip(1)) {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("boids: {e}\n\n{HELP}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("boids: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(options: &Options) -> Result<(), String> {
+    let config = BoidsConfig { boids: options.boids, active_share: options.active, ..BoidsConfig::default() };
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    let scene = add_boids(&mut world, &mut schedule, &config).map_err(|e| e.to_string())?;
+    println!(
+        "boids: {} boids ({} active), cell radius {}, spawn radius {:.0}",
+        scene.boids.len(),
+        scene.active,
+        config.cell_radius,
+        config.spawn_radius()
+    );
+    match &options.gif {
+        Some(path) => write_gif(&mut world, &mut schedule, &config, options.frames.unwrap_or(125), path),
+        None => print_frames(&mut world, &mut schedule, options.frames.unwrap_or(200)),
+    }
+}
+
+/// The last `::`-separated part of a system's path, without generics.
+fn short_name(path: &str) -> &str {
+    let base = path.split('<').next().unwrap_or(path);
+    base.rsplit("::").next().unwrap_or(base)
+}
+
+fn print_frames(world: &mut World, schedule: &mut Schedule, frames: usize) -> Result<(), String> {
+    let mut frame_time = 1.0 / 60.0;
+    let mut totals: Vec<Duration> = Vec::with_capacity(frames);
+    let mut skip_sum = 0.0;
+    for frame in 0..frames {
+        set_frame_time(world, frame_time);
+        let start = Instant::now();
+        schedule.run(world).map_err(|e| e.to_string())?;
+        let took = start.elapsed();
+        frame_time = took.as_secs_f32();
+        totals.push(took);
+        let stats = world.resource::<BroadPhase<Position>>().map(BroadPhase::stats).unwrap_or_default();
+        skip_sum += stats.skip_ratio();
+        let mut line = format!("frame {frame:4}  {:8.3} ms |", took.as_secs_f64() * 1e3);
+        for system in schedule.system_stats() {
+            line.push_str(&format!(" {} {:.3} ms", short_name(&system.name), system.time.as_secs_f64() * 1e3));
+        }
+        line.push_str(&format!(
+            " | grid: {} chunks, {:.1} % skipped, {} re-keyed, {} changed cell{}",
+            stats.chunks_total,
+            stats.skip_ratio() * 100.0,
+            stats.rows_rekeyed,
+            stats.points_inserted,
+            if stats.full_rebuild { ", full rebuild" } else { "" }
+        ));
+        println!("{line}");
+    }
+    totals.sort();
+    let median = totals[totals.len() / 2];
+    let worst = totals[totals.len() - 1];
+    println!(
+        "{frames} frames: median {:.3} ms, worst {:.3} ms, mean grid skip ratio {:.1} %",
+        median.as_secs_f64() * 1e3,
+        worst.as_secs_f64() * 1e3,
+        skip_sum / frames as f64 * 100.0
+    );
+    Ok(())
+}
+
+fn write_gif(
+    world: &mut World,
+    schedule: &mut Schedule,
+    config: &BoidsConfig,
+    frames: usize,
+    path: &str,
+) -> Result<(), String> {
+    const SIZE: u16 = 480;
+    let file = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
+    let mut encoder =
+        gif::Encoder::new(std::io::BufWriter::new(file), SIZE, SIZE, &PALETTE).map_err(|e| format!("{path}: {e}"))?;
+    encoder.set_repeat(gif::Repeat::Infinite).map_err(|e| format!("{path}: {e}"))?;
+    let extent = config.spawn_radius() * 1.15;
+    let mut pixels = Vec::new();
+    for frame in 0..frames {
+        set_frame_time(world, 1.0 / 25.0);
+        schedule.run(world).map_err(|e| e.to_string())?;
+        render_top_down(world, usize::from(SIZE), extent, &mut pixels);
+        let mut image = gif::Frame::from_indexed_pixels(SIZE, SIZE, pixels.as_slice(), None);
+        image.delay = 4; // hundredths of a second: 25 frames per second
+        encoder.write_frame(&image).map_err(|e| format!("{path}: frame {frame}: {e}"))?;
+    }
+    println!("wrote {frames} frames to {path}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags() {
+        let o = parse(args(&["--boids", "50", "--frames", "3", "--active", "0.5", "--gif", "x.gif"])).unwrap().unwrap();
+        assert_eq!((o.boids, o.frames, o.active, o.gif.as_deref()), (50, Some(3), 0.5, Some("x.gif")));
+        assert!(parse(args(&["--help"])).unwrap().is_none());
+        assert!(parse(args(&["--boids", "0"])).unwrap_err().contains("--boids"));
+        assert!(parse(args(&["--boids"])).unwrap_err().contains("needs a value"));
+        assert!(parse(args(&["--active", "1.5"])).is_err());
+        assert!(parse(args(&["--fast"])).unwrap_err().contains("unknown flag `--fast`"));
+    }
+}
