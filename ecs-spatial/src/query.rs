@@ -450,19 +450,38 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 }
             }
         }
+        // Hits are compacted branch-free into a buffer, then reported: in
+        // dense regions about half the candidates are hits, which a branch
+        // would mispredict.
+        const BATCH: usize = 256;
+        let mut hits = [self.ids[s0]; BATCH];
         for s in s0..e0 {
             let p = self.positions[s];
             let a_id = self.ids[s];
-            let mut scan = |from: usize, to: usize| {
-                for (q, &b_id) in self.positions[from..to].iter().zip(&self.ids[from..to]) {
-                    if q.distance_squared(p) <= r2 {
-                        f(a_id, b_id);
+            let mut kept = 0;
+            let mut scan = |from: usize, to: usize, kept: &mut usize| {
+                let mut start = from;
+                while start < to {
+                    if *kept + (to - start).min(BATCH) > BATCH {
+                        for &b_id in &hits[..*kept] {
+                            f(a_id, b_id);
+                        }
+                        *kept = 0;
                     }
+                    let end = (start + BATCH - *kept).min(to);
+                    for (q, &b_id) in self.positions[start..end].iter().zip(&self.ids[start..end]) {
+                        hits[*kept] = b_id;
+                        *kept += (q.distance_squared(p) <= r2) as usize;
+                    }
+                    start = end;
                 }
             };
-            scan(s + 1, own_row_end);
+            scan(s + 1, own_row_end, &mut kept);
             for &(from, to) in rows.iter() {
-                scan(from, to);
+                scan(from, to, &mut kept);
+            }
+            for &b_id in &hits[..kept] {
+                f(a_id, b_id);
             }
         }
     }

@@ -98,3 +98,33 @@ fn bad_edits_are_errors_and_leave_the_grid_alone() {
     grid.apply_edits(&mut [0, 1], &mut []).unwrap();
     assert!(grid.is_empty() && grid.cells().is_empty());
 }
+
+#[test]
+fn pairs_in_crowded_cells_equal_brute_force() {
+    // Hundreds of points per cell: hit buffers fill and flush mid-row.
+    let mut s = 99u64;
+    let mut next = || {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((s >> 40) % 64) as f32 * 0.125
+    };
+    let positions: Vec<Vec3> = (0..1500).map(|_| Vec3::new(next(), next() * 0.1, next() * 0.1)).collect();
+    let ids: Vec<u32> = (0..positions.len() as u32).collect();
+    let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 4.0).unwrap();
+    grid.rebuild(&ids, &positions).unwrap();
+    for radius in [0.5f32, 2.0, 4.0] {
+        let mut got = Vec::new();
+        grid.pairs_within(radius, &mut got);
+        let mut got: Vec<(u32, u32)> = got.into_iter().map(|(a, b)| (a.min(b), a.max(b))).collect();
+        got.sort();
+        let mut want = Vec::new();
+        for i in 0..positions.len() {
+            for j in i + 1..positions.len() {
+                if positions[i].distance_squared(positions[j]) <= radius * radius {
+                    want.push((i as u32, j as u32));
+                }
+            }
+        }
+        assert!(want.len() > 1000, "{}", want.len());
+        assert_eq!(got, want, "radius {radius}");
+    }
+}
