@@ -223,6 +223,42 @@ impl<'a> BitReader<'a> {
     }
 }
 
+const fn crc_table() -> [u32; 256] {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            k += 1;
+        }
+        table[i] = c;
+        i += 1;
+    }
+    table
+}
+
+static CRC_TABLE: [u32; 256] = crc_table();
+
+/// CRC-32 (IEEE) over several byte slices in turn, as if concatenated.
+/// Every single-bit error changes it.
+///
+/// ```
+/// use ecs_replication::bits::crc32;
+/// assert_eq!(crc32(&[b"123456789"]), 0xCBF4_3926);
+/// assert_eq!(crc32(&[b"1234", b"56789"]), 0xCBF4_3926);
+/// ```
+pub fn crc32(parts: &[&[u8]]) -> u32 {
+    let mut c = 0xFFFF_FFFFu32;
+    for part in parts {
+        for &b in *part {
+            c = CRC_TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
+        }
+    }
+    !c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +266,25 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn truncate_equals_writing_less(fields in proptest::collection::vec((any::<u64>(), 1u32..=64), 0..20), keep in 0usize..20) {
+            let mut full = BitWriter::new();
+            let mut short = BitWriter::new();
+            for (i, (v, n)) in fields.iter().enumerate() {
+                full.write_bits(*v, *n);
+                if i < keep {
+                    short.write_bits(*v, *n);
+                }
+            }
+            let bits = short.bit_len();
+            full.truncate(bits);
+            prop_assert_eq!(full.bit_len(), bits);
+            // Writing after a truncation continues cleanly.
+            full.write_bits(0b101, 3);
+            short.write_bits(0b101, 3);
+            prop_assert_eq!(full.finish(), short.finish());
+        }
 
         #[test]
         fn fields_round_trip(fields in proptest::collection::vec((any::<u64>(), 0u32..=64), 0..50)) {
@@ -303,40 +358,4 @@ mod tests {
         w.write_varint(1000);
         assert_eq!(BitReader::new(&w.finish()).read_len(999), Err(BitError::TooLong { len: 1000, max: 999 }));
     }
-}
-
-const fn crc_table() -> [u32; 256] {
-    let mut table = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
-            k += 1;
-        }
-        table[i] = c;
-        i += 1;
-    }
-    table
-}
-
-static CRC_TABLE: [u32; 256] = crc_table();
-
-/// CRC-32 (IEEE) over several byte slices in turn, as if concatenated.
-/// Every single-bit error changes it.
-///
-/// ```
-/// use ecs_replication::bits::crc32;
-/// assert_eq!(crc32(&[b"123456789"]), 0xCBF4_3926);
-/// assert_eq!(crc32(&[b"1234", b"56789"]), 0xCBF4_3926);
-/// ```
-pub fn crc32(parts: &[&[u8]]) -> u32 {
-    let mut c = 0xFFFF_FFFFu32;
-    for part in parts {
-        for &b in *part {
-            c = CRC_TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
-        }
-    }
-    !c
 }

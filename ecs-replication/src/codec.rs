@@ -610,10 +610,7 @@ mod tests {
         w.write_varint(u64::MAX);
         let mut bytes = w.finish();
         seal(&mut bytes, &schema);
-        assert!(matches!(
-            decode(&bytes, &schema, Limits::default()),
-            Err(DecodeError::Bits(BitError::TooLong { .. }))
-        ));
+        assert!(matches!(decode(&bytes, &schema, Limits::default()), Err(DecodeError::Bits(BitError::TooLong { .. }))));
 
         let mut enc = Encoder::new(&schema, 1, 0);
         enc.push(&Entry { kind: EntryKind::Despawn, net_id: 1 << 41, components: vec![] }).unwrap();
@@ -628,11 +625,17 @@ mod tests {
             components: vec![(1, Value::Rotation(0)), (0, Value::Position([0; 3]))],
         };
         assert_eq!(enc.push(&unordered), Err(EncodeError::BadIndex(0)));
-        let spawn_delta =
-            Entry { kind: EntryKind::Spawn, net_id: 1, components: vec![(0, Value::PositionDelta { back: 1, delta: [1, 2, 3] })] };
+        let spawn_delta = Entry {
+            kind: EntryKind::Spawn,
+            net_id: 1,
+            components: vec![(0, Value::PositionDelta { back: 1, delta: [1, 2, 3] })],
+        };
         assert_eq!(enc.push(&spawn_delta), Err(EncodeError::WrongValue { index: 0 }));
-        let zero_back =
-            Entry { kind: EntryKind::Update, net_id: 1, components: vec![(0, Value::PositionDelta { back: 0, delta: [1, 2, 3] })] };
+        let zero_back = Entry {
+            kind: EntryKind::Update,
+            net_id: 1,
+            components: vec![(0, Value::PositionDelta { back: 0, delta: [1, 2, 3] })],
+        };
         assert_eq!(enc.push(&zero_back), Err(EncodeError::WrongValue { index: 0 }));
         assert_eq!(enc.entries(), 0);
 

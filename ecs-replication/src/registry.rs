@@ -29,10 +29,10 @@ pub trait ComponentCodec<T>: Send + Sync + 'static {
     /// The field layout in the schema.
     fn field(&self) -> FieldCodec;
     /// The wire value of `value` (always absolute).
-    fn to_wire(&self, value: &T) -> Result<Value, QuantizeError>;
+    fn encode(&self, value: &T) -> Result<Value, QuantizeError>;
     /// The component a wire value stands for; `None` if the value does not
     /// fit this codec.
-    fn from_wire(&self, value: &Value) -> Option<T>;
+    fn decode(&self, value: &Value) -> Option<T>;
 }
 
 /// Plain-old-data components as their bytes.
@@ -43,11 +43,11 @@ impl<T: bytemuck::Pod> ComponentCodec<T> for PodCodec {
         FieldCodec::Bytes(std::mem::size_of::<T>() as u16)
     }
 
-    fn to_wire(&self, value: &T) -> Result<Value, QuantizeError> {
+    fn encode(&self, value: &T) -> Result<Value, QuantizeError> {
         Ok(Value::Bytes(bytemuck::bytes_of(value).to_vec()))
     }
 
-    fn from_wire(&self, value: &Value) -> Option<T> {
+    fn decode(&self, value: &Value) -> Option<T> {
         match value {
             Value::Bytes(bytes) if bytes.len() == std::mem::size_of::<T>() => Some(bytemuck::pod_read_unaligned(bytes)),
             _ => None,
@@ -80,11 +80,11 @@ impl<T: AsPosition> ComponentCodec<T> for PositionCodec {
         FieldCodec::Position(self.0)
     }
 
-    fn to_wire(&self, value: &T) -> Result<Value, QuantizeError> {
+    fn encode(&self, value: &T) -> Result<Value, QuantizeError> {
         Ok(Value::Position(self.0.quantize(value.position())?))
     }
 
-    fn from_wire(&self, value: &Value) -> Option<T> {
+    fn decode(&self, value: &Value) -> Option<T> {
         match value {
             Value::Position(q) => Some(T::from_position(self.0.dequantize(*q))),
             _ => None,
@@ -100,11 +100,11 @@ impl<T: AsRotation> ComponentCodec<T> for RotationCodec {
         FieldCodec::Rotation(self.0)
     }
 
-    fn to_wire(&self, value: &T) -> Result<Value, QuantizeError> {
+    fn encode(&self, value: &T) -> Result<Value, QuantizeError> {
         Ok(Value::Rotation(self.0.encode(value.rotation())?))
     }
 
-    fn from_wire(&self, value: &Value) -> Option<T> {
+    fn decode(&self, value: &Value) -> Option<T> {
         match value {
             Value::Rotation(bits) => Some(T::from_rotation(self.0.decode(*bits))),
             _ => None,
@@ -126,28 +126,31 @@ pub(crate) trait Column: Send + Sync {
     fn write(&self, world: &mut World, entity: Entity, value: &Value) -> bool;
 }
 
+/// Replicated rows whose `T` was written since the last scan.
+type ChangedReplicated<T> = (Changed<T>, With<Replicated>);
+
 struct TypedColumn<T: Component, C: ComponentCodec<T>> {
     codec: C,
-    changed: QueryState<(Entity, &'static T), (Changed<T>, With<Replicated>)>,
+    changed: QueryState<(Entity, &'static T), ChangedReplicated<T>>,
     _marker: PhantomData<fn() -> T>,
 }
 
 impl<T: Component, C: ComponentCodec<T>> Column for TypedColumn<T, C> {
     fn scan_changed(&mut self, world: &World, f: &mut dyn FnMut(Entity, Result<Value, QuantizeError>)) {
         let codec = &self.codec;
-        self.changed.for_each_chunk(world, |view: ChunkView<'_, (Entity, &T), (Changed<T>, With<Replicated>)>| {
+        self.changed.for_each_chunk(world, |view: ChunkView<'_, (Entity, &T), ChangedReplicated<T>>| {
             for (entity, value) in view.items() {
-                f(entity, codec.to_wire(value));
+                f(entity, codec.encode(value));
             }
         });
     }
 
     fn read(&self, world: &World, entity: Entity) -> Option<Result<Value, QuantizeError>> {
-        world.get::<T>(entity).ok().map(|v| self.codec.to_wire(v))
+        world.get::<T>(entity).ok().map(|v| self.codec.encode(v))
     }
 
     fn write(&self, world: &mut World, entity: Entity, value: &Value) -> bool {
-        match self.codec.from_wire(value) {
+        match self.codec.decode(value) {
             Some(v) => world.insert_one(entity, v).is_ok(),
             None => false,
         }
@@ -323,10 +326,10 @@ impl<T, C: ComponentCodec<T>> ComponentCodec<T> for ArcCodec<C> {
     fn field(&self) -> FieldCodec {
         self.0.field()
     }
-    fn to_wire(&self, value: &T) -> Result<Value, QuantizeError> {
-        self.0.to_wire(value)
+    fn encode(&self, value: &T) -> Result<Value, QuantizeError> {
+        self.0.encode(value)
     }
-    fn from_wire(&self, value: &Value) -> Option<T> {
-        self.0.from_wire(value)
+    fn decode(&self, value: &Value) -> Option<T> {
+        self.0.decode(value)
     }
 }

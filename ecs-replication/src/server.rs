@@ -52,19 +52,23 @@ pub struct ClientId(pub u64);
 pub struct ServerConfig {
     /// Largest packet in bytes (default 1200, under a typical MTU).
     pub budget_bytes: usize,
-    /// Sent packets remembered per client (default 32). A client whose
-    /// newest acknowledgement is older gets full state.
+    /// Sent packets remembered per client (default 32). A client that
+    /// acknowledged none of them gets full state.
     pub ring_len: u32,
     /// Largest age in ticks of an acknowledged position used as a delta
     /// baseline (default 32, at most [`MAX_DELTA_BACK`]).
     pub delta_window: u32,
     /// Cell size of the interest grid (default 8.0).
     pub grid_cell: f32,
+    /// With nothing to send, a client still gets an empty packet every
+    /// `heartbeat` ticks (default 30: twice a second at 60 Hz), so a scene
+    /// at rest costs almost nothing. 1 sends every tick.
+    pub heartbeat: u32,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { budget_bytes: 1200, ring_len: 32, delta_window: 32, grid_cell: 8.0 }
+        ServerConfig { budget_bytes: 1200, ring_len: 32, delta_window: 32, grid_cell: 8.0, heartbeat: 30 }
     }
 }
 
@@ -235,6 +239,7 @@ struct ClientState {
     stats: ClientStats,
     packet: Vec<u8>,
     next_epoch: u32,
+    last_sent: u32,
 }
 
 impl ClientState {
@@ -421,13 +426,10 @@ impl Server {
             stats: ClientStats::default(),
             packet: Vec::new(),
             next_epoch: 0,
+            last_sent: 0,
         };
-        let mut ids: Vec<u64> = self
-            .records
-            .iter()
-            .filter(|(_, r)| view.is_none() || r.position.is_none())
-            .map(|(id, _)| *id)
-            .collect();
+        let mut ids: Vec<u64> =
+            self.records.iter().filter(|(_, r)| view.is_none() || r.position.is_none()).map(|(id, _)| *id).collect();
         ids.sort_unstable();
         for id in ids {
             client.enter(id, self.tick);
@@ -495,14 +497,15 @@ impl Server {
         self.tick_stats
     }
 
-    /// The packets built by the latest [`Server::update`], one per client.
+    /// The packets built by the latest [`Server::update`], at most one per
+    /// client (none for a client with nothing new between heartbeats).
     pub fn packets(&self) -> impl Iterator<Item = (ClientId, &[u8])> + '_ {
-        self.clients.iter().map(|(id, c)| (*id, c.packet.as_slice()))
+        self.clients.iter().filter(|(_, c)| !c.packet.is_empty()).map(|(id, c)| (*id, c.packet.as_slice()))
     }
 
-    /// The packet built for one client by the latest update.
+    /// The packet built for one client by the latest update, if one was.
     pub fn packet(&self, id: ClientId) -> Option<&[u8]> {
-        self.clients.get(&id).map(|c| c.packet.as_slice())
+        self.clients.get(&id).map(|c| c.packet.as_slice()).filter(|p| !p.is_empty())
     }
 
     /// The replicated entities: network id, world entity and quantized
@@ -620,8 +623,10 @@ impl Server {
                     }
                 }
             }
-            // Fallen behind the ring: full state.
-            if !client.resynced && tick.wrapping_sub(client.newest_ack) > self.config.ring_len {
+            // No acknowledgement of any packet in the ring: full state.
+            let behind = client.ring.len() >= self.config.ring_len as usize
+                && client.ring.front().is_some_and(|s| client.newest_ack < s.tick);
+            if !client.resynced && behind {
                 client.resynced = true;
                 client.stats.full_resyncs += 1;
                 let mut ids: Vec<u64> = client.tracked.keys().copied().collect();
@@ -637,15 +642,7 @@ impl Server {
                     client.queue(net);
                 }
             }
-            build_packet(
-                client,
-                &self.records,
-                &self.registry,
-                &self.config,
-                tick,
-                position_index,
-                position_codec,
-            )?;
+            build_packet(client, &self.records, &self.registry, &self.config, tick, position_index, position_codec)?;
         }
         Ok(())
     }
@@ -840,11 +837,7 @@ impl Server {
 }
 
 fn check_view(v: View) -> Result<(), ServerError> {
-    if v.center.is_finite() && v.radius.is_finite() && v.radius >= 0.0 {
-        Ok(())
-    } else {
-        Err(ServerError::BadView)
-    }
+    if v.center.is_finite() && v.radius.is_finite() && v.radius >= 0.0 { Ok(()) } else { Err(ServerError::BadView) }
 }
 
 fn varint_bits(v: u64) -> usize {
@@ -906,12 +899,7 @@ fn build_packet(
             (Phase::Spawning, Some(r)) => Entry {
                 kind: EntryKind::Spawn,
                 net_id: *net,
-                components: r
-                    .values
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, v)| v.clone().map(|v| (i as u8, v)))
-                    .collect(),
+                components: r.values.iter().enumerate().filter_map(|(i, v)| v.clone().map(|v| (i as u8, v))).collect(),
             },
             (Phase::Live, Some(r)) => {
                 if t.dirty == 0 {
@@ -980,6 +968,13 @@ fn build_packet(
         }
         None => false,
     });
+    if sent.is_empty() && client.pending.is_empty() && tick.wrapping_sub(client.last_sent) < config.heartbeat {
+        // Nothing to say and a heartbeat went out recently.
+        client.packet.clear();
+        client.stats.last_packet_bytes = 0;
+        return Ok(());
+    }
+    client.last_sent = tick;
     let bytes = encoder.finish();
     client.stats.last_packet_bytes = bytes.len();
     client.stats.bytes_sent += bytes.len() as u64;

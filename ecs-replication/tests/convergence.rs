@@ -266,7 +266,6 @@ fn old_and_duplicate_packets_are_ignored() {
     assert!(client.receive(&mut cw, &bad).is_err());
 }
 
-
 #[test]
 fn entities_outside_the_radius_never_reach_the_stream() {
     // Entities circle the edge of a client's view; every packet is decoded
@@ -277,7 +276,11 @@ fn entities_outside_the_radius_never_reach_the_stream() {
         let angle = i as f32 * 0.3;
         let r = 4.0 + (i % 5) as f32;
         let p = Vec3::new(angle.cos() * r, angle.sin() * r, 0.0);
-        ents.push((world.spawn((Replicated, Position(p), Rotation(glam::Quat::IDENTITY), Health(0))).unwrap(), r, angle));
+        ents.push((
+            world.spawn((Replicated, Position(p), Rotation(glam::Quat::IDENTITY), Health(0))).unwrap(),
+            r,
+            angle,
+        ));
     }
     let mut server = Server::new(&mut world, registry(), ServerConfig::default());
     let view = View { center: Vec3::ZERO, radius: 6.0 };
@@ -315,4 +318,25 @@ fn entities_outside_the_radius_never_reach_the_stream() {
     }
     // The scene really crossed the edge both ways.
     assert!(!inside_seen.is_empty() && !outside_existing.is_empty());
+}
+
+#[test]
+fn at_rest_only_heartbeats_go_out() {
+    let mut run = Run::new(9, &[None], ServerConfig::default(), 10);
+    run.set_links(LinkConfig::clean(1));
+    for _ in 0..10 {
+        run.step(false, 20);
+    }
+    let id = run.clients[0].0;
+    let before = run.server.client_stats(id).unwrap().packets;
+    for _ in 0..90 {
+        run.step(false, 20);
+    }
+    let sent = run.server.client_stats(id).unwrap().packets - before;
+    assert!((3..=4).contains(&sent), "{sent} packets in 90 ticks at rest");
+    run.assert_converged("at rest");
+    // One change goes out at once.
+    run.scene.mutate(&mut run.world, &mut run.rng, 20);
+    run.step(false, 20);
+    assert!(run.server.packet(id).is_some());
 }

@@ -100,9 +100,7 @@ impl ServerTransport for UdpServer {
         while let Some(event) = self.server.get_event() {
             events.push(match event {
                 ServerEvent::ClientConnected { client_id } => ConnectionEvent::Connected(ClientId(client_id)),
-                ServerEvent::ClientDisconnected { client_id, .. } => {
-                    ConnectionEvent::Disconnected(ClientId(client_id))
-                }
+                ServerEvent::ClientDisconnected { client_id, .. } => ConnectionEvent::Disconnected(ClientId(client_id)),
             });
         }
         Ok(())

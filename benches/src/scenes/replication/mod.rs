@@ -165,7 +165,7 @@ impl EncodeScene {
         }
         server.set_budget_bytes(ServerConfig::default().budget_bytes);
         let count = (entities as f64 * changed).round() as usize;
-        let stride = if count == 0 { 1 } else { entities / count };
+        let stride = entities.checked_div(count).unwrap_or(1);
         let movers = spawned.iter().step_by(stride.max(1)).take(count).copied().collect();
         Ok(EncodeScene { world, server, clients: ids, movers, step: 0.0 })
     }
