@@ -21,6 +21,8 @@
 use ecs_core::prelude::*;
 use ecs_core::{ScheduleError, StoreError};
 use ecs_spatial::broad_phase::{BroadPhase, Position, update_broad_phase};
+
+use crate::boids::{BoidsConfig, BoidsError, add_boids, set_frame_time};
 use ecs_transform::{
     GlobalTransform, LocalTransform, WorldHierarchyExt, add_transform_systems, propagate_transforms, transform_bundle,
 };
@@ -51,6 +53,8 @@ pub enum ShowcaseError {
     Hierarchy(ecs_transform::HierarchyError),
     /// The broad phase refused its configuration.
     Grid(ecs_spatial::GridError),
+    /// The flock could not be set up.
+    Boids(BoidsError),
 }
 
 impl std::fmt::Display for ShowcaseError {
@@ -61,6 +65,7 @@ impl std::fmt::Display for ShowcaseError {
             ShowcaseError::Schedule(e) => write!(f, "schedule: {e}"),
             ShowcaseError::Hierarchy(e) => write!(f, "hierarchy: {e}"),
             ShowcaseError::Grid(e) => write!(f, "broad phase: {e}"),
+            ShowcaseError::Boids(e) => write!(f, "boids: {e}"),
         }
     }
 }
@@ -156,8 +161,11 @@ pub fn sync_positions(mut moved: Query<(&GlobalTransform, &mut Position), Change
 pub struct SystemRow {
     /// The system's short name.
     pub name: String,
-    /// Chunk counts of its queries in the latest run (entities included).
+    /// Chunk counts of its queries in the latest run, added up.
     pub chunks: ChunkStats,
+    /// Entities its widest query matched (queries of one system often
+    /// overlap, so their counts are not added).
+    pub entities: u64,
     /// Wall time of its latest run.
     pub time: std::time::Duration,
 }
@@ -178,6 +186,8 @@ pub struct Showcase {
     pub scenery: usize,
     /// Rigs, and how many of them spin.
     pub rigs: (usize, usize),
+    /// Boids, and how many of them fly.
+    pub boids: (usize, usize),
 }
 
 impl Showcase {
@@ -239,7 +249,17 @@ impl Showcase {
         add_transform_systems(&mut schedule);
         schedule.add_systems(sync_positions.after(propagate_transforms).after(spin_rigs));
         schedule.add_systems(update_broad_phase::<Position>.after(sync_positions));
-        Ok(Showcase { world, schedule, scenery, rigs: (rigs, spinning) })
+        // The flock shares the scene's broad phase (its systems read the grid
+        // after `update_broad_phase` and move boids after it has run).
+        let flock = BoidsConfig {
+            boids: config.entities / 5,
+            active_share: config.active as f32,
+            seed: config.seed,
+            add_broad_phase: false,
+            ..BoidsConfig::default()
+        };
+        let flock = add_boids(&mut world, &mut schedule, &flock).map_err(ShowcaseError::Boids)?;
+        Ok(Showcase { world, schedule, scenery, rigs: (rigs, spinning), boids: (flock.boids.len(), flock.active) })
     }
 
     /// Runs one frame.
@@ -248,6 +268,8 @@ impl Showcase {
     ///
     /// The schedule's error when a system could not run.
     pub fn step(&mut self) -> Result<(), ShowcaseError> {
+        let dt = self.world.resource::<FrameTime>().map_or(1.0 / 60.0, |t| t.dt);
+        set_frame_time(&mut self.world, dt);
         self.schedule.run(&mut self.world)?;
         Ok(())
     }
@@ -256,7 +278,12 @@ impl Showcase {
     pub fn system_rows(&self) -> Vec<SystemRow> {
         self.schedule
             .system_stats()
-            .map(|s| SystemRow { name: short_name(&s.name), chunks: s.chunks(), time: s.time })
+            .map(|s| SystemRow {
+                name: short_name(&s.name),
+                chunks: s.chunks(),
+                entities: s.queries.iter().map(|q| q.entities).max().unwrap_or(0),
+                time: s.time,
+            })
             .collect()
     }
 }
@@ -291,15 +318,27 @@ mod tests {
         let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(
             names,
-            ["advance_clock", "spin_rigs", "propagate_transforms", "sync_positions", "update_broad_phase"]
+            [
+                "advance_clock",
+                "spin_rigs",
+                "propagate_transforms",
+                "sync_positions",
+                "update_broad_phase",
+                "move_target_and_predator",
+                "steer_boids",
+                "move_boids"
+            ]
         );
-        // The broad phase counts rows per chunk (lengths only) with a query
-        // of its own; its change walk is in its stats.
-        for row in rows.iter().filter(|r| r.name != "update_broad_phase") {
+        // The change-driven systems skip every chunk. (The broad phase counts
+        // rows per chunk with a query of its own; its change walk is in its
+        // stats. The boids' target and predator move every frame.)
+        for row in rows.iter().filter(|r| ["propagate_transforms", "sync_positions"].contains(&r.name.as_str())) {
+            assert!(row.chunks.chunks_total > 0);
             assert_eq!(row.chunks.chunks_skipped, row.chunks.chunks_total, "{} visited a chunk", row.name);
         }
         let stats = show.world.resource::<BroadPhase<Position>>().unwrap().stats();
-        assert_eq!((stats.chunks_visited(), stats.rows_rekeyed), (0, 0));
+        // Only the target and the predator moved.
+        assert_eq!((stats.chunks_visited(), stats.rows_rekeyed), (2, 2));
     }
 
     #[test]
@@ -310,9 +349,11 @@ mod tests {
         let (_, spinning) = show.rigs;
         assert!(spinning > 0);
         let stats = show.world.resource::<BroadPhase<Position>>().unwrap().stats();
-        // Roots bob, so every spinning root's position changed; scenery and
-        // still rigs did not.
-        assert_eq!(stats.rows_rekeyed, spinning as u64);
+        // Roots bob, so every spinning root's position changed, and every
+        // flying boid, the target and the predator moved; scenery, still rigs
+        // and resting boids did not.
+        let (_, flying) = show.boids;
+        assert_eq!(stats.rows_rekeyed, (spinning + flying + 2) as u64);
         let rows = show.system_rows();
         let propagate = rows.iter().find(|r| r.name == "propagate_transforms").unwrap();
         assert!(propagate.chunks.chunks_skipped > 0 && propagate.chunks.chunks_skipped < propagate.chunks.chunks_total);

@@ -72,6 +72,7 @@ struct Totals {
     name: String,
     times: Vec<Duration>,
     chunks: ChunkStats,
+    entities: u64,
     frames: u64,
 }
 
@@ -83,9 +84,9 @@ impl Totals {
         let worst = sorted.last().copied().unwrap_or_default();
         let frames = self.frames.max(1);
         format!(
-            "{:<22} {:>9} {:>8} {:>9.1}% {:>10.1} {:>10.1}",
+            "{:<26} {:>9} {:>8} {:>9.1}% {:>10.1} {:>10.1}",
             self.name,
-            self.chunks.entities / frames,
+            self.entities / frames,
             self.chunks.chunks_total / frames,
             100.0 * self.chunks.skip_ratio(),
             median.as_secs_f64() * 1e6,
@@ -119,12 +120,15 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let built = Instant::now();
     let mut show = Showcase::new(&options.config)?;
     let (rigs, spinning) = show.rigs;
+    let (boids, flying) = show.boids;
     println!(
-        "scene: {} entities ({} scenery, {} rigs of which {} move), active share {:.1} %, built in {:.0} ms",
+        "scene: {} entities ({} scenery, {} rigs of which {} move, {} boids of which {} fly), active share {:.1} %, built in {:.0} ms",
         show.world.len(),
         show.scenery,
         rigs,
         spinning,
+        boids,
+        flying,
         100.0 * options.config.active,
         built.elapsed().as_secs_f64() * 1e3
     );
@@ -143,6 +147,7 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
             total.times.push(row.time);
             total.frames += 1;
             let mut chunks = row.chunks;
+            let mut entities = row.entities;
             if row.name == "update_broad_phase" {
                 // The broad phase's own change walk (its row count reads chunk lengths only).
                 let stats =
@@ -152,8 +157,10 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
                     chunks_skipped: stats.chunks_skipped,
                     entities: stats.entities,
                 };
+                entities = stats.entities;
             }
             total.chunks.add(chunks);
+            total.entities += entities;
         }
         if frame % 60 == 0 || frame == options.frames {
             let last = frame_times.last().copied().unwrap_or_default();
@@ -162,7 +169,7 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     }
     println!();
     println!(
-        "{:<22} {:>9} {:>8} {:>10} {:>10} {:>10}",
+        "{:<26} {:>9} {:>8} {:>10} {:>10} {:>10}",
         "system", "entities", "chunks", "skipped", "median us", "worst us"
     );
     for total in &totals {
