@@ -25,7 +25,6 @@
 //! assert_eq!(scene.moving_cubes(), 0); // everything settled
 //! ```
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use ecs_core::prelude::*;
@@ -33,8 +32,8 @@ use ecs_core::{ScheduleError, StoreError};
 use ecs_replication::prelude::*;
 use ecs_replication::registry::RegistryError;
 use ecs_replication::server::ClientStats;
-use ecs_replication::transport::udp::{DEMO_KEY, UdpClient, UdpServer};
-use ecs_replication::transport::{TransportError, pump_client, serve};
+use ecs_replication::transport::TransportError;
+use ecs_replication::transport::udp::Loopback;
 use glam::{Quat, Vec3};
 
 /// Where a cube is (replicated, quantized to [`POSITION_UNIT`]).
@@ -384,13 +383,12 @@ pub struct ClientBytes {
 }
 
 /// The cube scene, a replication server and `clients` clients, all over
-/// loopback UDP (renet + renet_netcode, connect tokens from [`DEMO_KEY`])
+/// loopback UDP (renet + renet_netcode, through [`Loopback`])
 /// in one process. Each client has its own world that mirrors the scene.
 pub struct CubeSession {
     scene: CubeScene,
     server: Server,
-    transport: UdpServer,
-    clients: Vec<(World, Client, UdpClient)>,
+    net: Loopback,
     view: Option<View>,
 }
 
@@ -403,18 +401,11 @@ impl CubeSession {
         }
         let mut scene = CubeScene::new(config)?;
         let reg = registry().map_err(CubeError::Registry)?;
-        let protocol = reg.schema().hash() as u64;
         let server = Server::new(scene.world_mut(), reg, ServerConfig::default());
-        let local: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 0));
-        let transport = UdpServer::bind(local, clients, protocol, DEMO_KEY).map_err(CubeError::Transport)?;
-        let mut list = Vec::with_capacity(clients);
-        for id in 0..clients as u64 {
-            let token = transport.connect_token(id + 1).map_err(CubeError::Transport)?;
-            let mut world = World::new();
-            let client = Client::new(&mut world, &registry().map_err(CubeError::Registry)?);
-            list.push((world, client, UdpClient::connect(local, token).map_err(CubeError::Transport)?));
-        }
-        Ok(CubeSession { scene, server, transport, clients: list, view })
+        // `registry()` succeeded just above and builds the same thing every
+        // time; the default (empty) registry is never reached.
+        let net = Loopback::bind(clients, || registry().unwrap_or_default()).map_err(CubeError::Transport)?;
+        Ok(CubeSession { scene, server, net, view })
     }
 
     /// One tick: the scene steps, the server sends, every client receives
@@ -422,11 +413,8 @@ impl CubeSession {
     /// transport's timers run on it). Returns the bytes sent per client.
     pub fn tick(&mut self, dt: Duration) -> Result<Vec<ClientBytes>, CubeError> {
         self.scene.step()?;
-        let step = serve(&mut self.server, self.scene.world_mut(), &mut self.transport, dt, self.view)
-            .map_err(CubeError::Transport)?;
-        for (world, client, udp) in &mut self.clients {
-            pump_client(client, world, udp, dt).map_err(CubeError::Transport)?;
-        }
+        let step =
+            self.net.tick(&mut self.server, self.scene.world_mut(), dt, self.view).map_err(CubeError::Transport)?;
         Ok(step.bytes.into_iter().map(|(client, bytes)| ClientBytes { client, bytes }).collect())
     }
 
@@ -452,14 +440,14 @@ impl CubeSession {
 
     /// The clients: their worlds and replication state.
     pub fn clients(&self) -> impl Iterator<Item = (&World, &Client)> + '_ {
-        self.clients.iter().map(|(w, c, _)| (w, c))
+        self.net.clients()
     }
 
     /// Whether every client holds exactly the server's quantized state.
     pub fn converged(&self) -> bool {
         let ids: Vec<ClientId> = self.server.clients().collect();
-        ids.len() == self.clients.len()
-            && ids.iter().zip(&self.clients).all(|(id, (_, client, _))| {
+        ids.len() == self.net.clients().count()
+            && ids.iter().zip(self.net.clients()).all(|(id, (_, client))| {
                 let mut want: Vec<_> = self
                     .server
                     .entities()

@@ -15,8 +15,12 @@ use renet_netcode::{
     ServerAuthentication, ServerConfig,
 };
 
-use super::{ClientTransport, ConnectionEvent, ServerTransport, TransportError};
-use crate::server::ClientId;
+use ecs_core::World;
+
+use super::{ClientTransport, ConnectionEvent, ServerStep, ServerTransport, TransportError, pump_client, serve};
+use crate::client::Client;
+use crate::registry::Registry;
+use crate::server::{ClientId, Server, View};
 
 /// A netcode private key (32 bytes).
 pub type PrivateKey = [u8; NETCODE_KEY_BYTES];
@@ -180,5 +184,90 @@ impl ClientTransport for UdpClient {
             self.transport.send_packets(&mut self.client).map_err(err("client send"))?;
         }
         Ok(())
+    }
+}
+
+/// A server transport and `n` clients (each with its own world) over
+/// loopback UDP in one process: what a showcase or a test needs to run real
+/// UDP replication without a second process.
+///
+/// ```
+/// use std::time::Duration;
+/// use ecs_core::World;
+/// use ecs_replication::prelude::*;
+/// use ecs_replication::transport::udp::Loopback;
+/// use glam::Vec3;
+///
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// struct Position(Vec3);
+/// impl AsPosition for Position {
+///     fn position(&self) -> Vec3 { self.0 }
+///     fn from_position(p: Vec3) -> Self { Position(p) }
+/// }
+/// let registry = || Registry::new().position::<Position>("position", 0.01, 20).unwrap();
+///
+/// let mut world = World::new();
+/// world.spawn((Replicated, Position(Vec3::ONE))).unwrap();
+/// let mut server = Server::new(&mut world, registry(), ServerConfig::default());
+/// let mut net = Loopback::bind(2, registry).unwrap();
+/// for _ in 0..2000 {
+///     std::thread::sleep(Duration::from_millis(1));
+///     let step = net.tick(&mut server, &mut world, Duration::from_millis(16), None).unwrap();
+///     let _bytes_per_client: Vec<(ClientId, usize)> = step.bytes;
+///     if net.clients().all(|(_, c)| c.len() == 1) {
+///         break;
+///     }
+/// }
+/// assert!(net.clients().all(|(w, c)| c.len() == 1 && w.len() == 1));
+/// ```
+pub struct Loopback {
+    server: UdpServer,
+    clients: Vec<(World, Client, UdpClient)>,
+}
+
+impl Loopback {
+    /// Binds a server on 127.0.0.1 (a free port, [`DEMO_KEY`], the schema
+    /// hash as protocol id) and starts `clients` clients connecting to it
+    /// (ids 1 to `clients`). `registry` makes each client's registry.
+    pub fn bind(clients: usize, registry: impl Fn() -> Registry) -> Result<Loopback, TransportError> {
+        let protocol = registry().schema().hash() as u64;
+        let local = SocketAddr::from(([127, 0, 0, 1], 0));
+        let server = UdpServer::bind(local, clients.max(1), protocol, DEMO_KEY)?;
+        let mut list = Vec::with_capacity(clients);
+        for id in 1..=clients as u64 {
+            let token = server.connect_token(id)?;
+            let mut world = World::new();
+            let client = Client::new(&mut world, &registry());
+            list.push((world, client, UdpClient::connect(local, token)?));
+        }
+        Ok(Loopback { server, clients: list })
+    }
+
+    /// One network tick: the server serves `world` (new clients get
+    /// `view`), then every client receives and acknowledges. `dt` is the
+    /// time since the previous tick (the transports' timers run on it).
+    /// The step lists the bytes sent to each client.
+    pub fn tick(
+        &mut self,
+        server: &mut Server,
+        world: &mut World,
+        dt: Duration,
+        view: Option<View>,
+    ) -> Result<ServerStep, TransportError> {
+        let step = serve(server, world, &mut self.server, dt, view)?;
+        for (world, client, udp) in &mut self.clients {
+            pump_client(client, world, udp, dt)?;
+        }
+        Ok(step)
+    }
+
+    /// The clients: their worlds and replication state, by id order.
+    pub fn clients(&self) -> impl Iterator<Item = (&World, &Client)> + '_ {
+        self.clients.iter().map(|(w, c, _)| (w, c))
+    }
+
+    /// The server's transport.
+    pub fn server_transport(&self) -> &UdpServer {
+        &self.server
     }
 }
