@@ -50,7 +50,8 @@ pub struct ClientId(pub u64);
 /// Server tuning.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ServerConfig {
-    /// Largest packet in bytes (default 1200, under a typical MTU).
+    /// Largest packet in bytes (default 1200, under a typical MTU). An
+    /// entry larger than this on its own is sent alone in a packet.
     pub budget_bytes: usize,
     /// Sent packets remembered per client (default 32). A client that
     /// acknowledged none of them gets full state.
@@ -935,7 +936,15 @@ fn build_packet(
                 Entry { kind: EntryKind::Update, net_id: *net, components }
             }
         };
-        if encoder.push_within(&entry, config.budget_bytes).map_err(ServerError::Encode)? {
+        let mut fits = encoder.push_within(&entry, config.budget_bytes).map_err(ServerError::Encode)?;
+        let alone = !fits && encoder.entries() == 0;
+        if alone {
+            // An entry larger than the whole budget goes alone in its packet
+            // (the transport fragments it) rather than never.
+            encoder.push(&entry).map_err(ServerError::Encode)?;
+            fits = true;
+        }
+        if fits {
             let mask = entry.components.iter().fold(0u64, |m, (i, _)| m | 1 << i);
             let position = match (position_index, record) {
                 (Some(i), Some(r)) if mask >> i & 1 == 1 => match &r.values[i] {
@@ -948,6 +957,9 @@ fn build_packet(
             t.priority = 0.0;
             t.sent_in_epoch = true;
             client.stats.entries_sent += 1;
+            if alone {
+                break;
+            }
         } else {
             // A few more tries: a small entry (a despawn) may still fit.
             misses += 1;

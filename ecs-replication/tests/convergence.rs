@@ -340,3 +340,39 @@ fn at_rest_only_heartbeats_go_out() {
     run.step(false, 20);
     assert!(run.server.packet(id).is_some());
 }
+
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Big([u8; 1024]);
+
+#[test]
+fn an_entry_larger_than_the_budget_still_arrives() {
+    let registry = || Registry::new().pod::<Big>("big").unwrap();
+    let mut world = World::new();
+    for i in 0..3u8 {
+        world.spawn((Replicated, Big([i; 1024]))).unwrap();
+    }
+    let config = ServerConfig { budget_bytes: 200, ..ServerConfig::default() };
+    let mut server = Server::new(&mut world, registry(), config);
+    server.add_client(ClientId(1), None).unwrap();
+    let mut cw = World::new();
+    let mut client = Client::new(&mut cw, &registry());
+    for _ in 0..5 {
+        server.update(&mut world).unwrap();
+        if let Some(packet) = server.packet(ClientId(1)) {
+            let packet = packet.to_vec();
+            client.receive(&mut cw, &packet).unwrap();
+            server.receive(ClientId(1), &client.ack().to_bytes()).unwrap();
+        }
+    }
+    assert_eq!(client.len(), 3);
+    let mut values: Vec<u8> = client
+        .entities()
+        .map(|(_, v)| match &v[0] {
+            Some(ecs_replication::codec::Value::Bytes(b)) => b[0],
+            _ => 255,
+        })
+        .collect();
+    values.sort();
+    assert_eq!(values, vec![0, 1, 2]);
+}
