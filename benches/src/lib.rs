@@ -9,9 +9,13 @@
 //! * [`measure`]: warm-up, batched samples, median in microseconds.
 //! * [`report`]: `ecs-bench report`, the HTML page with SVG charts.
 //! * [`runner`]: runs the `suite`, `skip`, `schedule`, `transform` and `spatial` scenarios and prints them.
+//! * [`replication`]: the `replication` scenario (ours only): cube-scene
+//!   bandwidth per client under loss and at rest, encode cost per client per
+//!   tick, fan-out; its criterion bench is `benches/replication.rs`, and
+//!   `benches/replication_fuzz.rs` fuzzes the wire formats (100 000 cases).
 //!
 //! Run `cargo run --release -p ecs-bench --features peers -- suite` (or `skip`,
-//! `schedule`, `transform`, `spatial`, `all`; add `--quick` for a short run, `--json` for one JSON object per line).
+//! `schedule`, `transform`, `spatial`, `replication`, `all`; add `--quick` for a short run, `--json` for one JSON object per line).
 
 #![forbid(unsafe_code)]
 
