@@ -10,7 +10,7 @@
 
 use std::marker::PhantomData;
 
-use ecs_core::{Changed, ChunkView, Component, Entity, QueryState, With, World};
+use ecs_core::{Changed, ChunkStats, ChunkView, Component, Entity, QueryState, With, World};
 use glam::{Quat, Vec3};
 
 use crate::codec::{FieldCodec, Schema, SchemaError, Value};
@@ -62,6 +62,28 @@ pub trait AsPosition: Sized {
     fn position(&self) -> Vec3;
     /// The component for a point.
     fn from_position(p: Vec3) -> Self;
+}
+
+/// The broad phase's position component replicates as a position, so one
+/// component feeds both the `ecs-spatial` grid and the snapshots.
+///
+/// ```
+/// use ecs_replication::registry::{AsPosition, Registry};
+/// use ecs_spatial::Position;
+/// use glam::Vec3;
+///
+/// let registry = Registry::new().position::<Position>("position", 0.01, 20).unwrap();
+/// assert_eq!(registry.schema().len(), 1);
+/// assert_eq!(Position::from_position(Vec3::X).position(), Vec3::X);
+/// ```
+impl AsPosition for ecs_spatial::Position {
+    fn position(&self) -> Vec3 {
+        self.0
+    }
+
+    fn from_position(p: Vec3) -> Self {
+        ecs_spatial::Position(p)
+    }
 }
 
 /// A component that is a rotation (what [`RotationCodec`] quantizes).
@@ -119,6 +141,8 @@ pub(crate) trait Column: Send + Sync {
     /// since this column's previous scan (chunk ticks first, then row
     /// ticks). The first scan sees everything.
     fn scan_changed(&mut self, world: &World, f: &mut dyn FnMut(Entity, Result<Value, QuantizeError>));
+    /// Chunk counts of the latest [`Column::scan_changed`].
+    fn scan_stats(&self) -> ChunkStats;
     /// The wire value of one entity's component, if it has one.
     fn read(&self, world: &World, entity: Entity) -> Option<Result<Value, QuantizeError>>;
     /// Writes a wire value into a (client) entity. `false` if the value
@@ -143,6 +167,10 @@ impl<T: Component, C: ComponentCodec<T>> Column for TypedColumn<T, C> {
                 f(entity, codec.encode(value));
             }
         });
+    }
+
+    fn scan_stats(&self) -> ChunkStats {
+        self.changed.stats()
     }
 
     fn read(&self, world: &World, entity: Entity) -> Option<Result<Value, QuantizeError>> {

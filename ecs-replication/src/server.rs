@@ -157,6 +157,11 @@ pub struct TickStats {
     pub quantize_errors: u64,
     /// Whether the interest grid was rebuilt.
     pub grid_rebuilt: bool,
+    /// Chunks of replicated archetypes the change scan covered, summed over
+    /// the replicated component types (each type scans its own column).
+    pub chunks_total: u64,
+    /// Of these, chunks skipped from their chunk tick alone.
+    pub chunks_skipped: u64,
 }
 
 struct Record {
@@ -758,6 +763,9 @@ impl Server {
                 }
                 record.changed_mask |= 1 << index;
             });
+            let chunks = column.scan_stats();
+            stats.chunks_total += chunks.chunks_total;
+            stats.chunks_skipped += chunks.chunks_skipped;
         }
         self.changed.sort_unstable();
         self.tick_stats.changed = self.changed.len();

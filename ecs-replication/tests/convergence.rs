@@ -335,10 +335,16 @@ fn at_rest_only_heartbeats_go_out() {
     let sent = run.server.client_stats(id).unwrap().packets - before;
     assert!((3..=4).contains(&sent), "{sent} packets in 90 ticks at rest");
     run.assert_converged("at rest");
+    // At rest the change scan skips every chunk from its chunk tick.
+    let scan = run.server.tick_stats();
+    assert!(scan.chunks_total > 0);
+    assert_eq!(scan.chunks_skipped, scan.chunks_total, "at rest: every chunk skipped");
     // One change goes out at once.
     run.scene.mutate(&mut run.world, &mut run.rng, 20);
     run.step(false, 20);
     assert!(run.server.packet(id).is_some());
+    let scan = run.server.tick_stats();
+    assert!(scan.chunks_skipped < scan.chunks_total, "the changed rows' chunks were visited");
 }
 
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
