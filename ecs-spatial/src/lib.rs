@@ -78,6 +78,6 @@ pub use region::{GLOBAL_CELL_MAX, GLOBAL_CELL_MIN, GlobalCell, RegionId, RegionK
 pub use seed::{CellRng, cell_seed, mix64, region_cell_seed};
 
 /// The README's examples, run as doc tests.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "ecs"))] // the README shows the ECS system too
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
