@@ -351,7 +351,12 @@ pub struct Server {
     records: IdMap<u64, Record>,
     changed: Vec<u64>,
     grid: Option<SparseGrid<Vec3, u64>>,
+    /// Positions changed since the interest grid was built; it is rebuilt
+    /// only when a view is (re)placed and needs a full radius query.
     grid_stale: bool,
+    /// Entities whose position changed, or that spawned with one, this
+    /// tick: the only ones whose interest can change for a fixed view.
+    moved: Vec<u64>,
     clients: BTreeMap<ClientId, ClientState>,
     tick_stats: TickStats,
     scratch_ids: Vec<u64>,
@@ -382,6 +387,7 @@ impl Server {
             changed: Vec::new(),
             grid,
             grid_stale: true,
+            moved: Vec::new(),
             clients: BTreeMap::new(),
             tick_stats: TickStats::default(),
             scratch_ids: Vec::new(),
@@ -706,6 +712,7 @@ impl Server {
             let position = self.position_of(&values);
             if position.is_some() {
                 self.grid_stale = true;
+                self.moved.push(net);
             }
             self.records.insert(net, Record { entity, values, position, changed_mask: 0 });
             self.by_entity.insert(entity, net);
@@ -734,8 +741,8 @@ impl Server {
         }
         let position_index = self.registry.position_index();
         let quantizer = self.registry.position_quantizer();
-        let (records, by_entity, changed, stats) =
-            (&mut self.records, &self.by_entity, &mut self.changed, &mut self.tick_stats);
+        let (records, by_entity, changed, stats, moved) =
+            (&mut self.records, &self.by_entity, &mut self.changed, &mut self.tick_stats, &mut self.moved);
         let mut grid_stale = false;
         for (index, column) in self.columns.iter_mut().enumerate() {
             column.scan_changed(world, &mut |entity, value| {
@@ -756,6 +763,7 @@ impl Server {
                 {
                     record.position = Some(q.dequantize(*p));
                     grid_stale = true;
+                    moved.push(*net);
                 }
                 record.values[index] = Some(value);
                 if record.changed_mask == 0 {
@@ -772,13 +780,23 @@ impl Server {
         self.grid_stale |= grid_stale;
     }
 
+    /// Brings every client's interest set up to date. A client whose view
+    /// was (re)placed gets a full radius query on the grid (rebuilt first if
+    /// positions changed since it was built); for the others only the
+    /// entities that moved or spawned this tick are tested against the view,
+    /// so a tick costs O(moved x clients), not O(world).
     fn update_interest(&mut self) {
+        let mut moved = std::mem::take(&mut self.moved);
+        moved.sort_unstable();
+        moved.dedup();
         let any_view = self.clients.values().any(|c| c.view.is_some());
-        if !any_view {
+        let Some(grid) = self.grid.as_mut().filter(|_| any_view) else {
+            moved.clear();
+            self.moved = moved;
             return;
-        }
-        let Some(grid) = self.grid.as_mut() else { return };
-        if self.grid_stale {
+        };
+        let placed = self.clients.values().any(|c| c.view.is_some() && c.view_changed);
+        if placed && self.grid_stale {
             self.scratch_ids.clear();
             self.scratch_positions.clear();
             let mut ids: Vec<(u64, Vec3)> =
@@ -789,25 +807,42 @@ impl Server {
                 self.scratch_positions.push(p);
             }
             if grid.rebuild(&self.scratch_ids, &self.scratch_positions).is_err() {
-                // A point out of the grid's key range: fall back to a grid
-                // of what fits, never to sending what is out of view.
+                // A point out of the grid's key range: a grid of what can be
+                // keyed (unkeyable points are never in view, see below).
                 let (ids, positions): (Vec<u64>, Vec<Vec3>) = self
                     .scratch_ids
                     .iter()
                     .zip(&self.scratch_positions)
-                    .filter(|(_, p)| p.abs().max_element() < 1.0e6)
+                    .filter(|(_, p)| grid.cell_key_of(**p).is_ok())
                     .map(|(i, p)| (*i, *p))
                     .unzip();
                 let _ = grid.rebuild(&ids, &positions);
             }
+            self.grid_stale = false;
             self.tick_stats.grid_rebuilt = true;
         }
-        let rebuilt = self.grid_stale;
-        self.grid_stale = false;
         let tick = self.tick;
         for client in self.clients.values_mut() {
             let Some(view) = client.view else { continue };
-            if !rebuilt && !client.view_changed {
+            if !client.view_changed {
+                // The same predicate as the grid's radius query, plus "the
+                // grid can key it", so both paths agree on every entity.
+                let r2 = view.radius * view.radius;
+                for &net in &moved {
+                    let Some(p) = self.records.get(&net).and_then(|r| r.position) else { continue };
+                    let inside = p.distance_squared(view.center) <= r2 && grid.cell_key_of(p).is_ok();
+                    match (client.interest.binary_search(&net), inside) {
+                        (Err(i), true) => {
+                            client.interest.insert(i, net);
+                            client.enter(net, tick);
+                        }
+                        (Ok(i), false) => {
+                            client.interest.remove(i);
+                            client.leave(net);
+                        }
+                        _ => {}
+                    }
+                }
                 continue;
             }
             client.view_changed = false;
@@ -842,6 +877,8 @@ impl Server {
             }
             client.interest.extend_from_slice(&self.scratch_hits);
         }
+        moved.clear();
+        self.moved = moved;
     }
 }
 

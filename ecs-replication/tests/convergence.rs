@@ -295,7 +295,13 @@ fn entities_outside_the_radius_never_reach_the_stream() {
             let radius = *r + (t as f32 * 0.1 + *angle).sin() * 1.5;
             world.get_mut::<Position>(*e).unwrap().0 = Vec3::new(angle.cos() * radius, angle.sin() * radius, 0.0);
         }
+        if t == 60 {
+            // A moved view takes a full radius query on a rebuilt grid.
+            server.set_view(ClientId(1), Some(View { center: Vec3::new(1.5, 0.0, 0.0), radius: 6.0 })).unwrap();
+        }
         server.update(&mut world).unwrap();
+        // A fixed view is kept up to date from the moved entities alone.
+        assert_eq!(server.tick_stats().grid_rebuilt, t == 0 || t == 60, "tick {t}");
         let packet = server.packet(ClientId(1)).unwrap().to_vec();
         for entry in decode(&packet, &schema, Limits::default()).unwrap().entries {
             if entry.kind != EntryKind::Despawn {
