@@ -7,10 +7,15 @@
 //! every change-driven system: propagation, the position sync, the broad
 //! phase and replication.
 //!
+//! With `clients > 0` every positioned entity is replicated (`ecs-replication`)
+//! to that many clients over loopback UDP (renet + netcode) in this process,
+//! each client seeing what lies within [`VIEW_RADIUS`] of the flock's centre.
+//!
 //! ```
 //! use ecs_examples::showcase::{Showcase, ShowcaseConfig};
 //!
-//! let mut show = Showcase::new(&ShowcaseConfig { entities: 4_000, active: 0.05, seed: 7 }).unwrap();
+//! let config = ShowcaseConfig { entities: 4_000, active: 0.05, seed: 7, clients: 0 };
+//! let mut show = Showcase::new(&config).unwrap();
 //! show.step().unwrap(); // the first frame sees every spawn
 //! show.step().unwrap();
 //! let rows = show.system_rows();
@@ -21,6 +26,13 @@
 use ecs_core::prelude::*;
 use ecs_core::{ScheduleError, StoreError};
 use ecs_spatial::broad_phase::{BroadPhase, Position, update_broad_phase};
+
+use std::time::{Duration, Instant};
+
+use ecs_replication::prelude::{Registry, Replicated, Server, ServerConfig, View};
+use ecs_replication::registry::RegistryError;
+use ecs_replication::transport::TransportError;
+use ecs_replication::transport::udp::Loopback;
 
 use crate::boids::{BoidsConfig, BoidsError, add_boids, set_frame_time};
 use ecs_transform::{
@@ -38,6 +50,25 @@ pub struct ShowcaseConfig {
     pub active: f64,
     /// Seed of every random choice in the scene.
     pub seed: u64,
+    /// Replication clients over loopback UDP (0 to 64; 0: no replication).
+    pub clients: usize,
+}
+
+/// Each replication client sees the entities within this distance of the
+/// flock's centre.
+pub const VIEW_RADIUS: f32 = 100.0;
+
+/// Position step of the replicated positions (1/64 unit, 20 bits per axis:
+/// +-8192 units).
+pub const POSITION_UNIT: f32 = 1.0 / 64.0;
+
+/// The replicated components: the broad phase's [`Position`].
+///
+/// # Errors
+///
+/// The registry's error if the codec parameters are refused.
+pub fn registry() -> Result<Registry, RegistryError> {
+    Registry::new().position::<Position>("position", POSITION_UNIT, 20)
 }
 
 /// Why a scene could not be built or run.
@@ -55,6 +86,10 @@ pub enum ShowcaseError {
     Grid(ecs_spatial::GridError),
     /// The flock could not be set up.
     Boids(BoidsError),
+    /// The replication registry refused its codecs.
+    Registry(RegistryError),
+    /// The UDP transport failed.
+    Transport(TransportError),
 }
 
 impl std::fmt::Display for ShowcaseError {
@@ -66,6 +101,8 @@ impl std::fmt::Display for ShowcaseError {
             ShowcaseError::Hierarchy(e) => write!(f, "hierarchy: {e}"),
             ShowcaseError::Grid(e) => write!(f, "broad phase: {e}"),
             ShowcaseError::Boids(e) => write!(f, "boids: {e}"),
+            ShowcaseError::Registry(e) => write!(f, "replication registry: {e}"),
+            ShowcaseError::Transport(e) => write!(f, "transport: {e}"),
         }
     }
 }
@@ -176,6 +213,40 @@ fn short_name(path: &str) -> String {
     plain.rsplit("::").next().unwrap_or(plain).to_owned()
 }
 
+/// The replication server and its clients over loopback UDP.
+pub struct Network {
+    server: Server,
+    link: Loopback,
+    clients: usize,
+}
+
+impl Network {
+    /// The server.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// The clients: their worlds and replication state.
+    pub fn clients(&self) -> impl Iterator<Item = (&World, &ecs_replication::prelude::Client)> + '_ {
+        self.link.clients()
+    }
+}
+
+/// What one network tick did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NetFrame {
+    /// Wall time of the tick: the server's change scan and encode, the UDP
+    /// sends, and every client's receive, apply and acknowledgement.
+    pub time: Duration,
+    /// Snapshot payload bytes sent, averaged over the clients.
+    pub bytes_per_client: f64,
+    /// The server's change scan: chunks of replicated archetypes and how
+    /// many were skipped (entities: the replicated ones).
+    pub chunks: ChunkStats,
+    /// Clients connected to the server.
+    pub connected: usize,
+}
+
 /// The scene: world, schedule and what was spawned.
 pub struct Showcase {
     /// The world.
@@ -188,6 +259,10 @@ pub struct Showcase {
     pub rigs: (usize, usize),
     /// Boids, and how many of them fly.
     pub boids: (usize, usize),
+    /// Replication, when clients were asked for.
+    pub network: Option<Network>,
+    /// The latest network tick.
+    pub net_frame: Option<NetFrame>,
 }
 
 impl Showcase {
@@ -200,6 +275,9 @@ impl Showcase {
     pub fn new(config: &ShowcaseConfig) -> Result<Self, ShowcaseError> {
         if config.entities < 100 {
             return Err(ShowcaseError::Config(format!("{} entities: need at least 100", config.entities)));
+        }
+        if config.clients > 64 {
+            return Err(ShowcaseError::Config(format!("{} clients: at most 64", config.clients)));
         }
         if !(0.0..=1.0).contains(&config.active) {
             return Err(ShowcaseError::Config(format!("active share {} is outside 0.0..=1.0", config.active)));
@@ -214,7 +292,7 @@ impl Showcase {
         world.spawn_batch((0..scenery).map(|_| {
             let p = Vec3::new(rng.range(-side, side), 0.0, rng.range(-side, side));
             let (local, global) = transform_bundle(LocalTransform::from_translation(p));
-            (local, global, Position(p), Scenery)
+            (local, global, Position(p), Scenery, Replicated)
         }))?;
 
         let rigs = config.entities / 5 / RIG_NODES;
@@ -224,9 +302,9 @@ impl Showcase {
             let (local, global) = transform_bundle(LocalTransform::from_translation(p));
             let root = if r < spinning {
                 let spin = Spin { speed: rng.range(0.5, 2.0), phase: rng.range(0.0, std::f32::consts::TAU) };
-                world.spawn((local, global, Position(p), spin))?
+                world.spawn((local, global, Position(p), spin, Replicated))?
             } else {
-                world.spawn((local, global, Position(p)))?
+                world.spawn((local, global, Position(p), Replicated))?
             };
             for limb in 0..3 {
                 let mut parent = root;
@@ -259,7 +337,28 @@ impl Showcase {
             ..BoidsConfig::default()
         };
         let flock = add_boids(&mut world, &mut schedule, &flock).map_err(ShowcaseError::Boids)?;
-        Ok(Showcase { world, schedule, scenery, rigs: (rigs, spinning), boids: (flock.boids.len(), flock.active) })
+        for &boid in &flock.boids {
+            world.insert_one(boid, Replicated)?;
+        }
+        let network = if config.clients > 0 {
+            let server = Server::new(&mut world, registry().map_err(ShowcaseError::Registry)?, ServerConfig::default());
+            // The registry was accepted just above; a default one would only
+            // make the clients refuse every packet (schema hash mismatch).
+            let link =
+                Loopback::bind(config.clients, || registry().unwrap_or_default()).map_err(ShowcaseError::Transport)?;
+            Some(Network { server, link, clients: config.clients })
+        } else {
+            None
+        };
+        Ok(Showcase {
+            world,
+            schedule,
+            scenery,
+            rigs: (rigs, spinning),
+            boids: (flock.boids.len(), flock.active),
+            network,
+            net_frame: None,
+        })
     }
 
     /// Runs one frame.
@@ -271,6 +370,27 @@ impl Showcase {
         let dt = self.world.resource::<FrameTime>().map_or(1.0 / 60.0, |t| t.dt);
         set_frame_time(&mut self.world, dt);
         self.schedule.run(&mut self.world)?;
+        if let Some(net) = &mut self.network {
+            let view = View { center: Vec3::ZERO, radius: VIEW_RADIUS };
+            let start = Instant::now();
+            let step = net
+                .link
+                .tick(&mut net.server, &mut self.world, Duration::from_secs_f32(dt), Some(view))
+                .map_err(ShowcaseError::Transport)?;
+            let time = start.elapsed();
+            let stats = net.server.tick_stats();
+            let sent: usize = step.bytes.iter().map(|&(_, b)| b).sum();
+            self.net_frame = Some(NetFrame {
+                time,
+                bytes_per_client: sent as f64 / net.clients as f64,
+                chunks: ChunkStats {
+                    chunks_total: stats.chunks_total,
+                    chunks_skipped: stats.chunks_skipped,
+                    entities: net.server.entities().count() as u64,
+                },
+                connected: net.server.clients().count(),
+            });
+        }
         Ok(())
     }
 
@@ -293,20 +413,46 @@ mod tests {
     use super::*;
 
     fn scene(active: f64) -> Showcase {
-        Showcase::new(&ShowcaseConfig { entities: 6_000, active, seed: 3 }).unwrap()
+        Showcase::new(&ShowcaseConfig { entities: 6_000, active, seed: 3, clients: 0 }).unwrap()
+    }
+
+    #[test]
+    fn replicates_the_view_to_clients_over_udp() {
+        use ecs_replication::prelude::ClientId;
+        let config = ShowcaseConfig { entities: 3_000, active: 0.0, seed: 5, clients: 2 };
+        let mut show = Showcase::new(&config).unwrap();
+        for _ in 0..150 {
+            show.step().unwrap();
+        }
+        let frame = show.net_frame.unwrap();
+        assert_eq!(frame.connected, 2);
+        let net = show.network.as_ref().unwrap();
+        let server = net.server();
+        let want = server.entities().filter(|(n, _, _)| server.in_interest(ClientId(1), *n)).count();
+        assert!(want > 100 && want < server.entities().count(), "{want} entities in view");
+        for (world, client) in net.clients() {
+            assert_eq!(client.len(), want);
+            assert_eq!(world.len() as usize, want);
+        }
+        // Nothing replicated moves: the change scan skips every chunk and
+        // only heartbeats go out.
+        assert!(frame.chunks.chunks_total > 0);
+        assert_eq!(frame.chunks.chunks_skipped, frame.chunks.chunks_total);
+        assert!(frame.bytes_per_client < 64.0);
     }
 
     #[test]
     fn refuses_bad_config() {
         assert!(matches!(
-            Showcase::new(&ShowcaseConfig { entities: 10, active: 0.1, seed: 1 }),
+            Showcase::new(&ShowcaseConfig { entities: 10, active: 0.1, seed: 1, clients: 0 }),
             Err(ShowcaseError::Config(_))
         ));
         assert!(matches!(
-            Showcase::new(&ShowcaseConfig { entities: 1000, active: 1.5, seed: 1 }),
+            Showcase::new(&ShowcaseConfig { entities: 1000, active: 1.5, seed: 1, clients: 0 }),
             Err(ShowcaseError::Config(_))
         ));
-        assert!(Showcase::new(&ShowcaseConfig { entities: 1000, active: f64::NAN, seed: 1 }).is_err());
+        assert!(Showcase::new(&ShowcaseConfig { entities: 1000, active: f64::NAN, seed: 1, clients: 0 }).is_err());
+        assert!(Showcase::new(&ShowcaseConfig { entities: 1000, active: 0.1, seed: 1, clients: 65 }).is_err());
     }
 
     #[test]

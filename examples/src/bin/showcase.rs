@@ -1,7 +1,8 @@
 //! The showcase: the scene of [`ecs_examples::showcase`] (static scenery,
-//! transform hierarchies, boids, units) run for a number of frames, then a
-//! table per system of entities, chunks, chunks skipped, median and worst
-//! time per frame.
+//! transform hierarchies, boids) with replication to clients over loopback
+//! UDP, run for a number of frames, then a table per system of entities,
+//! chunks, chunks skipped, median and worst time per frame, and bytes per
+//! tick per client.
 //!
 //! `cargo run --release` runs it with defaults; `--help` lists the flags.
 
@@ -12,13 +13,15 @@ use ecs_core::ChunkStats;
 use ecs_examples::showcase::{Showcase, ShowcaseConfig};
 use ecs_spatial::{BroadPhase, Position};
 
-const HELP: &str = "showcase: a scene of static scenery, transform hierarchies, boids and units, run on one schedule
+const HELP: &str = "showcase: static scenery, transform hierarchies and a flock of boids on one schedule,
+replicated to clients over loopback UDP in this process
 
-USAGE: cargo run --release -- [--entities N] [--active SHARE] [--frames N] [--seed N]
+USAGE: cargo run --release -- [--entities N] [--active SHARE] [--frames N] [--clients N] [--seed N]
 
   --entities N    entities in the scene, 100..=10000000 (default 100000)
   --active SHARE  share of rigs, boids and units that move, 0.0..=1.0 (default 0.05)
   --frames N      frames to run after the first, 1..=100000 (default 300)
+  --clients N     replication clients over loopback UDP, 0..=64 (default 4; 0: no replication)
   --seed N        seed of the scene layout (default 1)
   -h, --help      this text";
 
@@ -29,7 +32,8 @@ struct Options {
 }
 
 fn parse(args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
-    let mut o = Options { config: ShowcaseConfig { entities: 100_000, active: 0.05, seed: 1 }, frames: 300 };
+    let mut o =
+        Options { config: ShowcaseConfig { entities: 100_000, active: 0.05, seed: 1, clients: 4 }, frames: 300 };
     let mut args = args.peekable();
     while let Some(flag) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
@@ -56,6 +60,13 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Options>, String> 
                     return Err("--frames must be between 1 and 100000".into());
                 }
             }
+            "--clients" => {
+                let v = value("--clients")?;
+                o.config.clients = v.parse().map_err(|_| format!("--clients: not a count: {v}"))?;
+                if o.config.clients > 64 {
+                    return Err("--clients must be between 0 and 64".into());
+                }
+            }
             "--seed" => {
                 let v = value("--seed")?;
                 o.config.seed = v.parse().map_err(|_| format!("--seed: not a number: {v}"))?;
@@ -74,6 +85,8 @@ struct Totals {
     chunks: ChunkStats,
     entities: u64,
     frames: u64,
+    /// Bytes per tick per client, for the replication row.
+    bytes: Option<Vec<f64>>,
 }
 
 impl Totals {
@@ -83,14 +96,23 @@ impl Totals {
         let median = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
         let worst = sorted.last().copied().unwrap_or_default();
         let frames = self.frames.max(1);
+        let bytes = match &self.bytes {
+            Some(b) if !b.is_empty() => {
+                let mut b = b.clone();
+                b.sort_by(f64::total_cmp);
+                format!("{:>8.0} / {:.0}", b[b.len() / 2], b[b.len() - 1])
+            }
+            _ => "-".to_owned(),
+        };
         format!(
-            "{:<26} {:>9} {:>8} {:>9.1}% {:>10.1} {:>10.1}",
+            "{:<26} {:>9} {:>8} {:>9.1}% {:>10.1} {:>10.1} {:>17}",
             self.name,
             self.entities / frames,
             self.chunks.chunks_total / frames,
             100.0 * self.chunks.skip_ratio(),
             median.as_secs_f64() * 1e6,
             worst.as_secs_f64() * 1e6,
+            bytes,
         )
     }
 }
@@ -135,6 +157,11 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     // The first frame sees every spawn as a change; keep it out of the figures.
     show.step()?;
     let mut totals: Vec<Totals> = Vec::new();
+    let mut net = Totals {
+        name: format!("replication ({} clients)", options.config.clients),
+        bytes: Some(Vec::new()),
+        ..Totals::default()
+    };
     let mut frame_times = Vec::with_capacity(options.frames);
     for frame in 1..=options.frames {
         let start = Instant::now();
@@ -162,18 +189,35 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
             total.chunks.add(chunks);
             total.entities += entities;
         }
+        let mut connected = String::new();
+        if let Some(n) = show.net_frame {
+            net.times.push(n.time);
+            net.chunks.add(n.chunks);
+            net.entities += n.chunks.entities;
+            net.frames += 1;
+            if let Some(b) = &mut net.bytes {
+                b.push(n.bytes_per_client);
+            }
+            connected = format!(
+                ", {} of {} clients connected, {:.0} bytes per client",
+                n.connected, options.config.clients, n.bytes_per_client
+            );
+        }
         if frame % 60 == 0 || frame == options.frames {
             let last = frame_times.last().copied().unwrap_or_default();
-            println!("frame {frame:>5}/{}: {:>8.1} us", options.frames, last.as_secs_f64() * 1e6);
+            println!("frame {frame:>5}/{}: {:>8.1} us{connected}", options.frames, last.as_secs_f64() * 1e6);
         }
     }
     println!();
     println!(
-        "{:<26} {:>9} {:>8} {:>10} {:>10} {:>10}",
-        "system", "entities", "chunks", "skipped", "median us", "worst us"
+        "{:<26} {:>9} {:>8} {:>10} {:>10} {:>10} {:>17}",
+        "system", "entities", "chunks", "skipped", "median us", "worst us", "bytes/tick/client"
     );
     for total in &totals {
         println!("{}", total.row());
+    }
+    if net.frames > 0 {
+        println!("{}", net.row());
     }
     frame_times.sort();
     println!(
@@ -183,6 +227,15 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         frame_times.len()
     );
     println!("Chunks whose ticks are older than a system's last run are skipped without reading their rows.");
+    if let Some(network) = &show.network {
+        let held: Vec<String> = network.clients().map(|(world, _)| world.len().to_string()).collect();
+        println!(
+            "Replication: {} replicated entities; each client sees those within {} units of the flock's centre and holds [{}] of them; bytes/tick/client is median / worst snapshot payload (UDP and netcode headers not counted).",
+            network.server().entities().count(),
+            ecs_examples::showcase::VIEW_RADIUS,
+            held.join(", ")
+        );
+    }
     Ok(())
 }
 
@@ -197,8 +250,13 @@ mod tests {
     #[test]
     fn flags_parse_and_bad_ones_are_refused() {
         let o =
-            parse(args(&["--entities", "5000", "--active", "0.5", "--frames", "3", "--seed", "9"])).unwrap().unwrap();
-        assert_eq!(o, Options { config: ShowcaseConfig { entities: 5000, active: 0.5, seed: 9 }, frames: 3 });
+            parse(args(&["--entities", "5000", "--active", "0.5", "--frames", "3", "--seed", "9", "--clients", "2"]))
+                .unwrap()
+                .unwrap();
+        assert_eq!(
+            o,
+            Options { config: ShowcaseConfig { entities: 5000, active: 0.5, seed: 9, clients: 2 }, frames: 3 }
+        );
         assert_eq!(parse(args(&["--help"])), Ok(None));
         for bad in [
             &["--entities"][..],
@@ -208,6 +266,8 @@ mod tests {
             &["--active", "NaN"],
             &["--frames", "0"],
             &["--seed", "-1"],
+            &["--clients", "65"],
+            &["--clients", "x"],
             &["--nope"],
         ] {
             assert!(parse(args(bad)).is_err(), "{bad:?} was accepted");
