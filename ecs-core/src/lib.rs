@@ -74,7 +74,8 @@
 //! Modules: [`tick`] (clock and wrap-safe comparison), [`mod@entity`],
 //! [`component`], [`chunk`] (16 KiB layout), [`archetype`] (chunks and ticks),
 //! [`bundle`], [`world`], [`fetch`] and [`filter`] (what queries take),
-//! [`query`] (states, iterators, chunk views, skip counts), [`change`]
+//! [`query`] (states, iterators, chunk views, skip counts), [`groups`]
+//! (parallel random access to disjoint entity groups), [`change`]
 //! (`Mut<T>` and the write-mark rule), [`access`] (conflict checks),
 //! [`resource`], [`event`], [`command`] (deferred structural changes),
 //! [`system`] (function systems and their parameters), [`schedule`]
@@ -93,6 +94,7 @@ pub mod error;
 pub mod event;
 pub mod fetch;
 pub mod filter;
+pub mod groups;
 pub mod query;
 pub mod resource;
 pub mod schedule;
@@ -112,6 +114,7 @@ pub use error::StoreError;
 pub use event::{EventReader, EventWriter, Events};
 pub use fetch::{QueryData, ReadOnlyQueryData};
 pub use filter::{Added, Changed, Or, QueryFilter, With, Without};
+pub use groups::{EntityGroups, GroupRows};
 pub use query::{ChunkStats, ChunkView, QueryError, QueryIter, QueryState};
 pub use resource::Resources;
 pub use schedule::{CommandError, IntoSystemConfig, IntoSystemConfigs, Schedule, ScheduleError, SystemConfig};

@@ -544,6 +544,14 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         });
     }
 
+    /// The column cache of a matched archetype, `None` if the archetype
+    /// does not match (or appeared after the last archetype refresh).
+    #[inline]
+    pub(crate) fn cache_of(&self, archetype: ArchetypeId) -> Option<Q::Cache> {
+        let index = *self.matched_index.get(archetype.index())?;
+        self.matched.get(index as usize).map(|m| m.data)
+    }
+
     fn matched_cache(&self, world: &World, entity: Entity) -> Result<(Q::Cache, crate::EntityLocation), QueryError> {
         let loc = world.location(entity).map_err(|_| QueryError::NoSuchEntity(entity))?;
         // Archetypes this state has seen: one lookup. Newer ones (the state

@@ -170,9 +170,9 @@ pub type SystemParamItem<'w, 's, P> = <P as SystemParam>::Item<'w, 's>;
 /// A query parameter: iterates the matching rows with the system's tick
 /// window.
 pub struct Query<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static = ()> {
-    world: &'w World,
-    state: &'s mut QueryState<Q, F>,
-    window: TickWindow,
+    pub(crate) world: &'w World,
+    pub(crate) state: &'s mut QueryState<Q, F>,
+    pub(crate) window: TickWindow,
 }
 
 impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, F> {

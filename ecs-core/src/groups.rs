@@ -1,0 +1,551 @@
+//! Entity groups: random access to many entities' rows, in parallel, group
+//! by group.
+//!
+//! [`Query::get_mut`] finds an entity's row from scratch on every call (the
+//! entity table, the archetype's column cache, the chunk's column pointers)
+//! and, taking `&mut self`, serves one entity at a time. Code that visits
+//! the same set of entities every frame in a known order (the nodes of a
+//! transform hierarchy, parents before children) can do better:
+//!
+//! - [`EntityGroups`] holds entities split into groups, no entity in two
+//!   groups (checked when a group is added), with each entity's last known
+//!   location cached;
+//! - [`Query::par_for_each_group_mut`] runs one task per selected group on
+//!   rayon; each task reads and writes its own group's rows through
+//!   [`GroupRows::get_mut`], which trusts the cached location only after
+//!   checking that the row still holds the entity (a moved entity is found
+//!   through the entity table instead), and reuses the chunk's column
+//!   pointers while consecutive rows share a chunk.
+//!
+//! Because groups are disjoint and every access is checked against the row's
+//! entity, two tasks never reach the same row. Writes mark rows exactly as
+//! any `Mut<T>` does; chunk ticks are stamped once per chunk visit.
+//!
+//! ```
+//! use ecs_core::{EntityGroups, Query, Schedule, World};
+//!
+//! #[derive(Debug, PartialEq)]
+//! struct Pos(f32);
+//!
+//! let mut world = World::new();
+//! let entities = world.spawn_batch((0..6).map(|i| (Pos(i as f32),))).unwrap();
+//! let mut groups = EntityGroups::new();
+//! groups.push_group(&entities[..3]).unwrap();
+//! groups.push_group(&entities[3..]).unwrap();
+//! // An entity in two groups is refused.
+//! assert_eq!(groups.push_group(&entities[2..4]), Err(entities[2]));
+//!
+//! world.insert_resource(groups);
+//! let mut schedule = Schedule::new();
+//! schedule.add_systems(|mut q: Query<&mut Pos>, groups: ecs_core::Res<EntityGroups>| {
+//!     // Group 1 only: each row becomes the sum of the rows before it.
+//!     q.par_for_each_group_mut(&groups, &[1], || (), |_, rows| {
+//!         let mut sum = 0.0;
+//!         for k in 0..rows.len() {
+//!             let mut pos = rows.get_mut(k).unwrap();
+//!             sum += pos.0;
+//!             pos.0 = sum;
+//!         }
+//!     });
+//! });
+//! schedule.run(&mut world).unwrap();
+//! let values: Vec<f32> = entities.iter().map(|&e| world.get::<Pos>(e).unwrap().0).collect();
+//! assert_eq!(values, [0.0, 1.0, 2.0, 3.0, 7.0, 12.0]);
+//! ```
+
+use rayon::prelude::*;
+
+use crate::archetype::ArchetypeId;
+use crate::entity::{Entity, EntityLocation};
+use crate::fetch::QueryData;
+use crate::filter::QueryFilter;
+use crate::query::{QueryError, QueryState};
+use crate::system::Query;
+use crate::tick::Tick;
+use crate::world::World;
+
+/// A location no entity has: forces a lookup on first access.
+const UNKNOWN: EntityLocation = EntityLocation { archetype: ArchetypeId(u32::MAX), chunk: 0, row: 0 };
+
+/// Entities split into groups, no entity in two groups, with their last
+/// known locations. See the [module docs](self).
+#[derive(Debug, Default, Clone)]
+pub struct EntityGroups {
+    entities: Vec<Entity>,
+    locations: Vec<EntityLocation>,
+    /// `starts[g]..starts[g + 1]` are group `g`'s entities; one more entry
+    /// than groups.
+    starts: Vec<u32>,
+    /// One bit per entity index held by some group.
+    taken: Vec<u64>,
+}
+
+impl EntityGroups {
+    /// No groups.
+    pub fn new() -> Self {
+        EntityGroups::default()
+    }
+
+    /// Removes every group.
+    pub fn clear(&mut self) {
+        for &e in &self.entities {
+            self.taken[e.index() as usize / 64] = 0;
+        }
+        self.entities.clear();
+        self.locations.clear();
+        self.starts.clear();
+    }
+
+    /// Adds a group and returns its index. Refuses, adding nothing, a group
+    /// naming an entity (by slot index) that is already in a group or twice
+    /// in this one, returning that entity.
+    pub fn push_group(&mut self, entities: &[Entity]) -> Result<usize, Entity> {
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        let needed = entities.iter().map(|e| e.index() as usize / 64 + 1).max().unwrap_or(0);
+        if self.taken.len() < needed {
+            self.taken.resize(needed, 0);
+        }
+        for (i, &e) in entities.iter().enumerate() {
+            let (word, bit) = (e.index() as usize / 64, 1u64 << (e.index() % 64));
+            if self.taken[word] & bit != 0 {
+                for &undo in &entities[..i] {
+                    self.taken[undo.index() as usize / 64] &= !(1u64 << (undo.index() % 64));
+                }
+                return Err(e);
+            }
+            self.taken[word] |= bit;
+        }
+        self.entities.extend_from_slice(entities);
+        self.locations.resize(self.entities.len(), UNKNOWN);
+        self.starts.push(self.entities.len() as u32);
+        Ok(self.starts.len() - 2)
+    }
+
+    /// Number of groups.
+    pub fn len(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
+    /// Whether there are no groups.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Entities in all groups.
+    pub fn entity_count(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// The entities of group `group`, in the order they were added.
+    ///
+    /// # Panics
+    /// If `group >= self.len()`.
+    pub fn group(&self, group: usize) -> &[Entity] {
+        &self.entities[self.starts[group] as usize..self.starts[group + 1] as usize]
+    }
+
+    /// Where group `group` starts among all groups' entities (group `g`'s
+    /// `k`-th entity is entity number `group_start(g) + k` overall).
+    ///
+    /// # Panics
+    /// If `group >= self.len()`.
+    pub fn group_start(&self, group: usize) -> usize {
+        self.starts[group] as usize
+    }
+
+    /// Caches the current location of every entity (done lazily by access
+    /// anyway: a stale location costs one entity-table lookup per access).
+    pub fn update_locations(&mut self, world: &World) {
+        for (loc, &e) in self.locations.iter_mut().zip(&self.entities) {
+            *loc = world.location(e).unwrap_or(UNKNOWN);
+        }
+    }
+}
+
+impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
+    /// Caches the current location of every entity in `groups`.
+    pub fn update_group_locations(&self, groups: &mut EntityGroups) {
+        groups.update_locations(self.world);
+    }
+
+    /// Live entities in the archetypes this query matches (tick filters not
+    /// applied): a cheap fingerprint of the query's membership.
+    pub fn matched_entity_count(&self) -> usize {
+        let archetypes = self.world.archetypes();
+        self.state.matched_archetypes().map(|id| archetypes[id.index()].len()).sum()
+    }
+
+    /// Archetypes this query matches.
+    pub fn matched_archetype_count(&self) -> usize {
+        self.state.matched_archetypes().count()
+    }
+
+    /// Runs `f` once per selected group (indices into `groups`; repeats are
+    /// run once), groups spread over rayon's threads. `init` makes one
+    /// scratch value per worker, handed to `f` with the group's rows.
+    /// Tick filters do not apply to [`GroupRows::get_mut`].
+    ///
+    /// # Panics
+    /// If a selected index is not a group of `groups`.
+    pub fn par_for_each_group_mut<T>(
+        &mut self,
+        groups: &EntityGroups,
+        selected: &[u32],
+        init: impl Fn() -> T + Send + Sync,
+        f: impl Fn(&mut T, &mut GroupRows<'_, Q, F>) + Send + Sync,
+    ) {
+        let mut none = vec![(); groups.entity_count()];
+        self.par_for_each_group_with(groups, selected, &mut none, init, |scratch, rows, _| f(scratch, rows));
+    }
+
+    /// [`Query::par_for_each_group_mut`] with per-entity data of the
+    /// caller's: `side` holds one value per entity of `groups`, in the
+    /// groups' order, and each task gets its group's part of it mutably.
+    ///
+    /// ```
+    /// use ecs_core::{EntityGroups, Query, Res, ResMut, Schedule, World};
+    /// struct Hp(u32);
+    /// #[derive(Default)]
+    /// struct Side(Vec<u32>);
+    ///
+    /// let mut world = World::new();
+    /// let e = world.spawn_batch((0..4).map(|i| (Hp(i),))).unwrap();
+    /// let mut groups = EntityGroups::new();
+    /// groups.push_group(&e[..2]).unwrap();
+    /// groups.push_group(&e[2..]).unwrap();
+    /// world.insert_resource(groups);
+    /// world.insert_resource(Side(vec![0; 4]));
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(|mut q: Query<&Hp>, groups: Res<EntityGroups>, mut side: ResMut<Side>| {
+    ///     q.par_for_each_group_with(&groups, &[0, 1], &mut side.0, || (), |_, rows, side| {
+    ///         for k in 0..rows.len() {
+    ///             side[k] = rows.get_mut(k).unwrap().0 * 10;
+    ///         }
+    ///     });
+    /// });
+    /// schedule.run(&mut world).unwrap();
+    /// assert_eq!(world.resource::<Side>().unwrap().0, [0, 10, 20, 30]);
+    /// ```
+    ///
+    /// # Panics
+    /// If a selected index is not a group of `groups`, or `side` does not
+    /// hold exactly one value per entity of `groups`.
+    pub fn par_for_each_group_with<T, U: Send>(
+        &mut self,
+        groups: &EntityGroups,
+        selected: &[u32],
+        side: &mut [U],
+        init: impl Fn() -> T + Send + Sync,
+        f: impl Fn(&mut T, &mut GroupRows<'_, Q, F>, &mut [U]) + Send + Sync,
+    ) {
+        assert_eq!(side.len(), groups.entity_count(), "one side value per grouped entity");
+        let mut selected = selected.to_vec();
+        selected.sort_unstable();
+        selected.dedup();
+        if let Some(&last) = selected.last() {
+            assert!((last as usize) < groups.len(), "group {last} of {} selected", groups.len());
+        }
+        // Each selected group's part of `side`, split off in order.
+        let mut parts: Vec<(u32, &mut [U])> = Vec::with_capacity(selected.len());
+        let mut rest = side;
+        let mut offset = 0;
+        for &g in &selected {
+            let (start, end) = (groups.starts[g as usize] as usize, groups.starts[g as usize + 1] as usize);
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - offset);
+            let (part, tail) = tail.split_at_mut(end - start);
+            parts.push((g, part));
+            rest = tail;
+            offset = end;
+        }
+        let world = self.world;
+        let state: &QueryState<Q, F> = self.state;
+        let this_run = self.window.this_run();
+        let run = |scratch: &mut T, (group, part): &mut (u32, &mut [U])| {
+            let g = *group as usize;
+            let range = groups.starts[g] as usize..groups.starts[g + 1] as usize;
+            let mut rows = GroupRows {
+                world,
+                state,
+                entities: &groups.entities[range.clone()],
+                locations: &groups.locations[range],
+                group: g,
+                this_run,
+                current: None,
+            };
+            f(scratch, &mut rows, part);
+            rows.flush();
+        };
+        if parts.len() <= 1 {
+            let mut scratch = init();
+            parts.iter_mut().for_each(|part| run(&mut scratch, part));
+        } else {
+            parts.par_iter_mut().for_each_init(&init, run);
+        }
+    }
+}
+
+/// The chunk a [`GroupRows`] fetched last: its column pointers and the
+/// chunk marks its items record into.
+struct Current<'w, Q: QueryData> {
+    archetype: ArchetypeId,
+    chunk: u32,
+    /// The chunk's entity column.
+    entities: &'w [Entity],
+    fetch: Q::Fetch<'w>,
+    marks: Q::Marks,
+}
+
+/// One group's rows inside [`Query::par_for_each_group_mut`]: entity `k` of
+/// the group is reached with [`GroupRows::get_mut`].
+pub struct GroupRows<'w, Q: QueryData + 'static, F: QueryFilter + 'static> {
+    world: &'w World,
+    state: &'w QueryState<Q, F>,
+    entities: &'w [Entity],
+    locations: &'w [EntityLocation],
+    group: usize,
+    this_run: Tick,
+    current: Option<Current<'w, Q>>,
+}
+
+impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> GroupRows<'w, Q, F> {
+    /// The group's index.
+    pub fn group(&self) -> usize {
+        self.group
+    }
+
+    /// Entities in the group.
+    pub fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// Whether the group is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
+    }
+
+    /// The group's entities, in order.
+    pub fn entities(&self) -> &'w [Entity] {
+        self.entities
+    }
+
+    /// Stamps the chunk ticks of the columns written in the current chunk.
+    fn flush(&mut self) {
+        if let Some(current) = self.current.take() {
+            Q::flush_marks(&current.fetch, &current.marks);
+        }
+    }
+
+    /// The data of the group's `k`-th entity (tick filters not applied);
+    /// writes mark the row as any `Mut<T>` does.
+    ///
+    /// # Errors
+    /// [`QueryError::NoSuchEntity`] if the entity was despawned,
+    /// [`QueryError::NoMatch`] if it does not match the query.
+    ///
+    /// # Panics
+    /// If `k >= self.len()`.
+    #[inline(always)]
+    pub fn get_mut(&mut self, k: usize) -> Result<Q::Item<'_>, QueryError> {
+        let entity = self.entities[k];
+        let cached = self.locations[k];
+        // Fast path: the cached location is in the chunk fetched last and
+        // its row still holds the entity.
+        let fast = self.current.as_ref().is_some_and(|c| {
+            c.archetype == cached.archetype
+                && c.chunk == cached.chunk
+                && c.entities.get(cached.row as usize) == Some(&entity)
+        });
+        let row = if fast { cached.row } else { self.locate(entity, cached)? };
+        let current = self.current.as_mut().expect("a chunk is fetched");
+        // SAFETY: `current.marks` lives in `self`, which the returned item
+        // borrows mutably, so the marks outlive the item; they are flushed
+        // when the chunk changes or the group's task ends.
+        unsafe { Q::redirect_marks(&mut current.fetch, &mut current.marks) };
+        // SAFETY: the row is live and holds `entity` (checked against the
+        // chunk's entity column, which no one changes while the query's
+        // access is held). `entity` is in no other group (checked by
+        // `EntityGroups::push_group`), each selected group runs in one task
+        // only, and `&mut self` keeps this the only item of this group, so
+        // no other item for this row is alive.
+        let item = unsafe { Q::item(&current.fetch, row as usize) };
+        Ok(Q::shrink(item))
+    }
+
+    /// Finds `entity`'s row (from `cached` if the row still holds it, else
+    /// from the entity table) and makes its chunk the current one.
+    #[cold]
+    #[inline(never)]
+    fn locate(&mut self, entity: Entity, cached: EntityLocation) -> Result<u32, QueryError> {
+        let archetypes = self.world.archetypes();
+        let holds = |loc: EntityLocation| {
+            archetypes.get(loc.archetype.index()).is_some_and(|a| {
+                (loc.chunk as usize) < a.chunk_count()
+                    && a.chunk_entities(loc.chunk as usize).get(loc.row as usize) == Some(&entity)
+            })
+        };
+        let loc = if holds(cached) {
+            cached
+        } else {
+            self.world.location(entity).map_err(|_| QueryError::NoSuchEntity(entity))?
+        };
+        let reuse = self.current.as_ref().is_some_and(|c| c.archetype == loc.archetype && c.chunk == loc.chunk);
+        if !reuse {
+            let cache = self.state.cache_of(loc.archetype).ok_or(QueryError::NoMatch(entity))?;
+            self.flush();
+            let archetype = &archetypes[loc.archetype.index()];
+            // SAFETY: the archetype matched the query (`cache_of`), the
+            // chunk is in range (it holds the entity), and the system that
+            // owns the `Query` holds its access for `'w`.
+            let fetch = unsafe { Q::fetch(cache, archetype, loc.chunk as usize, self.this_run) };
+            let marks = Q::new_marks(&fetch);
+            let entities = archetype.chunk_entities(loc.chunk as usize);
+            self.current = Some(Current { archetype: loc.archetype, chunk: loc.chunk, entities, fetch, marks });
+        }
+        Ok(loc.row)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Changed, Schedule, With};
+
+    #[derive(Debug, PartialEq, Clone, Copy)]
+    struct Pos(u32);
+    struct Tag;
+
+    #[test]
+    fn groups_refuse_shared_entities_and_roll_back() {
+        let mut world = World::new();
+        let e: Vec<Entity> = (0..5).map(|i| world.spawn((Pos(i),)).unwrap()).collect();
+        let mut groups = EntityGroups::new();
+        assert_eq!(groups.push_group(&e[0..2]), Ok(0));
+        assert_eq!(groups.push_group(&[e[2], e[3], e[2]]), Err(e[2]));
+        assert_eq!(groups.push_group(&[e[3], e[1]]), Err(e[1]));
+        // The refused groups left nothing behind: e[2] and e[3] are free.
+        assert_eq!(groups.push_group(&e[2..5]), Ok(1));
+        assert_eq!(groups.len(), 2);
+        assert_eq!(groups.entity_count(), 5);
+        assert_eq!(groups.group(1), &e[2..5]);
+        assert_eq!(groups.group_start(1), 2);
+        groups.clear();
+        assert!(groups.is_empty());
+        assert_eq!(groups.push_group(&e), Ok(0));
+    }
+
+    #[test]
+    fn moved_despawned_and_unmatched_entities_are_found_or_reported() {
+        let mut world = World::new();
+        let e: Vec<Entity> = (0..300).map(|i| world.spawn((Pos(i),)).unwrap()).collect();
+        let plain = world.spawn((Pos(1000),)).unwrap();
+        let mut groups = EntityGroups::new();
+        groups.push_group(&e[0..150]).unwrap();
+        groups.push_group(&e[150..300]).unwrap();
+        groups.push_group(&[plain]).unwrap();
+        groups.update_locations(&world);
+        // Move rows behind the cache's back: a despawn swaps the chunk's
+        // last row into the hole, an insert moves an entity to another
+        // archetype.
+        world.despawn(e[3]).unwrap();
+        world.insert_one(e[200], Tag).unwrap();
+        world.insert_one(e[7], Tag).unwrap();
+        world.remove_one::<Pos>(plain).unwrap();
+        world.insert_resource(groups);
+        let mut schedule = Schedule::new();
+        schedule.add_systems(|mut q: Query<&mut Pos>, groups: crate::Res<EntityGroups>| {
+            q.par_for_each_group_mut(&groups, &[2, 0, 1, 0], Vec::new, |seen: &mut Vec<u32>, rows| {
+                for k in 0..rows.len() {
+                    let entity = rows.entities()[k];
+                    match rows.get_mut(k) {
+                        Ok(mut pos) => {
+                            assert_eq!(pos.0, entity.index(), "row of another entity");
+                            pos.0 += 1;
+                            seen.push(pos.0);
+                        }
+                        Err(QueryError::NoSuchEntity(e)) => assert_eq!(e.index(), 3),
+                        Err(QueryError::NoMatch(e)) => assert_eq!(e.index(), 300),
+                        Err(other) => panic!("{other}"),
+                    }
+                }
+            });
+        });
+        schedule.run(&mut world).unwrap();
+        for (i, &entity) in e.iter().enumerate() {
+            if i != 3 {
+                assert_eq!(world.get::<Pos>(entity), Ok(&Pos(i as u32 + 1)), "entity {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn writes_mark_rows_and_chunks_exactly() {
+        let mut world = World::new();
+        let e: Vec<Entity> = (0..400).map(|i| world.spawn((Pos(i), Tag)).unwrap()).collect();
+        let mut groups = EntityGroups::new();
+        for pair in e.chunks(2) {
+            groups.push_group(pair).unwrap();
+        }
+        let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+        changed.iter(&world).count();
+        world.insert_resource(groups);
+        let mut schedule = Schedule::new();
+        // Select every 10th group; write only the first entity of each, and
+        // only through `set_if_neq` with a new value.
+        let selected: Vec<u32> = (0..200).step_by(10).collect();
+        schedule.add_systems(move |mut q: Query<&mut Pos, With<Tag>>, groups: crate::Res<EntityGroups>| {
+            q.par_for_each_group_mut(
+                &groups,
+                &selected,
+                || (),
+                |_, rows| {
+                    let first = rows.get_mut(0).unwrap().0;
+                    rows.get_mut(0).unwrap().set_if_neq(Pos(first + 1));
+                    let second = rows.get_mut(1).unwrap().0;
+                    rows.get_mut(1).unwrap().set_if_neq(Pos(second));
+                },
+            );
+        });
+        schedule.run(&mut world).unwrap();
+        let mut got: Vec<Entity> = changed.iter(&world).collect();
+        got.sort();
+        let want: Vec<Entity> = (0..400).step_by(20).map(|i| e[i]).collect();
+        assert_eq!(got, want);
+        assert_eq!(world.get::<Pos>(e[20]), Ok(&Pos(21)));
+        assert_eq!(world.get::<Pos>(e[21]), Ok(&Pos(21)));
+        // The chunk marks were flushed: every chunk with a write was visited.
+        let stats = changed.stats();
+        assert_eq!(stats.chunks_visited(), stats.chunks_total);
+    }
+
+    #[test]
+    fn count_fingerprints_follow_membership() {
+        let mut world = World::new();
+        world.spawn((Pos(0),)).unwrap();
+        let b = world.spawn((Pos(1), Tag)).unwrap();
+        world.spawn((Tag,)).unwrap();
+        world.insert_resource(Vec::<(usize, usize)>::new());
+        let mut schedule = Schedule::new();
+        schedule.add_systems(|q: Query<&Pos>, mut out: crate::ResMut<Vec<(usize, usize)>>| {
+            out.push((q.matched_entity_count(), q.matched_archetype_count()));
+        });
+        schedule.run(&mut world).unwrap();
+        world.despawn(b).unwrap();
+        schedule.run(&mut world).unwrap();
+        assert_eq!(world.resource::<Vec<(usize, usize)>>().unwrap(), &vec![(2, 2), (1, 2)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "group 5 of 1 selected")]
+    fn selecting_a_missing_group_panics() {
+        let mut world = World::new();
+        let e = world.spawn((Pos(0),)).unwrap();
+        let mut groups = EntityGroups::new();
+        groups.push_group(&[e]).unwrap();
+        let mut state = world.query::<&mut Pos>();
+        let window = crate::TickWindow::new(0, world.change_tick());
+        let mut query = Query { world: &world, state: &mut state, window };
+        query.par_for_each_group_mut(&groups, &[5], || (), |_, _| {});
+    }
+}
