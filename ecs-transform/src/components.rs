@@ -111,9 +111,8 @@ impl From<LocalTransform> for GlobalTransform {
 }
 
 /// The components a transformed entity is spawned with: its local transform
-/// and a global one the propagation system fills in. Spawn both together:
-/// a child whose `GlobalTransform` is inserted later is computed only when
-/// its local transform or its link next changes.
+/// and a global one the propagation system fills in. Either may also be
+/// inserted later: the next propagation computes the entity then.
 ///
 /// ```
 /// use ecs_core::World;

@@ -37,6 +37,23 @@ pub enum HierarchyError {
     },
     /// The store refused a structural change.
     Store(StoreError),
+    /// Found by propagation: `child`'s [`ChildOf`] names `parent`, which is
+    /// not alive (despawned with `World::despawn` instead of
+    /// [`WorldHierarchyExt::despawn_with`]). `child` is propagated as a
+    /// root until it is given a new parent or made a root.
+    DanglingParent {
+        /// The entity with the broken link.
+        child: Entity,
+        /// The dead parent it names.
+        parent: Entity,
+    },
+    /// Found by propagation: the [`ChildOf`] links above `entity` loop (a
+    /// link copied by hand, not made by [`WorldHierarchyExt::set_parent`]).
+    /// The entities on and below the loop are not propagated.
+    CycleFound {
+        /// An entity on or below the loop.
+        entity: Entity,
+    },
 }
 
 impl std::fmt::Display for HierarchyError {
@@ -47,6 +64,13 @@ impl std::fmt::Display for HierarchyError {
                 write!(f, "making {parent} the parent of {child} would close a cycle ({parent} is {child} or below it)")
             }
             HierarchyError::Store(e) => write!(f, "{e}"),
+            HierarchyError::DanglingParent { child, parent } => write!(
+                f,
+                "{child} names {parent} as its parent, but {parent} was despawned; {child} is propagated as a root until it is re-parented or made a root"
+            ),
+            HierarchyError::CycleFound { entity } => {
+                write!(f, "the ChildOf links above {entity} form a loop; it and its subtree are not propagated")
+            }
         }
     }
 }

@@ -7,7 +7,9 @@
 //! every 16 KiB chunk of `ecs-core` whose locals did not change and whose
 //! rows' parents did not move since it last ran, and writes a global only
 //! when its value changes: a static scene costs a scan of chunk ticks, and
-//! `Changed<GlobalTransform>` downstream lists exactly what moved.
+//! `Changed<GlobalTransform>` downstream lists exactly what moved. Below the
+//! roots it walks a cached plan of every tree (rebuilt after the hierarchy
+//! changed), only the trees in which something moved, in parallel.
 //!
 //! The hierarchy is edited only through [`WorldHierarchyExt`] and
 //! [`CommandsHierarchyExt`], which keep both directions of every link in

@@ -3,54 +3,68 @@
 //!
 //! ## How one run works
 //! A run sees the changes made since its previous run (the store's system
-//! tick window), in three steps:
+//! tick window):
 //!
-//! 1. **Children whose own state changed** (`Changed<LocalTransform>`, or
-//!    `Changed<ChildOf>` from a new or moved link; a new child is both):
-//!    one read-only chunk pass over entities with [`ChildOf`] lists them;
-//!    each gets its depth (walking up `ChildOf`, memoised within the run)
-//!    and the list is sorted by depth. Nothing is computed yet: a parent
-//!    may still move this frame.
-//! 2. **Roots whose local changed** (or that became roots): one parallel
-//!    chunk pass over entities without `ChildOf` computes global = local;
-//!    each root whose global really changed hands it to its children.
-//! 3. **Down the trees**, depth first from the roots of step 2, then from
-//!    each step-1 entity in depth order: a child handed its parent's new
-//!    global computes its own with `set_if_neq`, and only one whose global
-//!    really changed hands it on. A step-1 entity reads its parent's global,
-//!    which is final by then: any moving ancestor was a step-2 root or a
-//!    shallower step-1 entity, and its walk has already passed through.
-//!    When the roots hand down many children per chunk of children (at
-//!    least 32, e.g. every root of a wide forest moving), those children
-//!    are computed instead by one parallel pass over all chunks of
-//!    children, which finds its rows' parent values by entity index.
+//! 1. **Structure check**, from chunk ticks and counts only: was a
+//!    [`ChildOf`] or [`Children`] written or added, or did the number of
+//!    children with transforms change (a spawn, a despawn, a transform
+//!    component added or removed)?
+//! 2. **Children whose own state changed** (`Changed<LocalTransform>`,
+//!    `Changed<ChildOf>`, `Added<GlobalTransform>`): one chunk pass lists
+//!    them; nothing is computed yet, a parent may still move this frame.
+//! 3. **Roots whose local changed** (or that became roots, or got a
+//!    `GlobalTransform`): one parallel chunk pass computes global = local,
+//!    written only if it differs; a root whose global changed and that has
+//!    children starts a walk down its tree.
+//! 4. **Down the trees**, by one of two paths:
+//!    - **The plan** (frames without structural change). The system keeps a
+//!      propagation plan: every tree as a group of its descendants in
+//!      breadth-first order (parents before children), each with the index
+//!      of its parent in the group, held in an [`EntityGroups`] so the
+//!      trees can be walked in parallel on rayon with each row found from
+//!      its cached location. The plan is rebuilt only after the structure
+//!      changed, and only in a frame that has trees to walk. Only dirty
+//!      trees are walked (a root whose global changed, or a child whose own
+//!      local changed); inside one, a node is computed when its parent's
+//!      global changed or its own local did, and hands the change on only
+//!      if its own global really changed.
+//!    - **The general walk** (frames with structural change): depth first
+//!      from the moved roots through `Children`, then from each step-2
+//!      entity in depth order (its depth found by walking up `ChildOf`,
+//!      memoised within the run). A step-2 entity reads its parent's global,
+//!      which is final by then: any moving ancestor was a step-3 root or a
+//!      shallower step-2 entity, and its walk has already passed through.
 //!
-//! Steps 1 and 2 compare chunk ticks first, so a chunk whose locals and
-//! links were not stamped since the last run is skipped without touching
-//! its memory; step 3 visits only children of entities that really moved
-//! (its dense pass reads every chunk of children, but only when most of
-//! them have work). Every write is a `set_if_neq` of a final value,
-//! so a frame where nothing moved writes nothing and skips every chunk, and
-//! `Changed<GlobalTransform>` downstream lists exactly the entities whose
-//! world transform changed. Each entity is computed at most twice per run.
+//! Steps 1 to 3 compare chunk ticks first, so a chunk whose locals and links
+//! were not stamped since the last run is skipped without touching its
+//! memory; step 4 visits only trees in which something moved. Every write
+//! is a `set_if_neq` of a final value, so a frame where nothing moved
+//! writes nothing and skips every chunk, and `Changed<GlobalTransform>`
+//! downstream lists exactly the entities whose world transform changed.
 //!
-//! ## Parallelism
-//! The root pass and the dense pass run over chunks on rayon. The walk of
-//! step 3 is sequential: it reaches children through `Query::get_mut`,
-//! which needs exclusive access to the query, and `ecs-core` has no safe
-//! way to hand disjoint entities to several threads (this crate forbids
-//! `unsafe`).
+//! ## Broken hierarchies
+//! The hierarchy functions keep links consistent, but a `ChildOf` can still
+//! be left pointing at an entity despawned with `World::despawn`, or copied
+//! onto another entity to close a loop. Such an entity is propagated as if
+//! its parent were the identity (a dangling parent), or not at all (a
+//! loop), and the problem is recorded once per link as a
+//! [`HierarchyError::DanglingParent`] or [`HierarchyError::CycleFound`] in
+//! the [`HierarchyErrors`] resource (through a command, at the schedule's
+//! next sync point).
 //!
-//! No step recurses: a chain 10 000 deep is a stack of at most a few
-//! entries, walked in a loop.
+//! No step recurses: a chain 10 000 deep is a loop over a list.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use ecs_core::{Added, Changed, Entity, Local, Or, Query, Schedule, With, Without};
+use ecs_core::{
+    Added, Changed, Commands, Entity, EntityGroups, Local, Or, Query, Schedule, StoreError, With, Without, World,
+};
 use glam::Affine3A;
 
 use crate::components::{ChildOf, Children, GlobalTransform, LocalTransform};
+use crate::hierarchy::{HierarchyError, HierarchyErrors};
 
 /// The roots whose global may need recomputing.
 pub type RootQuery<'w, 's> = Query<
@@ -60,41 +74,182 @@ pub type RootQuery<'w, 's> = Query<
     (Without<ChildOf>, Or<(Changed<LocalTransform>, Added<GlobalTransform>)>),
 >;
 
-/// Step 1: the children whose own local or link changed since the last run
-/// (read-only, so the tick filter reads no column the walk writes).
-pub type ChangedChildQuery<'w, 's> =
-    Query<'w, 's, Entity, (With<ChildOf>, With<GlobalTransform>, Or<(Changed<LocalTransform>, Changed<ChildOf>)>)>;
+/// The children with transforms. Iterated, it yields those whose own local
+/// or link changed, or that got a global, since the last run (step 2);
+/// reached by entity (`get_mut`, the plan's groups), it reaches every child,
+/// since tick filters do not apply to random access.
+pub type ChildQuery<'w, 's> = Query<
+    'w,
+    's,
+    &'static mut GlobalTransform,
+    (With<ChildOf>, With<LocalTransform>, Or<(Changed<LocalTransform>, Changed<ChildOf>, Added<GlobalTransform>)>),
+>;
 
-/// The children, for the walk of step 3 (random access by entity) and the
-/// dense pass (every chunk, when most children of roots move).
-pub type ChildQuery<'w, 's> =
-    Query<'w, 's, (&'static LocalTransform, &'static mut GlobalTransform, Option<&'static Children>), With<ChildOf>>;
+/// The same children's locals and children lists, read by entity.
+pub type ChildDataQuery<'w, 's> =
+    Query<'w, 's, (&'static LocalTransform, Option<&'static Children>), (With<ChildOf>, With<GlobalTransform>)>;
 
-/// Parent links, read to find the depth and the parent of step-1 entities.
-pub type ParentQuery<'w, 's> = Query<'w, 's, &'static ChildOf>;
+/// Parent links, read to find depths, parents and broken links.
+pub type ParentQuery<'w, 's> = Query<'w, 's, (Entity, &'static ChildOf)>;
 
-/// Reused buffers of [`propagate_transforms`].
+/// The roots that have children: the trees of the plan.
+pub type TreeRootQuery<'w, 's> =
+    Query<'w, 's, (Entity, &'static Children), (Without<ChildOf>, With<LocalTransform>, With<GlobalTransform>)>;
+
+/// Links written since the last run: the structure check (chunk level).
+pub type LinkChangeQuery<'w, 's> = Query<'w, 's, Entity, Or<(Changed<ChildOf>, Changed<Children>)>>;
+
+/// Every entity, reached only by entity: tells a dead parent from one
+/// without transforms.
+pub type AliveQuery<'w, 's> = Query<'w, 's, Entity>;
+
+/// The system's queries, passed around together.
+struct Queries<'w, 's> {
+    roots: RootQuery<'w, 's>,
+    children: ChildQuery<'w, 's>,
+    child_data: ChildDataQuery<'w, 's>,
+    parents: ParentQuery<'w, 's>,
+    tree_roots: TreeRootQuery<'w, 's>,
+    alive: AliveQuery<'w, 's>,
+}
+
+/// No parent within a tree: the node hangs from the tree's root.
+const NO_PARENT: u32 = u32::MAX;
+/// No plan position or tree for an entity index.
+const NONE: u32 = u32::MAX;
+/// An entity taken by a tree being collected.
+const TAKEN: u32 = u32::MAX - 1;
+
+/// One tree of the plan.
+#[derive(Clone, Copy, Debug)]
+struct Tree {
+    /// The root, or the dead (or transform-less) parent of a dangling top
+    /// node.
+    root: Entity,
+    /// Whether the root's global is used (`false`: identity).
+    root_is_live: bool,
+}
+
+/// The propagation plan (see the [module docs](self)).
+#[derive(Debug, Default)]
+struct Plan {
+    valid: bool,
+    /// Group `t` holds tree `t`'s descendants, parents first.
+    groups: EntityGroups,
+    trees: Vec<Tree>,
+    /// Per node (overall position): its parent's index in its group, or
+    /// `NO_PARENT`.
+    parents: Vec<u32>,
+    /// Per node: its tree.
+    node_tree: Vec<u32>,
+    /// By entity index: the node's overall position, or `NONE`.
+    position: Vec<u32>,
+    /// By entity index: the tree the entity is the live root of, or `NONE`.
+    tree_of_root: Vec<u32>,
+}
+
+impl Plan {
+    fn position_of(&self, e: Entity) -> Option<usize> {
+        let p = *self.position.get(e.index() as usize)?;
+        (p != NONE && self.groups_entity(p as usize) == Some(e)).then_some(p as usize)
+    }
+
+    fn groups_entity(&self, position: usize) -> Option<Entity> {
+        let t = *self.node_tree.get(position)? as usize;
+        let start = self.groups.group_start(t);
+        self.groups.group(t).get(position - start).copied()
+    }
+
+    fn tree_of_root(&self, root: Entity) -> Option<usize> {
+        let t = *self.tree_of_root.get(root.index() as usize)?;
+        (t != NONE && self.trees[t as usize].root == root && self.trees[t as usize].root_is_live).then_some(t as usize)
+    }
+
+    fn clear(&mut self) {
+        for t in 0..self.groups.len() {
+            for e in self.groups.group(t) {
+                self.position[e.index() as usize] = NONE;
+            }
+        }
+        for tree in &self.trees {
+            if let Some(slot) = self.tree_of_root.get_mut(tree.root.index() as usize) {
+                *slot = NONE;
+            }
+        }
+        self.groups.clear();
+        self.trees.clear();
+        self.parents.clear();
+        self.node_tree.clear();
+        self.valid = false;
+    }
+}
+
+/// Per worker scratch of the plan walk.
+#[derive(Default)]
+struct TreeScratch {
+    values: Vec<Affine3A>,
+    states: Vec<u8>,
+}
+
+const UNTOUCHED: u8 = 0;
+const COMPUTED: u8 = 1;
+const CHANGED: u8 = 2;
+
+/// State of [`propagate_transforms`] kept between runs: the plan, reused
+/// buffers and the broken links already reported.
 #[derive(Debug, Default)]
 pub struct PropagationScratch {
-    /// Step 2's roots whose global changed and that have children.
-    moved_roots: Vec<(Entity, Affine3A)>,
-    /// Step 3's depth-first walk.
-    walk: Walk,
-    /// Step 1's entities with their depths.
+    plan: Plan,
+    /// Children with transforms at the end of the last run.
+    child_count: usize,
+    /// Step 2's entities (with their depths on the general walk).
     own: Vec<(usize, Entity)>,
-    /// Dense pass: by entity index, the child and the index of its parent's
-    /// new global in the walk's values.
-    handed: Vec<Option<(Entity, u32)>>,
+    /// Step 3's roots whose global changed and that have children.
+    moved_roots: Vec<(Entity, Affine3A)>,
+    /// The general walk's stack.
+    walk: Walk,
     depths: HashMap<Entity, usize>,
     path: Vec<Entity>,
+    /// Per plan node, its local transform as a matrix (as of the plan walk
+    /// that last computed it; a changed local is flagged in step 2).
+    local_affines: Vec<Affine3A>,
+    /// Plan walk inputs by tree: the root's global and whether it changed.
+    /// Per dirty tree (in `dirty`'s order): the root's global and whether
+    /// it changed; `input_slot` finds a tree's entry (stale entries are
+    /// told apart by `dirty`).
+    tree_inputs: Vec<(Affine3A, bool)>,
+    input_slot: Vec<u32>,
+    own_flags: Vec<bool>,
+    dirty: Vec<u32>,
+    /// Broken links reported so far (child, parent), and loops (entity).
+    reported_dangling: HashSet<(Entity, Entity)>,
+    reported_cycles: HashSet<Entity>,
+    new_errors: Vec<HierarchyError>,
 }
 
 impl PropagationScratch {
+    /// Records a broken link once.
+    fn dangling(&mut self, child: Entity, parent: Entity) {
+        if self.reported_dangling.insert((child, parent)) {
+            self.new_errors.push(HierarchyError::DanglingParent { child, parent });
+        }
+    }
+
+    /// Records a loop met on the way up from `entity` along `path`, unless
+    /// an entity of the path was reported already (one loop, one report).
+    fn cycle(&mut self, entity: Entity, path: &[Entity]) {
+        let known = self.reported_cycles.contains(&entity) || path.iter().any(|e| self.reported_cycles.contains(e));
+        if !known {
+            self.new_errors.push(HierarchyError::CycleFound { entity });
+        }
+        self.reported_cycles.insert(entity);
+        self.reported_cycles.extend(path.iter().copied());
+    }
+
     /// The depth of `entity` (a root is 0), walking up `ChildOf` until an
     /// entity of known depth or a root. A parent that is gone counts as a
-    /// root; a walk longer than `limit` (a cycle, impossible through the
-    /// hierarchy functions) stops there.
-    fn depth_of(&mut self, entity: Entity, parents: &ParentQuery, limit: usize) -> usize {
+    /// root; `None` for a walk longer than `limit` (a loop).
+    fn depth_of(&mut self, entity: Entity, parents: &ParentQuery, limit: usize) -> Option<usize> {
         self.path.clear();
         let mut current = entity;
         let base = loop {
@@ -102,10 +257,11 @@ impl PropagationScratch {
                 break d;
             }
             match parents.get(current) {
-                Ok(link) if self.path.len() <= limit => {
+                Ok((_, link)) if self.path.len() <= limit => {
                     self.path.push(current);
                     current = link.parent();
                 }
+                Ok(_) => return None,
                 _ => break 0,
             }
         };
@@ -113,7 +269,7 @@ impl PropagationScratch {
         for (i, &e) in self.path.iter().enumerate() {
             self.depths.insert(e, base + n - i);
         }
-        base + n
+        Some(base + n)
     }
 }
 
@@ -137,21 +293,14 @@ impl Walk {
         }
     }
 
-    /// Moves another walk's entries onto this one.
-    fn append(&mut self, other: Walk) {
-        let offset = self.values.len() as u32;
-        self.values.extend(other.values);
-        self.stack.extend(other.stack.into_iter().map(|(c, i)| (c, i + offset)));
-    }
-
     /// Runs the walk to the end: each child computes its global from its
     /// parent's, and one whose global really changes hands it on.
-    fn descend(&mut self, children: &mut ChildQuery) {
+    fn descend(&mut self, children: &mut ChildQuery, data: &ChildDataQuery) {
         while let Some((child, index)) = self.stack.pop() {
             let parent_value = self.values[index as usize];
             // A child without the transform components (or despawned
             // behind the hierarchy's back) ends the walk on this branch.
-            let Ok((local, mut global, kids)) = children.get_mut(child) else {
+            let (Ok((local, kids)), Ok(mut global)) = (data.get(child), children.get_mut(child)) else {
                 continue;
             };
             let value = parent_value * local.to_affine();
@@ -163,54 +312,384 @@ impl Walk {
     }
 }
 
-/// Handed-down children per chunk of children from which the roots'
-/// children are computed by one parallel pass over every child chunk
-/// instead of one random access each.
-const DENSE_ROWS_PER_CHUNK: usize = 32;
-
-/// Computes every child on `walk`'s stack (children of roots) in one
-/// parallel pass over all chunks of children, looking each row up by entity
-/// index in `handed`. Leaves the walk holding their own children.
-fn dense_pass(children: &mut ChildQuery, walk: &mut Walk, handed: &mut Vec<Option<(Entity, u32)>>) {
-    let Walk { stack, values } = &*walk;
-    let end = stack.iter().map(|&(c, _)| c.index() as usize + 1).max().unwrap_or(0);
-    if handed.len() < end {
-        handed.resize(end, None);
+/// Rebuilds the plan from the roots' `Children` lists, then adds trees for
+/// children whose parent is dead or has no transform, and reports loops.
+/// Returns false (plan left invalid) if the hierarchy is inconsistent in a
+/// way the plan cannot hold (a `Children` list and a `ChildOf` disagree).
+fn rebuild_plan(s: &mut PropagationScratch, q: &mut Queries) -> bool {
+    s.plan.clear();
+    let mut roots = Vec::new();
+    q.tree_roots.for_each(|(root, _)| roots.push(root));
+    let mut nodes: Vec<(Entity, u32)> = Vec::new();
+    let mut ok = true;
+    for &root in &roots {
+        nodes.clear();
+        if let Ok((_, kids)) = q.tree_roots.get(root) {
+            let kids: Vec<Entity> = kids.iter().collect();
+            collect_children(&mut s.plan, &q.child_data, &q.parents, root, &kids, &mut nodes);
+        }
+        ok &= add_tree(&mut s.plan, Tree { root, root_is_live: true }, &nodes);
     }
-    for &(child, index) in stack {
-        handed[child.index() as usize] = Some((child, index));
+    // Children not reached from a root: a dead or transform-less parent at
+    // the top of their chain, or a loop.
+    let mut links = Vec::new();
+    q.parents.for_each(|(e, link)| links.push((e, link.parent())));
+    let mut path = HashSet::new();
+    for (e, _) in links {
+        if s.plan.position_of(e).is_some() || s.reported_cycles.contains(&e) || q.child_data.get(e).is_err() {
+            continue;
+        }
+        // Walk up to the topmost child with transforms.
+        path.clear();
+        let mut top = e;
+        let parent = loop {
+            path.insert(top);
+            let Ok((_, link)) = q.parents.get(top) else { break None };
+            let p = link.parent();
+            if path.contains(&p) {
+                break None;
+            }
+            if q.child_data.get(p).is_err() || s.plan.position_of(p).is_some() {
+                break Some(p);
+            }
+            top = p;
+        };
+        let Some(parent) = parent else {
+            // A loop: report it once, and skip everything on the way to it.
+            let on_path: Vec<Entity> = path.iter().copied().collect();
+            s.cycle(e, &on_path);
+            continue;
+        };
+        if s.plan.position_of(parent).is_some() || q.roots.get_mut(parent).is_ok() {
+            // A parent with transforms whose `Children` does not list the
+            // child: the general walk handles it.
+            ok = false;
+            continue;
+        }
+        if s.plan.position_of(top).is_some() {
+            continue;
+        }
+        if q.alive.get(parent).is_err() {
+            s.dangling(top, parent);
+        }
+        nodes.clear();
+        collect_children(&mut s.plan, &q.child_data, &q.parents, parent, &[top], &mut nodes);
+        ok &= add_tree(&mut s.plan, Tree { root: parent, root_is_live: false }, &nodes);
     }
-    let next = Mutex::new(Walk::default());
-    {
-        let handed = &*handed;
-        children.par_for_each_chunk_mut(|view| {
-            let entities = view.entities();
-            let mut out = Walk::default();
-            // The filter is archetypal: the items are all rows, in order.
-            for (row, (local, mut global, kids)) in view.items().enumerate() {
-                let e = entities[row];
-                let Some(Some((child, index))) = handed.get(e.index() as usize) else {
-                    continue;
-                };
-                if *child != e {
-                    continue;
-                }
-                let value = values[*index as usize] * local.to_affine();
-                if global.set_if_neq(GlobalTransform(value)) {
-                    out.hand_down(kids, value);
+    q.children.update_group_locations(&mut s.plan.groups);
+    // Every node's local as a matrix, computed in parallel tree by tree.
+    let mut locals = std::mem::take(&mut s.local_affines);
+    locals.clear();
+    locals.resize(s.plan.groups.entity_count(), Affine3A::IDENTITY);
+    let all: Vec<u32> = (0..s.plan.groups.len() as u32).collect();
+    q.child_data.par_for_each_group_with(
+        &s.plan.groups,
+        &all,
+        &mut locals,
+        || (),
+        |_, rows, locals| {
+            for (k, slot) in locals.iter_mut().enumerate() {
+                if let Ok((local, _)) = rows.get_mut(k) {
+                    *slot = local.to_affine();
                 }
             }
-            if !out.stack.is_empty() {
-                next.lock().unwrap_or_else(|e| e.into_inner()).append(out);
+        },
+    );
+    s.local_affines = locals;
+    s.plan.valid = ok;
+    ok
+}
+
+/// Places `child` under `parent` (at `index` in its tree) if it has
+/// transforms, its `ChildOf` names `parent` and it is not placed yet.
+fn accept(
+    plan: &mut Plan,
+    data: &ChildDataQuery,
+    parents: &ParentQuery,
+    nodes: &mut Vec<(Entity, u32)>,
+    (child, parent, index): (Entity, Entity, u32),
+) {
+    let slot = child.index() as usize;
+    if plan.position.len() <= slot {
+        plan.position.resize(slot + 1, NONE);
+    }
+    let linked = parents.get(child).is_ok_and(|(_, link)| link.parent() == parent);
+    if linked && plan.position[slot] == NONE && data.get(child).is_ok() {
+        // Marked taken; `add_tree` sets the final position.
+        plan.position[slot] = TAKEN;
+        nodes.push((child, index));
+    }
+}
+
+/// Appends the accepted `kids` of `parent` to `nodes`, then their
+/// descendants breadth first (parents before children).
+fn collect_children(
+    plan: &mut Plan,
+    data: &ChildDataQuery,
+    parents: &ParentQuery,
+    parent: Entity,
+    kids: &[Entity],
+    nodes: &mut Vec<(Entity, u32)>,
+) {
+    let first = nodes.len();
+    for &k in kids {
+        accept(plan, data, parents, nodes, (k, parent, NO_PARENT));
+    }
+    let mut grandkids = Vec::new();
+    let mut i = first;
+    while i < nodes.len() {
+        let (e, _) = nodes[i];
+        grandkids.clear();
+        if let Ok((_, Some(list))) = data.get(e) {
+            grandkids.extend(list.iter());
+        }
+        for &k in &grandkids {
+            accept(plan, data, parents, nodes, (k, e, (i - first) as u32));
+        }
+        i += 1;
+    }
+}
+
+/// Adds one tree of `nodes` (entity, parent index in the tree) to the plan.
+fn add_tree(plan: &mut Plan, tree: Tree, nodes: &[(Entity, u32)]) -> bool {
+    let entities: Vec<Entity> = nodes.iter().map(|&(e, _)| e).collect();
+    let t = plan.trees.len() as u32;
+    let Ok(group) = plan.groups.push_group(&entities) else {
+        for &(e, _) in nodes {
+            plan.position[e.index() as usize] = NONE;
+        }
+        return false;
+    };
+    debug_assert_eq!(group as u32, t);
+    let start = plan.groups.group_start(group);
+    for (k, &(e, parent)) in nodes.iter().enumerate() {
+        plan.position[e.index() as usize] = (start + k) as u32;
+        plan.parents.push(parent);
+        plan.node_tree.push(t);
+    }
+    if tree.root_is_live {
+        let slot = tree.root.index() as usize;
+        if plan.tree_of_root.len() <= slot {
+            plan.tree_of_root.resize(slot + 1, NONE);
+        }
+        plan.tree_of_root[slot] = t;
+    }
+    plan.trees.push(tree);
+    true
+}
+
+/// Walks the dirty trees of the plan (step 4, plan path). Returns false,
+/// having written nothing, if the frame's changes do not fit the plan.
+fn walk_plan(s: &mut PropagationScratch, q: &mut Queries) -> bool {
+    let trees = s.plan.trees.len();
+    s.tree_inputs.clear();
+    s.dirty.clear();
+    if s.input_slot.len() < trees {
+        s.input_slot.resize(trees, 0);
+    }
+    let is_dirty =
+        |s: &PropagationScratch, t: usize| s.dirty.get(s.input_slot[t] as usize).is_some_and(|&d| d as usize == t);
+    for &(root, value) in &s.moved_roots {
+        let Some(t) = s.plan.tree_of_root(root) else { return false };
+        if !is_dirty(s, t) {
+            s.input_slot[t] = s.dirty.len() as u32;
+            s.dirty.push(t as u32);
+            s.tree_inputs.push((value, true));
+        }
+    }
+    if s.own_flags.len() < s.plan.parents.len() {
+        s.own_flags.resize(s.plan.parents.len(), false);
+    }
+    let mut flagged = Vec::with_capacity(s.own.len());
+    for &(_, e) in &s.own {
+        let Some(p) = s.plan.position_of(e) else {
+            for &q in &flagged {
+                s.own_flags[q] = false;
+            }
+            return false;
+        };
+        s.own_flags[p] = true;
+        flagged.push(p);
+        let t = s.plan.node_tree[p] as usize;
+        if !is_dirty(s, t) {
+            let tree = s.plan.trees[t];
+            // The root did not move: its global is final.
+            let root_value = if tree.root_is_live {
+                match q.roots.get_mut(tree.root) {
+                    Ok((_, _, global, _)) => global.0,
+                    Err(_) => {
+                        // Despawned behind the hierarchy's back: its
+                        // children are dangling from now on. The general
+                        // walk handles (and reports) them this frame.
+                        s.plan.valid = false;
+                        for &q in &flagged {
+                            s.own_flags[q] = false;
+                        }
+                        return false;
+                    }
+                }
+            } else {
+                Affine3A::IDENTITY
+            };
+            s.input_slot[t] = s.dirty.len() as u32;
+            s.dirty.push(t as u32);
+            s.tree_inputs.push((root_value, false));
+        }
+    }
+    // The cached matrices of changed locals are refreshed.
+    for &p in &flagged {
+        let e = s.plan.groups_entity(p).expect("a flagged node is planned");
+        if let Ok((local, _)) = q.child_data.get(e) {
+            s.local_affines[p] = local.to_affine();
+        }
+    }
+    let failed = AtomicBool::new(false);
+    let plan = &s.plan;
+    let (inputs, input_slot, own_flags) = (&s.tree_inputs, &s.input_slot, &s.own_flags);
+    let mut locals = std::mem::take(&mut s.local_affines);
+    q.children.par_for_each_group_with(
+        &plan.groups,
+        &s.dirty,
+        &mut locals,
+        TreeScratch::default,
+        |scratch, rows, locals| {
+            let g = rows.group();
+            let start = plan.groups.group_start(g);
+            let n = rows.len();
+            let parents = &plan.parents[start..start + n];
+            let own = &own_flags[start..start + n];
+            let (root_value, root_changed) = inputs[input_slot[g] as usize];
+            let TreeScratch { values, states } = scratch;
+            values.clear();
+            states.clear();
+            values.reserve(n);
+            states.reserve(n);
+            for k in 0..n {
+                let p = parents[k];
+                let (parent_changed, parent_known) = match p {
+                    NO_PARENT => (root_changed, true),
+                    p => (states[p as usize] == CHANGED, states[p as usize] != UNTOUCHED),
+                };
+                if !parent_changed && !own[k] {
+                    values.push(Affine3A::IDENTITY);
+                    states.push(UNTOUCHED);
+                    continue;
+                }
+                let parent_value = match p {
+                    NO_PARENT => root_value,
+                    p if parent_known => values[p as usize],
+                    // The parent did not move: its stored global is final.
+                    p => match rows.get_mut(p as usize) {
+                        Ok(global) => global.0,
+                        Err(_) => {
+                            failed.store(true, Ordering::Relaxed);
+                            Affine3A::IDENTITY
+                        }
+                    },
+                };
+                match rows.get_mut(k) {
+                    Ok(mut global) => {
+                        let value = parent_value * locals[k];
+                        let changed = global.set_if_neq(GlobalTransform(value));
+                        values.push(value);
+                        states.push(if changed { CHANGED } else { COMPUTED });
+                    }
+                    Err(_) => {
+                        failed.store(true, Ordering::Relaxed);
+                        values.push(Affine3A::IDENTITY);
+                        states.push(UNTOUCHED);
+                    }
+                }
+            }
+        },
+    );
+    s.local_affines = locals;
+    for p in flagged {
+        s.own_flags[p] = false;
+    }
+    if failed.into_inner() {
+        // A node left the query behind the structure check's back; rebuild
+        // next time.
+        s.plan.valid = false;
+    }
+    true
+}
+
+/// Step 4 without the plan: depth first from the moved roots, then from
+/// each step-2 entity in depth order.
+fn general_walk(s: &mut PropagationScratch, q: &mut Queries) {
+    let mut own = std::mem::take(&mut s.own);
+    if !own.is_empty() {
+        // A walk up longer than the number of links is a loop.
+        let limit = q.parents.matched_entity_count() + 1;
+        own.retain_mut(|entry| match s.depth_of(entry.1, &q.parents, limit) {
+            Some(depth) => {
+                entry.0 = depth;
+                true
+            }
+            None => {
+                let path = std::mem::take(&mut s.path);
+                s.cycle(entry.1, &path);
+                s.path = path;
+                false
             }
         });
+        s.depths.clear();
+        own.sort_unstable_by_key(|&(depth, _)| depth);
     }
-    for &(child, _) in stack {
-        handed[child.index() as usize] = None;
+    let mut walk = std::mem::take(&mut s.walk);
+    for &(root, value) in &s.moved_roots {
+        if let Ok((_, _, _, kids)) = q.roots.get_mut(root) {
+            walk.hand_down(kids, value);
+        }
     }
-    walk.stack.clear();
-    walk.values.clear();
-    walk.append(next.into_inner().unwrap_or_else(|e| e.into_inner()));
+    walk.descend(&mut q.children, &q.child_data);
+    for &(_, child) in &own {
+        // The parent is final now. One without a global transform counts
+        // as the identity; a dead one too, and is reported.
+        let Ok((_, link)) = q.parents.get(child) else { continue };
+        let parent = link.parent();
+        let parent_value = match q.children.get_mut(parent) {
+            Ok(global) => global.0,
+            Err(_) => match q.roots.get_mut(parent) {
+                Ok((_, _, global, _)) => global.0,
+                Err(_) => {
+                    if q.alive.get(parent).is_err() {
+                        s.dangling(child, parent);
+                    }
+                    Affine3A::IDENTITY
+                }
+            },
+        };
+        let (Ok((local, kids)), Ok(mut global)) = (q.child_data.get(child), q.children.get_mut(child)) else {
+            continue;
+        };
+        let value = parent_value * local.to_affine();
+        if global.set_if_neq(GlobalTransform(value)) {
+            walk.hand_down(kids, value);
+            walk.descend(&mut q.children, &q.child_data);
+        }
+    }
+    own.clear();
+    s.own = own;
+    s.walk = walk;
+}
+
+/// Sends the new broken-link reports to [`HierarchyErrors`].
+fn report(s: &mut PropagationScratch, commands: &mut Commands) {
+    if s.new_errors.is_empty() {
+        return;
+    }
+    let errors = std::mem::take(&mut s.new_errors);
+    commands.add(move |world: &mut World| -> Result<(), StoreError> {
+        if !world.contains_resource::<HierarchyErrors>() {
+            world.insert_resource(HierarchyErrors::default());
+        }
+        if let Some(list) = world.resource_mut::<HierarchyErrors>() {
+            list.0.extend(errors);
+        }
+        Ok(())
+    });
 }
 
 /// The propagation system (see the [module docs](self)). Add it with
@@ -231,17 +710,32 @@ fn dense_pass(children: &mut ChildQuery, walk: &mut Walk, handed: &mut Vec<Optio
 /// schedule.run(&mut world).unwrap();
 /// assert_eq!(world.get::<GlobalTransform>(child).unwrap().translation(), Vec3::new(1.0, 2.0, 0.0));
 /// ```
+#[allow(clippy::too_many_arguments)]
 pub fn propagate_transforms(
-    mut roots: RootQuery,
-    mut changed_children: ChangedChildQuery,
-    mut children: ChildQuery,
+    roots: RootQuery,
+    children: ChildQuery,
+    child_data: ChildDataQuery,
     parents: ParentQuery,
+    tree_roots: TreeRootQuery,
+    mut links: LinkChangeQuery,
+    alive: AliveQuery,
+    mut commands: Commands,
     mut scratch: Local<PropagationScratch>,
 ) {
-    let scratch = &mut *scratch;
-    // Step 1: children whose own local or link changed, with their depths.
-    let mut own = std::mem::take(&mut scratch.own);
-    changed_children.for_each_chunk_mut(|view| {
+    let s = &mut *scratch;
+    let mut q = Queries { roots, children, child_data, parents, tree_roots, alive };
+    // Step 1: structure check, from chunk ticks and counts.
+    let mut structural = false;
+    links.for_each_chunk_mut(|_| structural = true);
+    let child_count = q.children.matched_entity_count();
+    if structural || child_count != s.child_count {
+        structural = true;
+        s.plan.valid = false;
+    }
+    s.child_count = child_count;
+    // Step 2: children whose own local or link changed.
+    let own = &mut s.own;
+    q.children.for_each_chunk_mut(|view| {
         let entities = view.entities();
         if view.all_rows_pass() {
             own.extend(entities.iter().map(|&e| (0, e)));
@@ -249,18 +743,10 @@ pub fn propagate_transforms(
             own.extend(view.matching_rows().map(|row| (0, entities[row])));
         }
     });
-    if !own.is_empty() {
-        let limit = own.len().max(1 << 20);
-        for entry in &mut own {
-            entry.0 = scratch.depth_of(entry.1, &parents, limit);
-        }
-        scratch.depths.clear();
-        own.sort_unstable_by_key(|&(depth, _)| depth);
-    }
-    // Step 2: roots, in parallel; the changed ones with children are noted
-    // (entity and new global) and then handed to the walk.
-    let moved = Mutex::new(std::mem::take(&mut scratch.moved_roots));
-    roots.par_for_each_chunk_mut(|view| {
+    // Step 3: roots, in parallel; the changed ones with children are noted
+    // with their new globals.
+    let moved = Mutex::new(std::mem::take(&mut s.moved_roots));
+    q.roots.par_for_each_chunk_mut(|view| {
         let mut out = Vec::new();
         for (root, local, mut global, kids) in view.items() {
             let value = local.to_affine();
@@ -272,51 +758,19 @@ pub fn propagate_transforms(
             moved.lock().unwrap_or_else(|e| e.into_inner()).extend(out);
         }
     });
-    let mut moved = moved.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut walk = std::mem::take(&mut scratch.walk);
-    for &(root, value) in &moved {
-        if let Ok((_, _, _, kids)) = roots.get_mut(root) {
-            walk.hand_down(kids, value);
+    s.moved_roots = moved.into_inner().unwrap_or_else(|e| e.into_inner());
+    // Step 4: the plan when the structure stood still, else the general
+    // walk.
+    if !s.moved_roots.is_empty() || !s.own.is_empty() {
+        let planned = !structural && (s.plan.valid || rebuild_plan(s, &mut q)) && walk_plan(s, &mut q);
+        if planned {
+            s.own.clear();
+        } else {
+            general_walk(s, &mut q);
         }
     }
-    moved.clear();
-    scratch.moved_roots = moved;
-    // When the roots handed down many values per chunk of children, one
-    // parallel pass over the children's chunks is cheaper than a random
-    // access per child.
-    let child_chunks = changed_children.stats().chunks_total as usize;
-    if walk.stack.len() >= DENSE_ROWS_PER_CHUNK * child_chunks.max(1) {
-        dense_pass(&mut children, &mut walk, &mut scratch.handed);
-    }
-    // Step 3: down the trees from the roots, then from the step-1 entities
-    // in depth order; every ancestor of an entity is final when it is
-    // computed.
-    walk.descend(&mut children);
-    for &(_, child) in &own {
-        // The parent is final now. One without a global transform (or gone,
-        // behind the hierarchy's back) counts as the identity.
-        let parent_value = match parents.get(child) {
-            Ok(link) => {
-                let parent = link.parent();
-                match children.get_mut(parent) {
-                    Ok((_, global, _)) => global.0,
-                    Err(_) => roots.get_mut(parent).map_or(Affine3A::IDENTITY, |(_, _, global, _)| global.0),
-                }
-            }
-            Err(_) => continue,
-        };
-        let Ok((local, mut global, kids)) = children.get_mut(child) else {
-            continue;
-        };
-        let value = parent_value * local.to_affine();
-        if global.set_if_neq(GlobalTransform(value)) {
-            walk.hand_down(kids, value);
-            walk.descend(&mut children);
-        }
-    }
-    own.clear();
-    scratch.own = own;
-    scratch.walk = walk;
+    s.moved_roots.clear();
+    report(s, &mut commands);
 }
 
 /// Adds the transform systems to `schedule` (the "plugin"): today the one

@@ -150,10 +150,10 @@ fn a_child_spawned_under_a_moving_parent_gets_the_new_value() {
 }
 
 #[test]
-fn many_moving_roots_take_the_dense_pass_and_match_the_reference() {
-    // 20 roots x 200 children (each with one grandchild): moving every root
-    // hands far more than 32 children per child chunk to the walk, so the
-    // children are computed by the parallel pass over all child chunks.
+fn many_moving_roots_walk_the_plan_and_match_the_reference() {
+    // 20 roots x 200 children (each with one grandchild), every root moving
+    // each frame with no structural change: the trees are walked through
+    // the cached plan, in parallel.
     let mut world = World::new();
     let roots =
         world.spawn_batch((0..20).map(|i| transform_bundle(LocalTransform::from_xyz(i as f32, 0.0, 0.0)))).unwrap();
@@ -201,4 +201,140 @@ fn many_moving_roots_take_the_dense_pass_and_match_the_reference() {
     // A frame without edits writes nothing.
     schedule.run(&mut world).unwrap();
     assert_eq!(changed.iter(&world).count(), 0);
+}
+
+/// The errors propagation recorded so far.
+fn recorded_errors(world: &World) -> Vec<HierarchyError> {
+    world.resource::<ecs_transform::HierarchyErrors>().map(|e| e.0.clone()).unwrap_or_default()
+}
+
+#[test]
+fn a_dangling_parent_is_reported_once_and_its_child_propagates_as_a_root() {
+    let mut world = World::new();
+    let parent = world.spawn(transform_bundle(LocalTransform::from_xyz(100.0, 0.0, 0.0))).unwrap();
+    let child = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0))).unwrap();
+    let grandchild = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0))).unwrap();
+    world.set_parent(child, parent).unwrap();
+    world.set_parent(grandchild, child).unwrap();
+    let mut schedule = schedule();
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, grandchild), Vec3::new(101.0, 1.0, 0.0));
+    // Despawned behind the hierarchy's back: the child's link dangles.
+    world.despawn(parent).unwrap();
+    for frame in 1..6 {
+        local_mut(&mut world, child).translation.x = frame as f32;
+        schedule.run(&mut world).unwrap();
+        assert_eq!(translation(&world, child), Vec3::new(frame as f32, 0.0, 0.0), "frame {frame}");
+        assert_eq!(translation(&world, grandchild), Vec3::new(frame as f32, 1.0, 0.0), "frame {frame}");
+    }
+    assert_eq!(recorded_errors(&world), vec![HierarchyError::DanglingParent { child, parent }]);
+    // Made a root, it is fine again, and nothing more is reported.
+    world.remove_parent(child).unwrap();
+    local_mut(&mut world, child).translation.x = 7.0;
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, grandchild), Vec3::new(7.0, 1.0, 0.0));
+    assert_eq!(recorded_errors(&world).len(), 1);
+    assert!(recorded_errors(&world)[0].to_string().contains("despawned"));
+}
+
+#[test]
+fn a_loop_made_by_copying_a_link_is_reported_once_and_does_not_hang() {
+    let mut world = World::new();
+    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0))).unwrap();
+    let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0))).unwrap();
+    let other = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 5.0))).unwrap();
+    let other_child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 1.0))).unwrap();
+    world.set_parent(child, root).unwrap();
+    world.set_parent(other_child, other).unwrap();
+    let mut schedule = schedule();
+    schedule.run(&mut world).unwrap();
+    // `ChildOf` is `Copy`: a copy of the child's link put on the root makes
+    // the root its own parent, a loop the hierarchy functions never make.
+    let link = *world.get::<ChildOf>(child).unwrap();
+    world.insert_one(root, link).unwrap();
+    for frame in 1..5 {
+        local_mut(&mut world, root).translation.x = 10.0 + frame as f32;
+        local_mut(&mut world, child).translation.y = frame as f32;
+        local_mut(&mut world, other).translation.x = frame as f32;
+        schedule.run(&mut world).unwrap();
+        // The healthy tree is unaffected.
+        assert_eq!(translation(&world, other_child), Vec3::new(frame as f32, 0.0, 6.0), "frame {frame}");
+    }
+    let errors = recorded_errors(&world);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(matches!(errors[0], HierarchyError::CycleFound { entity } if entity == root || entity == child));
+}
+
+#[test]
+fn transforms_added_later_are_propagated() {
+    let mut world = World::new();
+    let mut schedule = schedule();
+    let parent = world.spawn(transform_bundle(LocalTransform::from_xyz(5.0, 0.0, 0.0))).unwrap();
+    // A child with only a local transform, and a root with only a global.
+    let child = world.spawn((LocalTransform::from_xyz(0.0, 1.0, 0.0),)).unwrap();
+    let late_root = world.spawn((GlobalTransform::IDENTITY,)).unwrap();
+    let late_child = world.spawn((GlobalTransform::IDENTITY,)).unwrap();
+    world.set_parent(child, parent).unwrap();
+    world.set_parent(late_child, parent).unwrap();
+    schedule.run(&mut world).unwrap();
+    // Moves in between exercise the cached plan, too.
+    local_mut(&mut world, parent).translation.x = 6.0;
+    schedule.run(&mut world).unwrap();
+    assert!(!world.has::<GlobalTransform>(child).unwrap());
+    assert_eq!(translation(&world, late_child), Vec3::ZERO);
+
+    world.insert_one(child, GlobalTransform::IDENTITY).unwrap();
+    world.insert_one(late_root, LocalTransform::from_xyz(0.0, 0.0, 3.0)).unwrap();
+    world.insert_one(late_child, LocalTransform::from_xyz(0.0, 0.0, 2.0)).unwrap();
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, child), Vec3::new(6.0, 1.0, 0.0));
+    assert_eq!(translation(&world, late_root), Vec3::new(0.0, 0.0, 3.0));
+    assert_eq!(translation(&world, late_child), Vec3::new(6.0, 0.0, 2.0));
+    // And they follow their parent from then on.
+    local_mut(&mut world, parent).translation.x = 7.0;
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, child), Vec3::new(7.0, 1.0, 0.0));
+    assert_eq!(translation(&world, late_child), Vec3::new(7.0, 0.0, 2.0));
+    // A root whose global is added after its local.
+    let root = world.spawn((LocalTransform::from_xyz(0.0, 4.0, 0.0),)).unwrap();
+    schedule.run(&mut world).unwrap();
+    world.insert_one(root, GlobalTransform::IDENTITY).unwrap();
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, root), Vec3::new(0.0, 4.0, 0.0));
+}
+
+#[test]
+fn despawning_parents_leaves_no_dangling_link() {
+    let mut world = World::new();
+    let (roots, nodes) = forest(&mut world);
+    let mut schedule = schedule();
+    schedule.run(&mut world).unwrap();
+    // nodes[4k..4k + 4] are root k's three children and one grandchild
+    // (under the third child).
+    world.despawn_with(nodes[2], DespawnMode::Subtree).unwrap();
+    world.despawn_with(nodes[6], DespawnMode::DetachChildren).unwrap();
+    world.despawn_with(roots[3], DespawnMode::Subtree).unwrap();
+    world.despawn_with(roots[4], DespawnMode::DetachChildren).unwrap();
+    let mut links = world.query::<(Entity, &ChildOf)>();
+    let pairs: Vec<(Entity, Entity)> = links.iter(&world).map(|(e, link)| (e, link.parent())).collect();
+    assert!(!pairs.is_empty());
+    for (e, parent) in pairs {
+        assert!(world.contains(parent), "{e} names despawned {parent}");
+        assert!(world.children_of(parent).contains(&e));
+    }
+    assert!(!world.contains(nodes[3]) && !world.contains(nodes[12]));
+    assert_eq!(world.parent_of(nodes[7]), None);
+    assert_eq!(world.parent_of(nodes[16]), None);
+    for &root in &roots {
+        if world.contains(root) {
+            local_mut(&mut world, root).translation.z = 9.0;
+        }
+    }
+    schedule.run(&mut world).unwrap();
+    schedule.run(&mut world).unwrap();
+    assert!(recorded_errors(&world).is_empty());
+    assert_eq!(translation(&world, nodes[1]), Vec3::new(0.0, 1.0, 9.0));
+    // Detached to roots, they keep their locals.
+    assert_eq!(translation(&world, nodes[7]), Vec3::new(0.0, 0.0, 1.0));
+    assert_eq!(translation(&world, nodes[16]), Vec3::new(0.0, 0.0, 0.0));
 }
