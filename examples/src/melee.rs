@@ -5,7 +5,7 @@
 //! and the broad phase drops them.
 //!
 //! Each frame: [`march`] (units without a target walk towards the enemy),
-//! [`update_broad_phase::<Position>`](update_broad_phase), [`fight`] (pairs
+//! [`update_broad_phase::<UnitPosition>`](update_broad_phase), [`fight`] (pairs
 //! within range, nearest enemy per attacker, damage), [`reap`] (despawn the
 //! dead, count kills).
 //!
@@ -29,8 +29,23 @@ use std::collections::HashMap;
 use ecs_core::StoreError;
 use ecs_core::prelude::*;
 use ecs_spatial::GridError;
-use ecs_spatial::broad_phase::{BroadPhase, Position, update_broad_phase};
+use ecs_spatial::broad_phase::{BroadPhase, SpatialPosition, update_broad_phase};
 use glam::Vec3;
+
+/// A unit's position. Units have a position component of their own, so the
+/// battle's broad phase (`BroadPhase<UnitPosition>`) holds only units and can
+/// run beside another broad phase of the same world (the showcase keeps one
+/// on [`ecs_spatial::Position`] for scenery and boids).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UnitPosition(pub Vec3);
+
+impl SpatialPosition for UnitPosition {
+    type Point = Vec3;
+
+    fn grid_point(&self) -> Vec3 {
+        self.0
+    }
+}
 
 /// The battle's size and the units' numbers.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -152,7 +167,7 @@ pub struct MeleeSummary {
 
 /// Spawns two teams in facing blocks (team 0 at negative `x`, team 1 at
 /// positive `x`, 40 units apart), inserts the resources (including the
-/// `BroadPhase<Position>` with cells of the attack range) and adds the
+/// `BroadPhase<UnitPosition>` with cells of the attack range) and adds the
 /// systems to `schedule` in frame order.
 ///
 /// # Errors
@@ -182,7 +197,7 @@ pub fn add_melee(world: &mut World, schedule: &mut Schedule, config: &MeleeConfi
             let x = sign * (20.0 + row * config.spacing) + jitter() * config.spacing;
             let z = (col - side as f32 / 2.0) * config.spacing + jitter() * config.spacing;
             block.push((
-                Position(Vec3::new(x, 0.0, z)),
+                UnitPosition(Vec3::new(x, 0.0, z)),
                 Team(team),
                 Health(config.health),
                 Attack { range: config.attack_range, damage_per_second: config.damage_per_second },
@@ -191,7 +206,7 @@ pub fn add_melee(world: &mut World, schedule: &mut Schedule, config: &MeleeConfi
         }
         units.extend(world.spawn_batch(block).map_err(MeleeError::Store)?);
     }
-    let grid = BroadPhase::<Position>::new(Vec3::ZERO, config.attack_range).map_err(MeleeError::Grid)?;
+    let grid = BroadPhase::<UnitPosition>::new(Vec3::ZERO, config.attack_range).map_err(MeleeError::Grid)?;
     world.insert_resource(grid);
     world.insert_resource(MeleeSettings {
         move_speed: config.move_speed,
@@ -199,12 +214,12 @@ pub fn add_melee(world: &mut World, schedule: &mut Schedule, config: &MeleeConfi
         max_range: config.attack_range,
     });
     world.insert_resource(MeleeStats::default());
-    schedule.add_systems((march, update_broad_phase::<Position>, fight, reap).chain());
+    schedule.add_systems((march, update_broad_phase::<UnitPosition>, fight, reap).chain());
     Ok(units)
 }
 
 /// Units without a target walk straight at the enemy side.
-pub fn march(mut units: Query<(&mut Position, &Team, &Engaged)>, settings: Res<MeleeSettings>) {
+pub fn march(mut units: Query<(&mut UnitPosition, &Team, &Engaged)>, settings: Res<MeleeSettings>) {
     let step = settings.move_speed * settings.frame_time;
     if step == 0.0 {
         return;
@@ -220,9 +235,9 @@ pub fn march(mut units: Query<(&mut Position, &Team, &Engaged)>, settings: Res<M
 /// grid's all-pairs query, keeps for each unit its nearest enemy within its
 /// own range, and deals damage for this frame.
 pub fn fight(
-    units: Query<(&Position, &Team, &Attack)>,
+    units: Query<(&UnitPosition, &Team, &Attack)>,
     mut targets: Query<(Entity, &mut Health, &mut Engaged)>,
-    grid: Res<BroadPhase<Position>>,
+    grid: Res<BroadPhase<UnitPosition>>,
     settings: Res<MeleeSettings>,
     mut stats: ResMut<MeleeStats>,
     mut nearest: Local<HashMap<Entity, (Entity, f32)>>,
@@ -296,7 +311,7 @@ mod tests {
     fn unit(world: &mut World, team: u8, x: f32) -> Entity {
         world
             .spawn((
-                Position(Vec3::new(x, 0.0, 0.0)),
+                UnitPosition(Vec3::new(x, 0.0, 0.0)),
                 Team(team),
                 Health(100.0),
                 Attack { range: 2.0, damage_per_second: 30.0 },
@@ -355,7 +370,7 @@ mod tests {
         schedule.run(&mut world).unwrap(); // b takes 3 and dies
         assert!(!world.contains(b) && world.contains(a));
         schedule.run(&mut world).unwrap(); // the broad phase notices
-        let grid = world.resource::<BroadPhase<Position>>().unwrap().grid();
+        let grid = world.resource::<BroadPhase<UnitPosition>>().unwrap().grid();
         assert_eq!(grid.ids(), &[a]);
         let s = summary(&mut world);
         assert_eq!((s.alive, s.kills), ([1, 0], [1, 0]));

@@ -1,8 +1,9 @@
 //! The showcase scene: static scenery, transform hierarchies (rigs), a flock
-//! of boids and melee units in one world, driven by one [`Schedule`] that runs
-//! the transform, broad-phase and (in the binary) replication systems.
+//! of boids and two armies of melee units in one world, driven by one
+//! [`Schedule`] that runs the transform, broad-phase and replication systems.
 //!
-//! A chosen share of the rigs, boids and units is active; everything else
+//! A chosen share of the rigs and boids is active (the units all march and
+//! fight, on a broad phase of their own: [`crate::melee`]); everything else
 //! is written once at spawn and never again, so its chunks are skipped by
 //! every change-driven system: propagation, the position sync, the broad
 //! phase and replication.
@@ -35,6 +36,7 @@ use ecs_replication::transport::TransportError;
 use ecs_replication::transport::udp::Loopback;
 
 use crate::boids::{BoidsConfig, BoidsError, add_boids, set_frame_time};
+use crate::melee::{MeleeConfig, MeleeError, UnitPosition, add_melee};
 use ecs_transform::{
     GlobalTransform, LocalTransform, WorldHierarchyExt, add_transform_systems, propagate_transforms, transform_bundle,
 };
@@ -86,6 +88,8 @@ pub enum ShowcaseError {
     Grid(ecs_spatial::GridError),
     /// The flock could not be set up.
     Boids(BoidsError),
+    /// The armies could not be set up.
+    Melee(MeleeError),
     /// The replication registry refused its codecs.
     Registry(RegistryError),
     /// The UDP transport failed.
@@ -101,6 +105,7 @@ impl std::fmt::Display for ShowcaseError {
             ShowcaseError::Hierarchy(e) => write!(f, "hierarchy: {e}"),
             ShowcaseError::Grid(e) => write!(f, "broad phase: {e}"),
             ShowcaseError::Boids(e) => write!(f, "boids: {e}"),
+            ShowcaseError::Melee(e) => write!(f, "melee: {e}"),
             ShowcaseError::Registry(e) => write!(f, "replication registry: {e}"),
             ShowcaseError::Transport(e) => write!(f, "transport: {e}"),
         }
@@ -198,7 +203,8 @@ pub fn sync_positions(mut moved: Query<(&GlobalTransform, &mut Position), Change
 pub struct SystemRow {
     /// The system's short name.
     pub name: String,
-    /// Chunk counts of its queries in the latest run, added up.
+    /// Chunk counts of its queries in the latest run, added up (for a broad
+    /// phase: its change walk, from its stats).
     pub chunks: ChunkStats,
     /// Entities its widest query matched (queries of one system often
     /// overlap, so their counts are not added).
@@ -208,9 +214,27 @@ pub struct SystemRow {
 }
 
 /// A system's path without module prefixes or generic arguments.
+/// A system's name without module paths: `update_broad_phase<Position>`.
 fn short_name(path: &str) -> String {
-    let plain = path.split('<').next().unwrap_or(path);
-    plain.rsplit("::").next().unwrap_or(plain).to_owned()
+    let mut out = String::new();
+    for (i, part) in path.split('<').enumerate() {
+        if i > 0 {
+            out.push('<');
+        }
+        out.push_str(part.rsplit("::").next().unwrap_or(part));
+    }
+    out
+}
+
+/// The change walk of the broad phase on `C`, as chunk counts (its system's
+/// own query only counts rows per chunk, reading chunk lengths).
+fn broad_phase_chunks<C: ecs_spatial::SpatialPosition>(world: &World) -> Option<ChunkStats> {
+    let stats = world.resource::<BroadPhase<C>>()?.stats();
+    Some(ChunkStats {
+        chunks_total: stats.chunks_total,
+        chunks_skipped: stats.chunks_skipped,
+        entities: stats.entities,
+    })
 }
 
 /// The replication server and its clients over loopback UDP.
@@ -259,6 +283,8 @@ pub struct Showcase {
     pub rigs: (usize, usize),
     /// Boids, and how many of them fly.
     pub boids: (usize, usize),
+    /// Melee units (both teams) at the start.
+    pub units: usize,
     /// Replication, when clients were asked for.
     pub network: Option<Network>,
     /// The latest network tick.
@@ -340,6 +366,14 @@ impl Showcase {
         for &boid in &flock.boids {
             world.insert_one(boid, Replicated)?;
         }
+        // Two armies march at each other and fight (all-pairs query on the
+        // units' own broad phase); the dead are despawned.
+        let armies = MeleeConfig {
+            units_per_team: (config.entities / 20).max(1),
+            frame_time: 1.0 / 60.0,
+            ..MeleeConfig::default()
+        };
+        let units = add_melee(&mut world, &mut schedule, &armies).map_err(ShowcaseError::Melee)?.len();
         let network = if config.clients > 0 {
             let server = Server::new(&mut world, registry().map_err(ShowcaseError::Registry)?, ServerConfig::default());
             // The registry was accepted just above; a default one would only
@@ -356,6 +390,7 @@ impl Showcase {
             scenery,
             rigs: (rigs, spinning),
             boids: (flock.boids.len(), flock.active),
+            units,
             network,
             net_frame: None,
         })
@@ -398,11 +433,17 @@ impl Showcase {
     pub fn system_rows(&self) -> Vec<SystemRow> {
         self.schedule
             .system_stats()
-            .map(|s| SystemRow {
-                name: short_name(&s.name),
-                chunks: s.chunks(),
-                entities: s.queries.iter().map(|q| q.entities).max().unwrap_or(0),
-                time: s.time,
+            .map(|s| {
+                let name = short_name(&s.name);
+                let walk = match name.as_str() {
+                    "update_broad_phase<Position>" => broad_phase_chunks::<Position>(&self.world),
+                    "update_broad_phase<UnitPosition>" => broad_phase_chunks::<UnitPosition>(&self.world),
+                    _ => None,
+                };
+                let chunks = walk.unwrap_or_else(|| s.chunks());
+                let entities =
+                    walk.map_or_else(|| s.queries.iter().map(|q| q.entities).max().unwrap_or(0), |w| w.entities);
+                SystemRow { name, chunks, entities, time: s.time }
             })
             .collect()
     }
@@ -469,10 +510,14 @@ mod tests {
                 "spin_rigs",
                 "propagate_transforms",
                 "sync_positions",
-                "update_broad_phase",
+                "update_broad_phase<Position>",
                 "move_target_and_predator",
                 "steer_boids",
-                "move_boids"
+                "move_boids",
+                "march",
+                "update_broad_phase<UnitPosition>",
+                "fight",
+                "reap"
             ]
         );
         // The change-driven systems skip every chunk. (The broad phase counts
@@ -502,6 +547,8 @@ mod tests {
         assert_eq!(stats.rows_rekeyed, (spinning + flying + 2) as u64);
         let rows = show.system_rows();
         let propagate = rows.iter().find(|r| r.name == "propagate_transforms").unwrap();
+        let grid = rows.iter().find(|r| r.name == "update_broad_phase<Position>").unwrap();
+        assert_eq!(grid.chunks.chunks_total, stats.chunks_total);
         assert!(propagate.chunks.chunks_skipped > 0 && propagate.chunks.chunks_skipped < propagate.chunks.chunks_total);
         // Every entity with a position sits where its global transform says.
         let mut q = show.world.query::<(&GlobalTransform, &Position)>();

@@ -1,5 +1,5 @@
 //! The showcase: the scene of [`ecs_examples::showcase`] (static scenery,
-//! transform hierarchies, boids) with replication to clients over loopback
+//! transform hierarchies, boids, melee units) with replication to clients over loopback
 //! UDP, run for a number of frames, then a table per system of entities,
 //! chunks, chunks skipped, median and worst time per frame, and bytes per
 //! tick per client.
@@ -11,15 +11,14 @@ use std::time::{Duration, Instant};
 
 use ecs_core::ChunkStats;
 use ecs_examples::showcase::{Showcase, ShowcaseConfig};
-use ecs_spatial::{BroadPhase, Position};
 
-const HELP: &str = "showcase: static scenery, transform hierarchies and a flock of boids on one schedule,
+const HELP: &str = "showcase: static scenery, transform hierarchies, a flock of boids and melee units on one schedule,
 replicated to clients over loopback UDP in this process
 
 USAGE: cargo run --release -- [--entities N] [--active SHARE] [--frames N] [--clients N] [--seed N]
 
   --entities N    entities in the scene, 100..=10000000 (default 100000)
-  --active SHARE  share of rigs, boids and units that move, 0.0..=1.0 (default 0.05)
+  --active SHARE  share of rigs and boids that move, 0.0..=1.0 (default 0.05)
   --frames N      frames to run after the first, 1..=100000 (default 300)
   --clients N     replication clients over loopback UDP, 0..=64 (default 4; 0: no replication)
   --seed N        seed of the scene layout (default 1)
@@ -105,7 +104,7 @@ impl Totals {
             _ => "-".to_owned(),
         };
         format!(
-            "{:<26} {:>9} {:>8} {:>9.1}% {:>10.1} {:>10.1} {:>17}",
+            "{:<34} {:>9} {:>8} {:>9.1}% {:>10.1} {:>10.1} {:>17}",
             self.name,
             self.entities / frames,
             self.chunks.chunks_total / frames,
@@ -144,13 +143,14 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let (rigs, spinning) = show.rigs;
     let (boids, flying) = show.boids;
     println!(
-        "scene: {} entities ({} scenery, {} rigs of which {} move, {} boids of which {} fly), active share {:.1} %, built in {:.0} ms",
+        "scene: {} entities ({} scenery, {} rigs of which {} move, {} boids of which {} fly, {} melee units), active share {:.1} %, built in {:.0} ms",
         show.world.len(),
         show.scenery,
         rigs,
         spinning,
         boids,
         flying,
+        show.units,
         100.0 * options.config.active,
         built.elapsed().as_secs_f64() * 1e3
     );
@@ -173,21 +173,8 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
             total.name.clone_from(&row.name);
             total.times.push(row.time);
             total.frames += 1;
-            let mut chunks = row.chunks;
-            let mut entities = row.entities;
-            if row.name == "update_broad_phase" {
-                // The broad phase's own change walk (its row count reads chunk lengths only).
-                let stats =
-                    show.world.resource::<BroadPhase<Position>>().ok_or("the broad phase resource is missing")?.stats();
-                chunks = ChunkStats {
-                    chunks_total: stats.chunks_total,
-                    chunks_skipped: stats.chunks_skipped,
-                    entities: stats.entities,
-                };
-                entities = stats.entities;
-            }
-            total.chunks.add(chunks);
-            total.entities += entities;
+            total.chunks.add(row.chunks);
+            total.entities += row.entities;
         }
         let mut connected = String::new();
         if let Some(n) = show.net_frame {
@@ -210,7 +197,7 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     }
     println!();
     println!(
-        "{:<26} {:>9} {:>8} {:>10} {:>10} {:>10} {:>17}",
+        "{:<34} {:>9} {:>8} {:>10} {:>10} {:>10} {:>17}",
         "system", "entities", "chunks", "skipped", "median us", "worst us", "bytes/tick/client"
     );
     for total in &totals {
