@@ -6,8 +6,8 @@
 //! tick window):
 //!
 //! 1. **Structure check**, from chunk ticks and counts only: was a
-//!    [`ChildOf`] or [`Children`] written or added, or did the number of
-//!    children with transforms change (a spawn, a despawn, a transform
+//!    [`ChildOf`] written or added, or did the number of children with
+//!    transforms change (a spawn, a despawn, a link or a transform
 //!    component added or removed)?
 //! 2. **Children whose own state changed** (`Changed<LocalTransform>`,
 //!    `Changed<ChildOf>`, `Added<GlobalTransform>`): one chunk pass lists
@@ -97,7 +97,10 @@ pub type TreeRootQuery<'w, 's> =
     Query<'w, 's, (Entity, &'static Children), (Without<ChildOf>, With<LocalTransform>, With<GlobalTransform>)>;
 
 /// Links written since the last run: the structure check (chunk level).
-pub type LinkChangeQuery<'w, 's> = Query<'w, 's, Entity, Or<(Changed<ChildOf>, Changed<Children>)>>;
+/// `Children` needs no check of its own: the hierarchy functions change it
+/// only together with a `ChildOf` or the number of children, and the plan
+/// takes a child only where its `ChildOf` agrees.
+pub type LinkChangeQuery<'w, 's> = Query<'w, 's, Entity, Changed<ChildOf>>;
 
 /// Every entity, reached only by entity: tells a dead parent from one
 /// without transforms.
