@@ -98,8 +98,10 @@ pub enum DespawnMode {
 }
 
 /// Hierarchy errors of deferred commands, kept as a resource (the store's
-/// command queue reports only [`StoreError`]s). Read and clear it after a
-/// schedule run.
+/// command queue reports only [`StoreError`]s), and the broken links the
+/// propagation system found ([`HierarchyError::DanglingParent`],
+/// [`HierarchyError::CycleFound`]; each reported once). Read and clear it
+/// after a schedule run.
 #[derive(Debug, Default)]
 pub struct HierarchyErrors(pub Vec<HierarchyError>);
 
