@@ -125,11 +125,6 @@ pub use system::{
 pub use tick::{Tick, TickWindow};
 pub use world::World;
 
-/// The README's code blocks, run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;
-
 /// The items most game code needs, including the traits whose methods
 /// (`chain`, `before`, `after`) configure systems.
 pub mod prelude {

@@ -4,3 +4,9 @@ pub mod boids;
 pub mod cubes;
 pub mod melee;
 pub mod showcase;
+
+/// The workspace README's code blocks, run as doc tests (this crate depends
+/// on every other, so all their samples compile here).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
