@@ -371,11 +371,14 @@ macro_rules! tuple_filter {
                 false $( || _cache.$idx.is_some_and(|c| $name::chunk_may_pass(c, _archetype, _chunk, _window)) )*
             }
             #[inline]
-            #[allow(unused_variables)]
+            #[allow(unused_variables, unused_mut)]
             fn next_passing_chunk(_cache: Self::Cache, _archetype: &Archetype, from: usize, count: usize, _window: TickWindow) -> usize {
-                // Any element may pass: the nearest candidate.
-                let next = count;
-                $( let next = _cache.$idx.map_or(next, |c| next.min($name::next_passing_chunk(c, _archetype, from, count, _window))); )*
+                // Any element may pass: the nearest candidate. Each element
+                // scans only up to the nearest one found so far, so an
+                // element that rarely passes is not rescanned to the end on
+                // every call once an earlier one has found a nearer chunk.
+                let mut next = count;
+                $( if let Some(c) = _cache.$idx { next = $name::next_passing_chunk(c, _archetype, from, next, _window); } )*
                 next
             }
             #[inline]
@@ -408,3 +411,40 @@ tuple_filter!(A 0, B 1, C 2, D 3, E 4);
 tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5);
 tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+
+#[cfg(test)]
+mod tests {
+    use crate::{Added, Changed, Entity, Or, World};
+
+    struct Big([u8; 200]);
+    struct Tag;
+
+    #[test]
+    fn or_finds_the_same_chunks_whichever_element_is_sparse() {
+        let mut world = World::new();
+        let entities = world.spawn_batch((0..3000).map(|_| (Big([0; 200]),))).unwrap();
+        let mut sparse_first = world.query_filtered::<Entity, Or<(Added<Tag>, Changed<Big>)>>();
+        let mut dense_first = world.query_filtered::<Entity, Or<(Changed<Big>, Added<Tag>)>>();
+        sparse_first.iter(&world).count();
+        dense_first.iter(&world).count();
+        world.increment_change_tick();
+        // Scattered writes over most chunks, one added tag near the end.
+        let mut want: Vec<Entity> = entities.iter().copied().step_by(50).collect();
+        for &e in &want {
+            world.get_mut::<Big>(e).unwrap().0[0] = 1;
+        }
+        world.insert_one(entities[2990], Tag).unwrap();
+        want.push(entities[2990]);
+        want.sort();
+        world.increment_change_tick();
+        for (name, mut got) in [
+            ("sparse first", sparse_first.iter(&world).collect::<Vec<_>>()),
+            ("dense first", dense_first.iter(&world).collect::<Vec<_>>()),
+        ] {
+            got.sort();
+            assert_eq!(got, want, "{name}");
+        }
+        assert_eq!(sparse_first.stats(), dense_first.stats());
+        assert!(sparse_first.stats().chunks_visited() > 1);
+    }
+}
