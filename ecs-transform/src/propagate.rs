@@ -66,12 +66,21 @@ use glam::Affine3A;
 use crate::components::{ChildOf, Children, GlobalTransform, LocalTransform};
 use crate::hierarchy::{HierarchyError, HierarchyErrors};
 
-/// The roots whose global may need recomputing.
+/// The roots with children whose global may need recomputing.
 pub type RootQuery<'w, 's> = Query<
     'w,
     's,
-    (Entity, &'static LocalTransform, &'static mut GlobalTransform, Option<&'static Children>),
-    (Without<ChildOf>, Or<(Changed<LocalTransform>, Added<GlobalTransform>)>),
+    (Entity, &'static LocalTransform, &'static mut GlobalTransform, &'static Children),
+    (Without<ChildOf>, With<Children>, Or<(Changed<LocalTransform>, Added<GlobalTransform>)>),
+>;
+
+/// The roots without children whose global may need recomputing (the
+/// per-row fast path: nothing to hand down).
+pub type LeafRootQuery<'w, 's> = Query<
+    'w,
+    's,
+    (&'static LocalTransform, &'static mut GlobalTransform),
+    (Without<ChildOf>, Without<Children>, Or<(Changed<LocalTransform>, Added<GlobalTransform>)>),
 >;
 
 /// The children with transforms. Iterated, it yields those whose own local
@@ -109,6 +118,7 @@ pub type AliveQuery<'w, 's> = Query<'w, 's, Entity>;
 /// The system's queries, passed around together.
 struct Queries<'w, 's> {
     roots: RootQuery<'w, 's>,
+    leaf_roots: LeafRootQuery<'w, 's>,
     children: ChildQuery<'w, 's>,
     child_data: ChildDataQuery<'w, 's>,
     parents: ParentQuery<'w, 's>,
@@ -363,7 +373,10 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut Queries) -> bool {
             s.cycle(e, &on_path);
             continue;
         };
-        if s.plan.position_of(parent).is_some() || q.roots.get_mut(parent).is_ok() {
+        if s.plan.position_of(parent).is_some()
+            || q.roots.get_mut(parent).is_ok()
+            || q.leaf_roots.get_mut(parent).is_ok()
+        {
             // A parent with transforms whose `Children` does not list the
             // child: the general walk handles it.
             ok = false;
@@ -643,7 +656,7 @@ fn general_walk(s: &mut PropagationScratch, q: &mut Queries) {
     let mut walk = std::mem::take(&mut s.walk);
     for &(root, value) in &s.moved_roots {
         if let Ok((_, _, _, kids)) = q.roots.get_mut(root) {
-            walk.hand_down(kids, value);
+            walk.hand_down(Some(kids), value);
         }
     }
     walk.descend(&mut q.children, &q.child_data);
@@ -656,6 +669,9 @@ fn general_walk(s: &mut PropagationScratch, q: &mut Queries) {
             Ok(global) => global.0,
             Err(_) => match q.roots.get_mut(parent) {
                 Ok((_, _, global, _)) => global.0,
+                Err(_) if q.leaf_roots.get_mut(parent).is_ok() => {
+                    q.leaf_roots.get_mut(parent).map_or(Affine3A::IDENTITY, |(_, global)| global.0)
+                }
                 Err(_) => {
                     if q.alive.get(parent).is_err() {
                         s.dangling(child, parent);
@@ -716,6 +732,7 @@ fn report(s: &mut PropagationScratch, commands: &mut Commands) {
 #[allow(clippy::too_many_arguments)]
 pub fn propagate_transforms(
     roots: RootQuery,
+    leaf_roots: LeafRootQuery,
     children: ChildQuery,
     child_data: ChildDataQuery,
     parents: ParentQuery,
@@ -726,7 +743,7 @@ pub fn propagate_transforms(
     mut scratch: Local<PropagationScratch>,
 ) {
     let s = &mut *scratch;
-    let mut q = Queries { roots, children, child_data, parents, tree_roots, alive };
+    let mut q = Queries { roots, leaf_roots, children, child_data, parents, tree_roots, alive };
     // Step 1: structure check, from chunk ticks and counts.
     let mut structural = false;
     links.for_each_chunk_mut(|_| structural = true);
@@ -748,12 +765,15 @@ pub fn propagate_transforms(
     });
     // Step 3: roots, in parallel; the changed ones with children are noted
     // with their new globals.
+    q.leaf_roots.par_for_each_mut(|(local, mut global)| {
+        global.set_if_neq(GlobalTransform(local.to_affine()));
+    });
     let moved = Mutex::new(std::mem::take(&mut s.moved_roots));
     q.roots.par_for_each_chunk_mut(|view| {
         let mut out = Vec::new();
-        for (root, local, mut global, kids) in view.items() {
+        for (root, local, mut global, _) in view.items() {
             let value = local.to_affine();
-            if global.set_if_neq(GlobalTransform(value)) && kids.is_some() {
+            if global.set_if_neq(GlobalTransform(value)) {
                 out.push((root, value));
             }
         }
