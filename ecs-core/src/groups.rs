@@ -177,6 +177,12 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
         self.state.matched_archetypes().map(|id| archetypes[id.index()].len()).sum()
     }
 
+    /// The id of component `T` in this query's world (`None` if `T` was
+    /// never registered), e.g. for [`crate::ChunkView::changed_since_last_run`].
+    pub fn component_id<T: crate::Component>(&self) -> Option<crate::ComponentId> {
+        self.world.components().id::<T>()
+    }
+
     /// Archetypes this query matches.
     pub fn matched_archetype_count(&self) -> usize {
         self.state.matched_archetypes().count()
@@ -529,6 +535,8 @@ mod tests {
         let mut schedule = Schedule::new();
         schedule.add_systems(|q: Query<&Pos>, mut out: crate::ResMut<Vec<(usize, usize)>>| {
             out.push((q.matched_entity_count(), q.matched_archetype_count()));
+            assert!(q.component_id::<Pos>().is_some() && q.component_id::<Tag>().is_some());
+            assert!(q.component_id::<EntityGroups>().is_none());
         });
         schedule.run(&mut world).unwrap();
         world.despawn(b).unwrap();

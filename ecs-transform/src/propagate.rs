@@ -105,12 +105,6 @@ pub type ParentQuery<'w, 's> = Query<'w, 's, (Entity, &'static ChildOf)>;
 pub type TreeRootQuery<'w, 's> =
     Query<'w, 's, (Entity, &'static Children), (Without<ChildOf>, With<LocalTransform>, With<GlobalTransform>)>;
 
-/// Links written since the last run: the structure check (chunk level).
-/// `Children` needs no check of its own: the hierarchy functions change it
-/// only together with a `ChildOf` or the number of children, and the plan
-/// takes a child only where its `ChildOf` agrees.
-pub type LinkChangeQuery<'w, 's> = Query<'w, 's, Entity, Changed<ChildOf>>;
-
 /// Every entity, reached only by entity: tells a dead parent from one
 /// without transforms.
 pub type AliveQuery<'w, 's> = Query<'w, 's, Entity>;
@@ -737,25 +731,28 @@ pub fn propagate_transforms(
     child_data: ChildDataQuery,
     parents: ParentQuery,
     tree_roots: TreeRootQuery,
-    mut links: LinkChangeQuery,
     alive: AliveQuery,
     mut commands: Commands,
     mut scratch: Local<PropagationScratch>,
 ) {
     let s = &mut *scratch;
     let mut q = Queries { roots, leaf_roots, children, child_data, parents, tree_roots, alive };
-    // Step 1: structure check, from chunk ticks and counts.
-    let mut structural = false;
-    links.for_each_chunk_mut(|_| structural = true);
+    // Step 1: structure check, from the child count here and from the
+    // `ChildOf` chunk ticks of the chunks step 2 visits anyway (a written
+    // link makes its chunk pass the child query's filter). `Children` needs
+    // no check of its own: the hierarchy functions change it only together
+    // with a `ChildOf` or the number of children, and the plan takes a child
+    // only where its `ChildOf` agrees.
     let child_count = q.children.matched_entity_count();
-    if structural || child_count != s.child_count {
-        structural = true;
-        s.plan.valid = false;
-    }
+    let mut structural = child_count != s.child_count;
     s.child_count = child_count;
+    let child_of = q.children.component_id::<ChildOf>();
     // Step 2: children whose own local or link changed.
     let own = &mut s.own;
     q.children.for_each_chunk_mut(|view| {
+        if child_of.is_some_and(|id| view.changed_since_last_run(id)) {
+            structural = true;
+        }
         let entities = view.entities();
         if view.all_rows_pass() {
             own.extend(entities.iter().map(|&e| (0, e)));
@@ -763,6 +760,9 @@ pub fn propagate_transforms(
             own.extend(view.matching_rows().map(|row| (0, entities[row])));
         }
     });
+    if structural {
+        s.plan.valid = false;
+    }
     // Step 3: roots, in parallel; the changed ones with children are noted
     // with their new globals.
     q.leaf_roots.par_for_each_mut(|(local, mut global)| {
