@@ -395,7 +395,7 @@ impl Schedule {
         let run = Run { world, systems: &systems, successors: &self.successors, remaining: &remaining };
         let roots: Vec<usize> = (0..self.predecessors.len()).filter(|&i| self.predecessors[i] == 0).collect();
         // The calling thread runs the first ready system itself (no wake-up
-        // to wait for); the pool takes the others.
+        // to wait for); the pool takes the others and everything after it.
         rayon::in_place_scope(|scope| {
             let run = &run;
             for &i in roots.iter().skip(1) {
@@ -434,7 +434,8 @@ struct Run<'a> {
 
 impl<'a> Run<'a> {
     /// Runs system `i`, then each successor it was the last to hold back:
-    /// the first on this same thread, the others on the pool.
+    /// on a pool thread the first on this same thread and the others on the
+    /// pool; on the calling thread all of them on the pool.
     fn system<'s>(&'a self, scope: &rayon::Scope<'s>, first: usize)
     where
         'a: 's,
@@ -449,10 +450,16 @@ impl<'a> Run<'a> {
                 // none runs meanwhile and this one holds its access alone.
                 unsafe { system.run_unsafe(self.world, this_run) };
             }
+            // Off the pool (the thread that called `Schedule::run`), every
+            // successor goes to the pool: a system run here whose own
+            // parallel loop finds both pool threads busy with other systems
+            // would block this thread until one is free, while a pool thread
+            // in the same place works on other jobs meanwhile.
+            let on_pool = rayon::current_thread_index().is_some();
             let mut next = None;
             for &successor in &self.successors[i] {
                 if self.remaining[successor].fetch_sub(1, Ordering::AcqRel) == 1 {
-                    if next.is_none() {
+                    if next.is_none() && on_pool {
                         next = Some(successor);
                     } else {
                         scope.spawn(move |scope| self.system(scope, successor));

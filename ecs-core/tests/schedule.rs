@@ -392,3 +392,37 @@ fn writes_between_runs_and_commands_are_seen_by_every_system() {
     assert_eq!(log[1], vec![3, 7], "the direct write and the command's insert");
     assert_eq!(log[2], Vec::<u32>::new());
 }
+
+/// Which threads ran the systems after the first.
+#[derive(Default)]
+struct Threads(Mutex<Vec<(&'static str, Option<usize>)>>);
+
+#[test]
+fn after_the_first_system_the_calling_thread_hands_everything_to_the_pool() {
+    // A system on the thread that called `run` (outside the pool) whose own
+    // parallel loop finds the pool busy would block that thread; so the
+    // caller runs one ready system and the pool runs the rest.
+    let threads = Arc::new(Threads::default());
+    let (t1, t2, t3) = (threads.clone(), threads.clone(), threads.clone());
+    let mut world = World::new();
+    world.spawn_batch((0..100).map(|i| (Pos(i as f32), Vel(1.0)))).unwrap();
+    let mut schedule = Schedule::new();
+    let first = move |_q: Query<&Pos>| t1.0.lock().unwrap().push(("first", rayon::current_thread_index()));
+    let after = move |mut q: Query<&mut Pos>| {
+        q.par_for_each_mut(|mut p| p.0 += 1.0);
+        t2.0.lock().unwrap().push(("after", rayon::current_thread_index()));
+    };
+    let other = move |_q: Query<&Vel>| t3.0.lock().unwrap().push(("other", rayon::current_thread_index()));
+    schedule.add_systems((first, after).chain());
+    schedule.add_systems(other);
+    for _ in 0..20 {
+        schedule.run(&mut world).unwrap();
+    }
+    let log = threads.0.lock().unwrap();
+    assert_eq!(log.len(), 60);
+    assert!(log.iter().filter(|(name, _)| *name == "after").all(|(_, thread)| thread.is_some()));
+    // The first ready system ran on the calling thread, without a wake-up.
+    assert!(log.iter().any(|(_, thread)| thread.is_none()));
+    let mut q = world.query::<&Pos>();
+    assert_eq!(q.iter(&world).map(|p| p.0).sum::<f32>(), (0..100).map(|i| i as f32 + 20.0).sum::<f32>());
+}
