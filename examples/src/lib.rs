@@ -1,6 +1,7 @@
 //! Scenes shared by the example binaries and the showcase: each module builds
 //! a world and the systems that drive it, so a binary is only flags and output.
 pub mod boids;
+pub mod cli;
 pub mod cubes;
 pub mod melee;
 pub mod showcase;

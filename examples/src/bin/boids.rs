@@ -72,24 +72,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Options>, Stri
 }
 
 fn main() -> ExitCode {
-    let options = match parse(std::env::args().skip(1)) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            println!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("boids: {e}\n\n{HELP}");
-            return ExitCode::from(2);
-        }
-    };
-    match run(&options) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("boids: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    ecs_examples::cli::main_with("boids", HELP, parse, run)
 }
 
 fn run(options: &Options) -> Result<(), String> {

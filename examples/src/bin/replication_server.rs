@@ -135,23 +135,7 @@ fn run(o: &Options) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    match parse(std::env::args().skip(1)) {
-        Ok(None) => {
-            println!("{HELP}");
-            ExitCode::SUCCESS
-        }
-        Ok(Some(o)) => match run(&o) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("replication_server: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Err(e) => {
-            eprintln!("replication_server: {e}");
-            ExitCode::from(2)
-        }
-    }
+    ecs_examples::cli::main_with("replication_server", HELP, parse, run)
 }
 
 #[cfg(test)]
