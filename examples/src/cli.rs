@@ -1,6 +1,7 @@
 //! The `main` every example binary shares: flags in, exit code out.
 
 use std::fmt::Display;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 /// Parses the process arguments with `parse` (`Ok(None)` asks for `help`),
@@ -25,7 +26,8 @@ pub fn exit_code<O, E: Display>(
 ) -> ExitCode {
     match parsed {
         Ok(None) => {
-            println!("{help}");
+            // A closed pipe (`--help | head`) is not an error of ours.
+            let _ = writeln!(std::io::stdout(), "{help}");
             ExitCode::SUCCESS
         }
         Ok(Some(options)) => match run(&options) {
