@@ -7,8 +7,8 @@
 //! implement the trait (a 2D game can return a [`glam::Vec2`]).
 //!
 //! Per run the system:
-//! - counts the entities that have the position component, reading chunk
-//!   lengths only (O(chunks));
+//! - counts the entities that have the position component from the lengths
+//!   of the archetypes it matches (O(archetypes), no chunk visited);
 //! - walks the rows whose position changed since its previous run through a
 //!   `Changed` query, which skips every chunk whose chunk tick is older, so
 //!   a frame where nothing moved touches no row and re-keys nothing;
@@ -262,8 +262,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
         present: &mut Query<'_, '_, (Entity, &C)>,
     ) {
         self.stats = BroadPhaseStats::default();
-        let mut current = 0usize;
-        present.for_each_chunk_mut(|view| current += view.len());
+        let current = present.matched_entity_count();
 
         self.changed.clear();
         let list = &mut self.changed;

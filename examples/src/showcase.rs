@@ -36,7 +36,7 @@ use ecs_replication::transport::TransportError;
 use ecs_replication::transport::udp::Loopback;
 
 use crate::boids::{BoidsConfig, BoidsError, add_boids, set_frame_time};
-use crate::melee::{MeleeConfig, MeleeError, UnitPosition, add_melee};
+use crate::melee::{MeleeConfig, MeleeError, add_melee};
 use ecs_transform::{
     GlobalTransform, LocalTransform, WorldHierarchyExt, add_transform_systems, propagate_transforms, transform_bundle,
 };
@@ -203,8 +203,7 @@ pub fn sync_positions(mut moved: Query<(&GlobalTransform, &mut Position), Change
 pub struct SystemRow {
     /// The system's short name.
     pub name: String,
-    /// Chunk counts of its queries in the latest run, added up (for a broad
-    /// phase: its change walk, from its stats).
+    /// Chunk counts of its queries in the latest run, added up.
     pub chunks: ChunkStats,
     /// Entities its widest query matched (queries of one system often
     /// overlap, so their counts are not added).
@@ -224,17 +223,6 @@ fn short_name(path: &str) -> String {
         out.push_str(part.rsplit("::").next().unwrap_or(part));
     }
     out
-}
-
-/// The change walk of the broad phase on `C`, as chunk counts (its system's
-/// own query only counts rows per chunk, reading chunk lengths).
-fn broad_phase_chunks<C: ecs_spatial::SpatialPosition>(world: &World) -> Option<ChunkStats> {
-    let stats = world.resource::<BroadPhase<C>>()?.stats();
-    Some(ChunkStats {
-        chunks_total: stats.chunks_total,
-        chunks_skipped: stats.chunks_skipped,
-        entities: stats.entities,
-    })
 }
 
 /// The replication server and its clients over loopback UDP.
@@ -433,17 +421,11 @@ impl Showcase {
     pub fn system_rows(&self) -> Vec<SystemRow> {
         self.schedule
             .system_stats()
-            .map(|s| {
-                let name = short_name(&s.name);
-                let walk = match name.as_str() {
-                    "update_broad_phase<Position>" => broad_phase_chunks::<Position>(&self.world),
-                    "update_broad_phase<UnitPosition>" => broad_phase_chunks::<UnitPosition>(&self.world),
-                    _ => None,
-                };
-                let chunks = walk.unwrap_or_else(|| s.chunks());
-                let entities =
-                    walk.map_or_else(|| s.queries.iter().map(|q| q.entities).max().unwrap_or(0), |w| w.entities);
-                SystemRow { name, chunks, entities, time: s.time }
+            .map(|s| SystemRow {
+                name: short_name(&s.name),
+                chunks: s.chunks(),
+                entities: s.queries.iter().map(|q| q.entities).max().unwrap_or(0),
+                time: s.time,
             })
             .collect()
     }
@@ -520,9 +502,8 @@ mod tests {
                 "reap"
             ]
         );
-        // The change-driven systems skip every chunk. (The broad phase counts
-        // rows per chunk with a query of its own; its change walk is in its
-        // stats. The boids' target and predator move every frame.)
+        // The change-driven systems skip every chunk (the boids' target and
+        // predator move every frame, so the broad phase visits their chunks).
         for row in rows.iter().filter(|r| ["propagate_transforms", "sync_positions"].contains(&r.name.as_str())) {
             assert!(row.chunks.chunks_total > 0);
             assert_eq!(row.chunks.chunks_skipped, row.chunks.chunks_total, "{} visited a chunk", row.name);
@@ -530,6 +511,10 @@ mod tests {
         let stats = show.world.resource::<BroadPhase<Position>>().unwrap().stats();
         // Only the target and the predator moved.
         assert_eq!((stats.chunks_visited(), stats.rows_rekeyed), (2, 2));
+        // The system's own row is that change walk: counting its entities
+        // visits no chunk.
+        let grid = rows.iter().find(|r| r.name == "update_broad_phase<Position>").unwrap();
+        assert_eq!((grid.chunks.chunks_total, grid.chunks.chunks_visited()), (stats.chunks_total, 2));
     }
 
     #[test]
