@@ -128,17 +128,23 @@ impl Chart {
     }
 }
 
-/// An implementation's name and its (share, time) points, while charts are assembled.
-type Line = (String, Vec<(f64, f64)>);
-
-/// Builds the charts of `records`, in scenario order of first appearance.
-pub fn charts(records: &[Record]) -> Vec<Chart> {
+/// The scenarios of `records`, in order of first appearance.
+fn scenarios_of(records: &[Record]) -> Vec<&str> {
     let mut scenarios: Vec<&str> = Vec::new();
     for r in records {
         if !scenarios.contains(&r.scenario.as_str()) {
             scenarios.push(&r.scenario);
         }
     }
+    scenarios
+}
+
+/// An implementation's name and its (share, time) points, while charts are assembled.
+type Line = (String, Vec<(f64, f64)>);
+
+/// Builds the charts of `records`, in scenario order of first appearance.
+pub fn charts(records: &[Record]) -> Vec<Chart> {
+    let scenarios = scenarios_of(records);
     let mut out = Vec::new();
     for scenario in scenarios {
         // chart -> implementation -> points, in first-appearance order.
@@ -346,12 +352,7 @@ td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}td:first-child,th
 (&lt; 1 means ours is faster). Raw rows: <a href=\"results.jsonl\">results.jsonl</a>.</p>",
         escape(about)
     );
-    let mut scenarios: Vec<&str> = Vec::new();
-    for r in records {
-        if !scenarios.contains(&r.scenario.as_str()) {
-            scenarios.push(&r.scenario);
-        }
-    }
+    let scenarios = scenarios_of(records);
     for scenario in scenarios {
         let _ = writeln!(html, "<h2>{}</h2>\n<div class=\"charts\">", escape(scenario));
         for (chart, svg) in charts.iter().filter(|(c, _)| c.scenario == scenario) {
