@@ -130,10 +130,17 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             return None;
         }
         let (q, rc, margin) = self.cell_space(c, r);
+        self.clamped_cells(q, q, rc, margin)
+    }
+
+    /// The cells from `qmin - rc - margin` to `qmax + rc + margin` (cell
+    /// space), clamped to the occupied box; `None` when nothing is left.
+    #[inline(always)]
+    fn clamped_cells(&self, qmin: Vec3, qmax: Vec3, rc: f32, margin: f32) -> Option<CellBox> {
         let (mut lo, mut hi) = ([0; 3], [0; 3]);
         for a in 0..3 {
-            let l = floor_to_i64(q[a] - rc - margin).max(self.min[a] as i64);
-            let h = floor_to_i64(q[a] + rc + margin).min(self.max[a] as i64);
+            let l = floor_to_i64(qmin[a] - rc - margin).max(self.min[a] as i64);
+            let h = floor_to_i64(qmax[a] + rc + margin).min(self.max[a] as i64);
             if l > h {
                 return None;
             }
@@ -164,17 +171,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         // Per axis every point's |q| is at most the larger corner's, so this
         // margin is at least each point's own (see `cell_space`).
         let margin = (qmin.abs().max(qmax.abs()).element_sum() + rc + 1.0) * (4.0 * SLACK);
-        let (mut lo, mut hi) = ([0; 3], [0; 3]);
-        for a in 0..3 {
-            let l = floor_to_i64(qmin[a] - rc - margin).max(self.min[a] as i64);
-            let h = floor_to_i64(qmax[a] + rc + margin).min(self.max[a] as i64);
-            if l > h {
-                return None;
-            }
-            lo[a] = l as i32;
-            hi[a] = h as i32;
-        }
-        Some((lo, hi))
+        self.clamped_cells(qmin, qmax, rc, margin)
     }
 
     /// Calls `f(slot)` for every sorted point within `r` of `center`.
