@@ -480,7 +480,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     /// [`set_position_in_cell`](Self::set_position_in_cell) for a caller
-    /// that already knows `position` lies in the slot's cell.
+    /// that already knows `position` lies in the slot's cell (the broad
+    /// phase, feature `ecs`).
+    #[cfg(feature = "ecs")]
     #[inline]
     pub(crate) fn set_position_unchecked(&mut self, slot: usize, position: P) {
         debug_assert_eq!(self.cell_key_of(position).ok(), self.cell_key_of(self.positions[slot]).ok());
