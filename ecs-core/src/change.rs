@@ -11,7 +11,12 @@
 
 //!
 //! ## How marks are stored
-//! A `Mut<T>` holds plain pointers to its row's tick and to a "chunk mark".
+//! A `Mut<T>` holds pointers to its row's tick and to a "chunk mark", and
+//! writes both with relaxed atomic stores (a plain `mov` on x86-64): a chunk
+//! tick may be read at the same time by another thread (a reader's
+//! [`crate::ChunkView::changed_tick`] of a component outside its own access,
+//! or a parallel task on another row range of the same chunk), and every
+//! tick cell is only ever accessed atomically, so that is never a data race.
 //! Handed out by `iter_mut`, `get_mut` or a chunk view, the chunk mark is the
 //! chunk's column tick itself. Inside `for_each_mut` and the parallel loops,
 //! whose closures cannot keep items, it is a mark local to the loop, and the
@@ -20,6 +25,7 @@
 
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::tick::{AtomicTick, Tick};
 
@@ -34,9 +40,10 @@ pub struct Mut<'w, T> {
 
 impl<'w, T> Mut<'w, T> {
     /// # Safety
-    /// For `'w`, this `Mut` is the only writer of `row_changed`, and
-    /// `chunk_mark` is either a tick cell no other thread accesses meanwhile
-    /// or a loop-local mark that outlives the item.
+    /// For `'w`, `row_changed` and `chunk_mark` point to live, aligned
+    /// `u32` tick cells that are only ever accessed atomically (an
+    /// [`AtomicTick`] of the archetype, or a loop-local mark that outlives the
+    /// item), and this `Mut` is the only writer of `row_changed`.
     #[inline]
     pub(crate) unsafe fn new(value: &'w mut T, row_changed: *mut u32, chunk_mark: *mut u32, this_run: Tick) -> Self {
         Mut { value, row_changed, chunk_mark, this_run, _ticks: PhantomData }
@@ -45,11 +52,11 @@ impl<'w, T> Mut<'w, T> {
     /// Marks the row changed without writing.
     #[inline]
     pub fn set_changed(&mut self) {
-        // SAFETY: `Mut::new`'s contract: both cells are ours to write for
-        // `'w`, with no concurrent access.
+        // SAFETY: `Mut::new`'s contract: both cells are live for `'w`,
+        // aligned, and only ever accessed atomically.
         unsafe {
-            *self.row_changed = self.this_run.get();
-            *self.chunk_mark = self.this_run.get();
+            AtomicU32::from_ptr(self.row_changed).store(self.this_run.get(), Ordering::Relaxed);
+            AtomicU32::from_ptr(self.chunk_mark).store(self.this_run.get(), Ordering::Relaxed);
         }
     }
 
@@ -80,8 +87,9 @@ impl<'w, T> Mut<'w, T> {
 
     /// The row's own changed stamp (without the chunk's whole-column mark).
     pub fn row_changed_tick(&self) -> Tick {
-        // SAFETY: the row tick is valid for `'w` and only this `Mut` writes it.
-        Tick::new(unsafe { *self.row_changed })
+        // SAFETY: the row tick is live for `'w`, aligned, and only ever
+        // accessed atomically.
+        Tick::new(unsafe { AtomicU32::from_ptr(self.row_changed).load(Ordering::Relaxed) })
     }
 
     /// Gives up the tracking wrapper, marking the row changed (the caller

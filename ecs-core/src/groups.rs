@@ -76,8 +76,79 @@ pub struct EntityGroups {
     /// `starts[g]..starts[g + 1]` are group `g`'s entities; one more entry
     /// than groups.
     starts: Vec<u32>,
-    /// One bit per entity index held by some group.
-    taken: Vec<u64>,
+    /// The entity indices held by some group.
+    taken: Taken,
+}
+
+/// The set of entity indices held by some group: a bitset while the
+/// largest index is small next to the number of entities held, a hash set
+/// beyond that, so memory stays proportional to the entities held whatever
+/// their indices (one handle with index `u32::MAX - 1` costs one entry, not
+/// 512 MiB).
+#[derive(Debug, Clone)]
+enum Taken {
+    Bits(Vec<u64>),
+    Set(std::collections::HashSet<u32>),
+}
+
+impl Default for Taken {
+    fn default() -> Self {
+        Taken::Bits(Vec::new())
+    }
+}
+
+/// Bitset words allowed for `held` entities: 64 words (4096 indices) plus
+/// two words per entity held, i.e. at most 16 bytes per entity.
+fn bitset_word_limit(held: usize) -> usize {
+    64 + 2 * held
+}
+
+impl Taken {
+    /// Makes room for indices below `max_index + 1` when `held` entities
+    /// will be held, switching to a hash set when a bitset would be too large.
+    fn prepare(&mut self, max_index: u32, held: usize) {
+        if let Taken::Bits(bits) = self {
+            let needed = max_index as usize / 64 + 1;
+            if needed <= bitset_word_limit(held) {
+                if bits.len() < needed {
+                    bits.resize(needed, 0);
+                }
+            } else {
+                let mut set = std::collections::HashSet::with_capacity(held);
+                for (w, &word) in bits.iter().enumerate() {
+                    let mut word = word;
+                    while word != 0 {
+                        set.insert((w * 64) as u32 + word.trailing_zeros());
+                        word &= word - 1;
+                    }
+                }
+                *self = Taken::Set(set);
+            }
+        }
+    }
+
+    /// Adds `index`; false if it was already there. [`Taken::prepare`] made
+    /// room for it.
+    fn insert(&mut self, index: u32) -> bool {
+        match self {
+            Taken::Bits(bits) => {
+                let (word, bit) = (index as usize / 64, 1u64 << (index % 64));
+                let fresh = bits[word] & bit == 0;
+                bits[word] |= bit;
+                fresh
+            }
+            Taken::Set(set) => set.insert(index),
+        }
+    }
+
+    fn remove(&mut self, index: u32) {
+        match self {
+            Taken::Bits(bits) => bits[index as usize / 64] &= !(1u64 << (index % 64)),
+            Taken::Set(set) => {
+                set.remove(&index);
+            }
+        }
+    }
 }
 
 impl EntityGroups {
@@ -88,8 +159,13 @@ impl EntityGroups {
 
     /// Removes every group.
     pub fn clear(&mut self) {
-        for &e in &self.entities {
-            self.taken[e.index() as usize / 64] = 0;
+        match &mut self.taken {
+            Taken::Bits(bits) => {
+                for &e in &self.entities {
+                    bits[e.index() as usize / 64] = 0;
+                }
+            }
+            Taken::Set(_) => self.taken = Taken::default(),
         }
         self.entities.clear();
         self.locations.clear();
@@ -99,23 +175,25 @@ impl EntityGroups {
     /// Adds a group and returns its index. Refuses, adding nothing, a group
     /// naming an entity (by slot index) that is already in a group or twice
     /// in this one, returning that entity.
+    ///
+    /// Memory grows with the number of entities held, never with their
+    /// indices. A handle the world never issued (or one despawned since) is
+    /// accepted here and reported as [`QueryError::NoSuchEntity`] by
+    /// [`GroupRows::get_mut`].
     pub fn push_group(&mut self, entities: &[Entity]) -> Result<usize, Entity> {
         if self.starts.is_empty() {
             self.starts.push(0);
         }
-        let needed = entities.iter().map(|e| e.index() as usize / 64 + 1).max().unwrap_or(0);
-        if self.taken.len() < needed {
-            self.taken.resize(needed, 0);
+        if let Some(max_index) = entities.iter().map(|e| e.index()).max() {
+            self.taken.prepare(max_index, self.entities.len() + entities.len());
         }
         for (i, &e) in entities.iter().enumerate() {
-            let (word, bit) = (e.index() as usize / 64, 1u64 << (e.index() % 64));
-            if self.taken[word] & bit != 0 {
+            if !self.taken.insert(e.index()) {
                 for &undo in &entities[..i] {
-                    self.taken[undo.index() as usize / 64] &= !(1u64 << (undo.index() % 64));
+                    self.taken.remove(undo.index());
                 }
                 return Err(e);
             }
-            self.taken[word] |= bit;
         }
         self.entities.extend_from_slice(entities);
         self.locations.resize(self.entities.len(), UNKNOWN);
@@ -280,8 +358,9 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
                 this_run,
                 current: None,
             };
+            // Dropping `rows` stamps the chunk ticks of the last chunk
+            // written, also when `f` panics.
             f(scratch, &mut rows, part);
-            rows.flush();
         };
         if parts.len() <= 1 {
             let mut scratch = init();
@@ -313,6 +392,15 @@ pub struct GroupRows<'w, Q: QueryData + 'static, F: QueryFilter + 'static> {
     group: usize,
     this_run: Tick,
     current: Option<Current<'w, Q>>,
+}
+
+impl<Q: QueryData + 'static, F: QueryFilter + 'static> Drop for GroupRows<'_, Q, F> {
+    /// Stamps the chunk ticks of the rows written in the current chunk, so
+    /// a panic in the task's closure leaves no row tick newer than its
+    /// chunk tick.
+    fn drop(&mut self) {
+        self.flush();
+    }
 }
 
 impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> GroupRows<'w, Q, F> {

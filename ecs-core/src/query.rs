@@ -62,6 +62,13 @@ pub enum QueryError {
     NoSuchEntity(Entity),
     /// The entity is alive but does not match the query.
     NoMatch(Entity),
+    /// The query state was made for another world.
+    WrongWorld {
+        /// The id of the world the state was made for.
+        state_world: u64,
+        /// The id of the world it was used with.
+        world: u64,
+    },
 }
 
 impl std::fmt::Display for QueryError {
@@ -74,6 +81,10 @@ impl std::fmt::Display for QueryError {
             ),
             QueryError::NoSuchEntity(e) => write!(f, "entity {e} does not exist"),
             QueryError::NoMatch(e) => write!(f, "entity {e} does not match the query"),
+            QueryError::WrongWorld { state_world, world } => write!(
+                f,
+                "a query state made for world {state_world} was used with world {world}, which it was not made for; make one state per world"
+            ),
         }
     }
 }
@@ -224,12 +235,30 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         self.matched.iter().map(|m| m.archetype)
     }
 
+    /// The id of the world this state was made for.
+    pub fn world_id(&self) -> u64 {
+        self.world_id
+    }
+
+    /// Refuses a world this state was not made for: its archetype indices
+    /// and column caches describe another world's layout.
+    #[inline]
+    fn check_world(&self, world: &World) -> Result<(), QueryError> {
+        if self.world_id == world.id() {
+            Ok(())
+        } else {
+            Err(QueryError::WrongWorld { state_world: self.world_id, world: world.id() })
+        }
+    }
+
     /// Picks up archetypes created since the last call.
     ///
     /// # Panics
     /// If `world` is not the world this state was made for.
     pub fn update_archetypes(&mut self, world: &World) {
-        assert_eq!(self.world_id, world.id(), "a QueryState was used with a world it was not made for");
+        if let Err(e) = self.check_world(world) {
+            panic!("{e}");
+        }
         let archetypes = world.archetypes();
         for archetype in &archetypes[self.archetypes_seen..] {
             if Q::matches(self.data_state, archetype) && F::matches(self.filter_state, archetype) {
@@ -553,6 +582,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     }
 
     fn matched_cache(&self, world: &World, entity: Entity) -> Result<(Q::Cache, crate::EntityLocation), QueryError> {
+        self.check_world(world)?;
         let loc = world.location(entity).map_err(|_| QueryError::NoSuchEntity(entity))?;
         // Archetypes this state has seen: one lookup. Newer ones (the state
         // was not refreshed since they appeared): test them directly.
@@ -571,6 +601,11 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
 
     /// The data of one entity, if it matches the query's data and
     /// archetype-level filters (tick filters are not applied here).
+    ///
+    /// # Errors
+    /// [`QueryError::NoSuchEntity`] for a stale or never-issued handle,
+    /// [`QueryError::NoMatch`] if the entity does not match,
+    /// [`QueryError::WrongWorld`] if this state was made for another world.
     pub fn get<'w>(&self, world: &'w World, entity: Entity) -> Result<Q::Item<'w>, QueryError>
     where
         Q: ReadOnlyQueryData,
@@ -606,7 +641,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     }
 
     /// Mutable form of [`QueryState::get`]; writes are stamped with the
-    /// world's current tick.
+    /// world's current tick. Errors as [`QueryState::get`].
     pub fn get_mut<'w>(&self, world: &'w mut World, entity: Entity) -> Result<Q::Item<'w>, QueryError> {
         let (cache, loc) = self.matched_cache(world, entity)?;
         let now = world.now();
@@ -637,27 +672,45 @@ unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
     f: &mut impl FnMut(Q::Item<'_>),
 ) {
     // SAFETY: forwarded contract.
-    let mut data = unsafe { Q::fetch(m.data, archetype, chunk, window.this_run()) };
+    let data = unsafe { Q::fetch(m.data, archetype, chunk, window.this_run()) };
     let filter = F::fetch(m.filter, archetype, chunk, window);
-    let mut marks = Q::new_marks(&data);
-    // SAFETY: `marks` lives until the flush below, and `f` cannot keep the
-    // items it is given (its argument's lifetime is higher-ranked).
-    unsafe { Q::redirect_marks(&mut data, &mut marks) };
+    // The marks are flushed when `marks` drops: after the loop, or while a
+    // panic in `f` unwinds, so the chunk tick never ends up older than a row
+    // tick written before the panic.
+    let mut marks = MarksFlush::<Q> { marks: Q::new_marks(&data), data };
+    // SAFETY: `marks.marks` lives (and does not move) until the guard drops
+    // after the loop, and `f` cannot keep the items it is given (its
+    // argument's lifetime is higher-ranked).
+    unsafe { Q::redirect_marks(&mut marks.data, &raw mut marks.marks) };
+    let data = &marks.data;
     if F::ARCHETYPAL || F::all_rows_pass(&filter) {
         for row in start..end {
             // SAFETY: `row` is live and yielded once.
-            f(unsafe { Q::item(&data, row) });
+            f(unsafe { Q::item(data, row) });
         }
     } else {
         for row in start..end {
             // SAFETY: as above.
             if unsafe { F::row_passes(&filter, row) } {
                 // SAFETY: as above.
-                f(unsafe { Q::item(&data, row) });
+                f(unsafe { Q::item(data, row) });
             }
         }
     }
-    Q::flush_marks(&data, &marks);
+}
+
+/// A chunk fetch with its loop-local chunk marks; dropping it stamps the
+/// chunk ticks of the columns written (see [`crate::change`]), also when
+/// the loop unwinds.
+pub(crate) struct MarksFlush<'w, Q: QueryData> {
+    pub(crate) data: Q::Fetch<'w>,
+    pub(crate) marks: Q::Marks,
+}
+
+impl<Q: QueryData> Drop for MarksFlush<'_, Q> {
+    fn drop(&mut self) {
+        Q::flush_marks(&self.data, &self.marks);
+    }
 }
 
 #[derive(Copy, Clone, Debug)]

@@ -603,6 +603,8 @@ impl_function!(A, B, C, D, E, F, G, H, I, J, K, L);
 pub struct FunctionSystem<Marker, F: SystemParamFunction<Marker>> {
     func: F,
     state: Option<<F::Param as SystemParam>::State>,
+    /// The world the state was built for.
+    world_id: Option<u64>,
     meta: SystemMeta,
     last_run: u64,
     stats: SystemStats,
@@ -613,6 +615,7 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
     fn initialize(&mut self, world: &mut World) {
         if self.state.is_none() {
             self.state = Some(F::Param::init_state(world, &mut self.meta));
+            self.world_id = Some(world.id());
         }
     }
 
@@ -621,6 +624,15 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
     }
 
     fn validate(&self, world: &World) -> Result<(), String> {
+        if let Some(id) = self.world_id
+            && id != world.id()
+        {
+            return Err(format!(
+                "system {} was initialized on world {id} and cannot run on world {}",
+                self.meta.name,
+                world.id()
+            ));
+        }
         match &self.state {
             Some(state) => F::Param::validate(state, world).map_err(|e| format!("system {}: {e}", self.meta.name)),
             None => Err(format!("system {} was not initialized", self.meta.name)),
@@ -628,6 +640,12 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
     }
 
     unsafe fn run_unsafe(&mut self, world: &World, this_run: u64) {
+        assert_eq!(
+            self.world_id,
+            Some(world.id()),
+            "system {} run on a world it was not initialized on",
+            self.meta.name
+        );
         let state = self.state.as_mut().expect("system initialized before it runs");
         let window = TickWindow::new(self.last_run, this_run);
         let start = Instant::now();
@@ -642,6 +660,11 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
     }
 
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<crate::StoreError>) {
+        assert!(
+            self.world_id.is_none_or(|id| id == world.id()),
+            "system {}: commands recorded for one world applied to another",
+            self.meta.name
+        );
         if let Some(state) = self.state.as_mut() {
             F::Param::apply(state, world, errors);
         }
@@ -672,6 +695,7 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> IntoSystem<Marker> for F {
         FunctionSystem {
             func: self,
             state: None,
+            world_id: None,
             meta: SystemMeta { name: name.clone(), ..SystemMeta::default() },
             last_run: 0,
             stats: SystemStats { name, ..SystemStats::default() },
