@@ -383,18 +383,30 @@ impl Archetype {
     }
 
     /// Runs the destructor of every value in one row. The row stays in
-    /// place; the caller removes it next with [`Archetype::swap_remove`].
+    /// place; the caller removes it next with [`Archetype::swap_remove`],
+    /// also when a destructor panics (every value of the row has been
+    /// dropped by then: a panicking destructor does not stop the others).
     ///
     /// # Safety
     /// The row is live and its values are not used again.
-    pub(crate) unsafe fn drop_row(&mut self, chunk: usize, row: usize) {
-        for col in 0..self.columns.len() {
-            if let Some(drop) = self.columns[col].drop {
-                let ptr = self.value_ptr(col, chunk, row);
-                // SAFETY: the row is live, so the value at `ptr` is
-                // initialised; the caller guarantees it is not used again.
-                unsafe { drop(ptr) };
-            }
+    pub(crate) unsafe fn drop_row(&self, chunk: usize, row: usize) {
+        crate::unwind::for_each_finishing(0..self.columns.len(), |col| {
+            // SAFETY: the row is live, so the value is initialised; the
+            // caller guarantees it is not used again, and each column is
+            // visited once.
+            unsafe { self.drop_value(col, chunk, row) };
+        });
+    }
+
+    /// Runs the destructor of one value, if its type has one.
+    ///
+    /// # Safety
+    /// The value is initialised and not used again.
+    #[inline]
+    pub(crate) unsafe fn drop_value(&self, col: usize, chunk: usize, row: usize) {
+        if let Some(drop) = self.columns[col].drop {
+            // SAFETY: forwarded contract.
+            unsafe { drop(self.value_ptr(col, chunk, row)) };
         }
     }
 
@@ -447,6 +459,82 @@ impl Archetype {
         moved
     }
 
+    /// Empties every chunk at once ("set length before dropping"): rows
+    /// are no longer live when this returns, their values not yet dropped.
+    /// Returns the former length of each chunk for [`Archetype::drop_rows`].
+    /// Chunks stay allocated for reuse.
+    pub(crate) fn take_rows(&mut self) -> Vec<u32> {
+        let lens = self.chunks.iter_mut().map(|c| std::mem::take(&mut c.len)).collect();
+        self.len = 0;
+        // Spawns fill the last open chunk first: list them so chunk 0 is
+        // filled first again.
+        self.open = (0..self.chunks.len() as u32).rev().collect();
+        lens
+    }
+
+    /// Drops the values of rows `0..lens[c]` of every chunk `c`. A
+    /// panicking destructor does not stop the others.
+    ///
+    /// # Safety
+    /// `lens` came from [`Archetype::take_rows`] on this archetype and no row
+    /// was added since, so those values are initialised and no longer live.
+    pub(crate) unsafe fn drop_rows(&self, lens: &[u32]) {
+        if self.columns.iter().all(|c| c.drop.is_none()) {
+            return;
+        }
+        crate::unwind::for_each_finishing(0..lens.len(), |chunk| {
+            crate::unwind::for_each_finishing(0..lens[chunk] as usize, |row| {
+                // SAFETY: the caller's contract; each row is visited once.
+                unsafe { self.drop_row(chunk, row) };
+            });
+        });
+    }
+
+    /// Checks the archetype's own invariants: its length is the sum of its
+    /// chunks' lengths, the open list names exactly the chunks with free
+    /// rows, the tick arrays cover every chunk, and no live row's changed or
+    /// added tick is newer than its chunk's (seen from `now`).
+    pub(crate) fn check_consistency(&self, now: Tick) -> Result<(), String> {
+        let id = self.id.0;
+        let sum: usize = self.chunks.iter().map(|c| c.len as usize).sum();
+        if sum != self.len {
+            return Err(format!("archetype {id}: length {} but its chunks hold {sum} rows", self.len));
+        }
+        let mut open: Vec<u32> = self.open.clone();
+        open.sort_unstable();
+        let want: Vec<u32> =
+            (0..self.chunks.len() as u32).filter(|&c| (self.chunks[c as usize].len as usize) < self.capacity).collect();
+        if open != want {
+            return Err(format!("archetype {id}: open chunks {open:?}, chunks with free rows {want:?}"));
+        }
+        for (col, column) in self.columns.iter().enumerate() {
+            let t = &column.ticks;
+            let chunks = self.chunks.len();
+            if t.chunk_changed.len() != chunks
+                || t.chunk_added.len() != chunks
+                || t.chunk_all_changed.len() != chunks
+                || t.row_changed.len() != chunks * self.capacity
+                || t.row_added.len() != chunks * self.capacity
+            {
+                return Err(format!("archetype {id}, column {col}: tick arrays do not cover {chunks} chunks"));
+            }
+            for chunk in 0..chunks {
+                let (changed, added) = (t.chunk_changed[chunk].load(), t.chunk_added[chunk].load());
+                for row in 0..self.chunks[chunk].len as usize {
+                    let row_changed = self.row_changed_tick(col, chunk, row, now);
+                    let row_added = self.row_added_tick(col, chunk, row);
+                    if row_changed.age(now) < changed.age(now) || row_added.age(now) < added.age(now) {
+                        return Err(format!(
+                            "archetype {id}, column {col}, chunk {chunk}, row {row}: row ticks (changed {row_changed}, \
+                             added {row_added}) newer than the chunk's (changed {changed}, added {added})"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Clamps every stored tick older than the maximum age seen from `now`.
     pub(crate) fn check_change_ticks(&mut self, now: Tick) {
         for column in self.columns.iter_mut() {
@@ -471,15 +559,10 @@ impl Archetype {
 
 impl Drop for Archetype {
     fn drop(&mut self) {
-        if self.columns.iter().all(|c| c.drop.is_none()) {
-            return;
-        }
-        for chunk in 0..self.chunks.len() {
-            for row in 0..self.chunks[chunk].len as usize {
-                // SAFETY: rows below the chunk's length are live, and the
-                // archetype is going away, so no value is used again.
-                unsafe { self.drop_row(chunk, row) };
-            }
-        }
+        let lens = self.take_rows();
+        // SAFETY: the rows were live until `take_rows`, and the archetype is
+        // going away, so no value is used again (the chunks are freed
+        // without reading them).
+        unsafe { self.drop_rows(&lens) };
     }
 }

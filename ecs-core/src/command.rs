@@ -41,9 +41,27 @@ impl CommandQueue {
     /// Applies every command in recording order. A command that fails (a
     /// stale entity, a missing component) changes nothing and its error is
     /// returned; the rest still apply.
+    ///
+    /// If a command panics (a destructor, or a closure from
+    /// [`Commands::add`]), the world is left as the structural operation
+    /// guarantees (see [`World::despawn`], [`World::insert`]) and the
+    /// commands after it stay queued, in order, for the next `apply`.
     pub fn apply(&mut self, world: &mut World) -> Vec<StoreError> {
+        /// Puts the commands not yet applied back when dropped (after a
+        /// panic; on the normal path none are left).
+        struct Requeue<'a> {
+            queue: &'a mut Vec<Command>,
+            rest: std::vec::IntoIter<Command>,
+        }
+        impl Drop for Requeue<'_> {
+            fn drop(&mut self) {
+                self.queue.extend(self.rest.by_ref());
+            }
+        }
+        let rest = std::mem::take(&mut self.commands).into_iter();
+        let mut pending = Requeue { queue: &mut self.commands, rest };
         let mut errors = Vec::new();
-        for command in self.commands.drain(..) {
+        for command in pending.rest.by_ref() {
             if let Err(e) = command(world) {
                 errors.push(e);
             }

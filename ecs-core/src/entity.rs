@@ -223,6 +223,13 @@ impl Entities {
     pub(crate) fn len(&self) -> u32 {
         self.len
     }
+
+    /// Every live entity with its location, in slot order.
+    pub(crate) fn iter_live(&self) -> impl Iterator<Item = (Entity, EntityLocation)> + '_ {
+        self.slots.iter().enumerate().filter_map(|(index, slot)| {
+            slot.location().map(|loc| (Entity::from_parts(index as u32, slot.generation), loc))
+        })
+    }
 }
 
 #[cfg(test)]

@@ -100,6 +100,7 @@ pub mod resource;
 pub mod schedule;
 pub mod system;
 pub mod tick;
+mod unwind;
 pub mod world;
 
 pub use access::{Access, ConflictKind};

@@ -2,6 +2,7 @@
 
 use std::any::TypeId;
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use smallvec::SmallVec;
@@ -90,6 +91,48 @@ struct StampOnDrop<'a> {
 impl Drop for StampOnDrop<'_> {
     fn drop(&mut self) {
         self.arch.stamp_new_rows(self.chunk, self.start, self.count, self.now);
+    }
+}
+
+/// Takes a despawned entity's row out of its chunk when dropped: after the
+/// row's values were dropped, or while a panicking destructor unwinds, so
+/// no row outlives its values.
+struct RemoveRow<'a> {
+    arch: &'a mut Archetype,
+    entities: &'a mut Entities,
+    loc: EntityLocation,
+}
+
+impl Drop for RemoveRow<'_> {
+    fn drop(&mut self) {
+        let (chunk, row) = (self.loc.chunk as usize, self.loc.row as usize);
+        // SAFETY: the row is live and `drop_row` dropped every value in it
+        // (a panicking destructor does not stop the others).
+        if let Some(moved) = unsafe { self.arch.swap_remove(chunk, row) } {
+            self.entities.set_location(moved, self.loc);
+        }
+    }
+}
+
+/// Finishes an insert when dropped (see [`World::insert`]): writes the
+/// bundle after the replaced values were dropped, also while a panicking
+/// destructor unwinds.
+struct FinishInsert<'a, B: Bundle> {
+    world: &'a mut World,
+    entity: Entity,
+    loc: EntityLocation,
+    plan_index: usize,
+    bundle: ManuallyDrop<B>,
+}
+
+impl<B: Bundle> Drop for FinishInsert<'_, B> {
+    fn drop(&mut self) {
+        // SAFETY: the bundle is taken once, here, and never used again.
+        let bundle = unsafe { ManuallyDrop::take(&mut self.bundle) };
+        // SAFETY: `World::insert` made this guard with the entity's location
+        // and `B`'s plan from it, and dropped the replaced values before
+        // letting it go (or while unwinding from that).
+        unsafe { self.world.write_insert(self.entity, self.loc, self.plan_index, bundle) };
     }
 }
 
@@ -193,6 +236,46 @@ impl World {
         }
         self.resources.check_change_ticks(tick);
         self.last_check_tick = now;
+    }
+
+    /// Checks the store's invariants and says which one is broken: every
+    /// live entity's location names a live row holding that entity, every
+    /// live row belongs to a live entity, lengths add up, and no row's
+    /// change ticks are newer than its chunk's. What the panic-safety tests
+    /// assert after every caught panic; also useful when debugging.
+    /// Cost: one pass over every entity and every row tick.
+    pub fn check_consistency(&self) -> Result<(), String> {
+        let now = self.now();
+        let mut rows = 0usize;
+        for arch in &self.archetypes {
+            arch.check_consistency(now)?;
+            for chunk in 0..arch.chunk_count() {
+                for (row, &entity) in arch.chunk_entities(chunk).iter().enumerate() {
+                    let want = EntityLocation { archetype: arch.id(), chunk: chunk as u32, row: row as u32 };
+                    match self.entities.location(entity) {
+                        Ok(loc) if loc == want => {}
+                        Ok(loc) => return Err(format!("entity {entity} is stored at {want:?} but located at {loc:?}")),
+                        Err(_) => return Err(format!("row {want:?} holds entity {entity}, which is not alive")),
+                    }
+                }
+            }
+            rows += arch.len();
+        }
+        let mut live = 0usize;
+        for (entity, loc) in self.entities.iter_live() {
+            live += 1;
+            let holds = self.archetypes.get(loc.archetype.index()).is_some_and(|a| {
+                (loc.chunk as usize) < a.chunk_count()
+                    && a.chunk_entities(loc.chunk as usize).get(loc.row as usize) == Some(&entity)
+            });
+            if !holds {
+                return Err(format!("live entity {entity} is located at {loc:?}, which does not hold it"));
+            }
+        }
+        if live != rows || live != self.entities.len() as usize {
+            return Err(format!("{live} live entity slots, {rows} stored rows, a count of {}", self.entities.len()));
+        }
+        Ok(())
     }
 
     // ----- structure ---------------------------------------------------
@@ -386,19 +469,47 @@ impl World {
     }
 
     /// Despawns an entity, dropping its components.
+    ///
+    /// If a component's destructor panics, the entity is still fully gone
+    /// when the panic leaves this call: every other component was dropped,
+    /// the row was removed, and the handle is stale.
     pub fn despawn(&mut self, entity: Entity) -> Result<(), StoreError> {
         let loc = self.entities.free(entity)?;
-        let arch = &mut self.archetypes[loc.archetype.index()];
-        // SAFETY: the location comes from a live entity, and its values are
-        // dropped once here and then removed from the chunk.
-        let moved = unsafe {
-            arch.drop_row(loc.chunk as usize, loc.row as usize);
-            arch.swap_remove(loc.chunk as usize, loc.row as usize)
-        };
-        if let Some(moved) = moved {
-            self.entities.set_location(moved, loc);
-        }
+        let (chunk, row) = (loc.chunk as usize, loc.row as usize);
+        // The row is removed after its values are dropped, also when a
+        // destructor panics (the guard's drop runs while the panic unwinds).
+        let remove = RemoveRow { arch: &mut self.archetypes[loc.archetype.index()], entities: &mut self.entities, loc };
+        // SAFETY: the location comes from a live entity; its values are
+        // dropped once here and `remove` takes the row out right after, so
+        // they are never read again.
+        unsafe { remove.arch.drop_row(chunk, row) };
+        drop(remove);
         Ok(())
+    }
+
+    /// Despawns every entity, dropping their components. Resources,
+    /// registered components, archetypes and their chunks stay (the chunks
+    /// are reused by later spawns).
+    ///
+    /// Every entity is gone before the first destructor runs; if one
+    /// panics, the other values are still dropped before the panic leaves
+    /// this call.
+    pub fn clear_entities(&mut self) {
+        let mut taken = Vec::with_capacity(self.archetypes.len());
+        for arch in &mut self.archetypes {
+            for chunk in 0..arch.chunk_count() {
+                for &entity in arch.chunk_entities(chunk) {
+                    self.entities.free(entity).expect("a stored row holds a live entity");
+                }
+            }
+            taken.push(arch.take_rows());
+        }
+        let archetypes = &self.archetypes;
+        crate::unwind::for_each_finishing(0..archetypes.len(), |a| {
+            // SAFETY: `take_rows` just emptied these chunks and nothing was
+            // added since.
+            unsafe { archetypes[a].drop_rows(&taken[a]) };
+        });
     }
 
     /// Moves a live entity's row along a cached plan. Values of components
@@ -406,7 +517,8 @@ impl World {
     /// destination has are left unwritten and stamped added and changed now.
     ///
     /// # Safety
-    /// `plan` was made for the entity's archetype. Values of components the
+    /// `plan` was made for the entity's archetype and leads to another one
+    /// (an empty bundle's plan leads back to it). Values of components the
     /// source has and the destination lacks must already be dead (moved out
     /// or dropped). The caller must write every fresh column before anything
     /// else reads the row.
@@ -414,6 +526,7 @@ impl World {
         let now = self.now();
         let plan = &self.plans[plan];
         let dst = plan.dst;
+        debug_assert_ne!(dst, loc.archetype, "a move plan to the same archetype");
         let (src, dst_arch) = two_mut(&mut self.archetypes, loc.archetype.index(), dst.index());
         let (sc, sr) = (loc.chunk as usize, loc.row as usize);
         let (dc, _) = dst_arch.open_chunk(now);
@@ -502,24 +615,43 @@ impl World {
 
     /// Adds the components of `bundle` to a live entity, replacing values it
     /// already has (those count as changed, not added).
+    ///
+    /// If the destructor of a replaced value panics, the insert still
+    /// completes before the panic leaves this call: every replaced value was
+    /// dropped once and the entity holds all of `bundle`.
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), StoreError> {
         let loc = self.entities.location(entity)?;
         let plan_index = self.insert_plan::<B>(loc.archetype)?;
-        let now = self.now();
-        // Components the entity already has: drop the old value, the new one
-        // replaces it below.
-        let plan = &self.plans[plan_index];
-        let src = &mut self.archetypes[loc.archetype.index()];
-        for &(_, existing) in plan.bundle.iter() {
-            if let Some(col) = existing
-                && let Some(drop) = src.columns[col as usize].drop
-            {
-                // SAFETY: the row is live; the value is replaced below
-                // without being read again.
-                unsafe { drop(src.value_ptr(col as usize, loc.chunk as usize, loc.row as usize)) };
+        let (chunk, row) = (loc.chunk as usize, loc.row as usize);
+        // Values the entity already has are dropped first; `finish` writes
+        // the new ones when it drops: right after, or while a panicking
+        // destructor unwinds, so the row never keeps a dropped value.
+        let finish = FinishInsert { world: self, entity, loc, plan_index, bundle: ManuallyDrop::new(bundle) };
+        let world = &*finish.world;
+        let plan = &world.plans[plan_index];
+        let src = &world.archetypes[loc.archetype.index()];
+        crate::unwind::for_each_finishing(0..plan.bundle.len(), |i| {
+            if let (_, Some(col)) = plan.bundle[i] {
+                // SAFETY: the row is live and holds this value; `finish`
+                // overwrites it without reading it, and each column is
+                // visited once.
+                unsafe { src.drop_value(col as usize, chunk, row) };
             }
-        }
-        let dst_id = plan.dst;
+        });
+        drop(finish);
+        Ok(())
+    }
+
+    /// The second half of [`World::insert`]: moves the row if the bundle
+    /// adds components, then writes the bundle.
+    ///
+    /// # Safety
+    /// `plan_index` is `B`'s insert plan from the entity's archetype, `loc`
+    /// the entity's location, and the values the bundle replaces were
+    /// dropped.
+    unsafe fn write_insert<B: Bundle>(&mut self, entity: Entity, loc: EntityLocation, plan_index: usize, bundle: B) {
+        let now = self.now();
+        let dst_id = self.plans[plan_index].dst;
         let new_loc = if dst_id == loc.archetype {
             loc
         } else {
@@ -541,7 +673,6 @@ impl World {
         // SAFETY: each pointer is the column of the matching tuple element;
         // the slots hold either dropped values or fresh, unwritten memory.
         unsafe { bundle.write(ptrs.as_slice(), row) };
-        Ok(())
     }
 
     /// Adds one component (see [`World::insert`]).
@@ -564,10 +695,13 @@ impl World {
         // matching tuple element; the values are moved out here and the row
         // is moved (without them) right after.
         let bundle = unsafe { B::read(ptrs.as_slice(), loc.row as usize) };
-        // SAFETY: the plan was made for this archetype; the removed values
-        // were moved out above; the destination is a subset of the source,
-        // so it has no fresh columns.
-        unsafe { self.move_entity(entity, loc, plan_index) };
+        // An empty bundle removes nothing and leaves the row where it is.
+        if self.plans[plan_index].dst != loc.archetype {
+            // SAFETY: the plan was made for this archetype; the removed
+            // values were moved out above; the destination is a subset of
+            // the source, so it has no fresh columns.
+            unsafe { self.move_entity(entity, loc, plan_index) };
+        }
         Ok(bundle)
     }
 
