@@ -118,17 +118,49 @@ fn standard_block() -> Layout {
     Layout::from_size_align(CHUNK_SIZE, CHUNK_ALIGN).expect("valid chunk layout")
 }
 
+impl BlockPool {
+    /// Takes the block given back last, if any.
+    fn take(&mut self) -> Option<NonNull<u8>> {
+        self.blocks.pop()
+    }
+
+    /// Keeps `block` for reuse if below the limit; otherwise hands it back
+    /// for the caller to free.
+    fn give(&mut self, block: NonNull<u8>) -> Option<NonNull<u8>> {
+        if self.blocks.len() < self.limit {
+            self.blocks.push(block);
+            None
+        } else {
+            Some(block)
+        }
+    }
+
+    /// Sets the limit and returns the blocks beyond it, for the caller to
+    /// free.
+    fn set_limit(&mut self, blocks: usize) -> Vec<NonNull<u8>> {
+        self.limit = blocks;
+        let keep = self.blocks.len().min(blocks);
+        self.blocks.split_off(keep)
+    }
+}
+
+/// Frees a block of the standard layout.
+///
+/// # Safety
+/// `block` was allocated with [`standard_block`] and nobody else owns it.
+unsafe fn free_block(block: NonNull<u8>) {
+    // SAFETY: forwarded contract.
+    unsafe { std::alloc::dealloc(block.as_ptr(), standard_block()) }
+}
+
 /// Sets how many free 16 KiB blocks the process-wide chunk pool keeps for
 /// reuse (default [`DEFAULT_POOL_BLOCKS`]); extra blocks are freed now.
 pub fn set_chunk_pool_limit(blocks: usize) {
-    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    pool.limit = blocks;
-    while pool.blocks.len() > blocks {
-        if let Some(block) = pool.blocks.pop() {
-            // SAFETY: pooled blocks were allocated with the standard layout
-            // and are owned by nobody else.
-            unsafe { std::alloc::dealloc(block.as_ptr(), standard_block()) }
-        }
+    let extra = POOL.lock().unwrap_or_else(|e| e.into_inner()).set_limit(blocks);
+    for block in extra {
+        // SAFETY: pooled blocks were allocated with the standard layout and
+        // are owned by nobody else.
+        unsafe { free_block(block) }
     }
 }
 
@@ -141,7 +173,7 @@ impl Chunk {
     pub(crate) fn new(block: Layout) -> Chunk {
         debug_assert!(block.size() > 0);
         if POOLING && block == standard_block() {
-            let pooled = POOL.lock().unwrap_or_else(|e| e.into_inner()).blocks.pop();
+            let pooled = POOL.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(data) = pooled {
                 return Chunk { data, block, len: 0 };
             }
@@ -177,14 +209,15 @@ impl Chunk {
 impl Drop for Chunk {
     fn drop(&mut self) {
         if POOLING && self.block == standard_block() {
-            let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-            if pool.blocks.len() < pool.limit {
-                pool.blocks.push(self.data);
-                return;
+            let refused = POOL.lock().unwrap_or_else(|e| e.into_inner()).give(self.data);
+            if let Some(block) = refused {
+                // SAFETY: a standard-layout block allocated in `Chunk::new`
+                // (or taken from the pool), owned by this chunk alone.
+                unsafe { free_block(block) }
             }
+            return;
         }
-        // SAFETY: `data` was allocated in `Chunk::new` (or taken from the
-        // pool, which holds blocks of the standard layout) with `block`.
+        // SAFETY: `data` was allocated in `Chunk::new` with `block`.
         unsafe { std::alloc::dealloc(self.data.as_ptr(), self.block) }
     }
 }
@@ -207,22 +240,33 @@ mod tests {
         assert!(end > CHUNK_SIZE);
     }
 
+    /// A pool of its own (not the process-wide one other tests use): blocks
+    /// come back last in, first out; beyond the limit they are refused; a
+    /// lower limit hands back the extra blocks.
     #[test]
-    fn pool_recycles_blocks_within_its_limit() {
-        let layout = standard_block();
-        let a = Chunk::new(layout);
-        let addr = a.base();
-        drop(a);
-        // The freed block is reused (tests run in parallel, so another
-        // thread may take it first; only check when it is ours).
-        let b = Chunk::new(layout);
-        if b.base() == addr {
-            assert_eq!(b.len, 0);
+    fn pool_reuses_blocks_up_to_its_limit() {
+        let alloc = || {
+            // SAFETY: the standard layout has a non-zero size.
+            NonNull::new(unsafe { std::alloc::alloc(standard_block()) }).expect("allocation")
+        };
+        let mut pool = BlockPool { blocks: Vec::new(), limit: 2 };
+        let (a, b, c) = (alloc(), alloc(), alloc());
+        assert_eq!(pool.give(a), None);
+        assert_eq!(pool.give(b), None);
+        assert_eq!(pool.give(c), Some(c), "a third block is over the limit");
+        assert_eq!(pool.take(), Some(b));
+        assert_eq!(pool.give(b), None);
+        let extra = pool.set_limit(1);
+        assert_eq!(extra, vec![b]);
+        assert_eq!(pool.blocks, vec![a]);
+        assert_eq!(pool.give(b), Some(b), "the new limit holds");
+        assert_eq!(pool.take(), Some(a));
+        assert_eq!(pool.take(), None);
+        for block in [a, b, c] {
+            // SAFETY: each block was allocated above with the standard
+            // layout and is no longer in the pool.
+            unsafe { free_block(block) }
         }
-        drop(b);
-        set_chunk_pool_limit(0);
-        assert_eq!(chunk_pool_len(), 0);
-        set_chunk_pool_limit(DEFAULT_POOL_BLOCKS);
     }
 
     #[test]
