@@ -65,11 +65,23 @@ pub struct ServerConfig {
     /// `heartbeat` ticks (default 30: twice a second at 60 Hz), so a scene
     /// at rest costs almost nothing. 1 sends every tick.
     pub heartbeat: u32,
+    /// The tick the first [`Server::update`] builds (default 1; 0 counts
+    /// as 1). Ticks count up by one per update and wrap from `u32::MAX` to
+    /// 1 (0 means "none" on the wire). Mostly for tests of the wrap, e.g.
+    /// `u32::MAX - 100`.
+    pub first_tick: u32,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { budget_bytes: 1200, ring_len: 32, delta_window: 32, grid_cell: 8.0, heartbeat: 30 }
+        ServerConfig {
+            budget_bytes: 1200,
+            ring_len: 32,
+            delta_window: 32,
+            grid_cell: 8.0,
+            heartbeat: 30,
+            first_tick: 1,
+        }
     }
 }
 
@@ -373,12 +385,14 @@ impl Server {
         config.delta_window = config.delta_window.clamp(1, MAX_DELTA_BACK);
         config.ring_len = config.ring_len.clamp(1, 1024);
         config.budget_bytes = config.budget_bytes.max(64);
+        config.first_tick = config.first_tick.max(1);
         let grid = SparseGrid::new(Vec3::ZERO, config.grid_cell).ok();
         Server {
             registry,
             columns,
             config,
-            tick: 0,
+            // The tick before the first one built.
+            tick: config.first_tick - 1,
             added: QueryState::new(world),
             all: QueryState::new(world),
             next_net_id: 1,
@@ -401,7 +415,8 @@ impl Server {
         &self.registry
     }
 
-    /// The newest tick built (0 before the first update).
+    /// The newest tick built (before the first update:
+    /// [`ServerConfig::first_tick`] minus one, 0 by default).
     pub fn tick(&self) -> u32 {
         self.tick
     }

@@ -1,11 +1,14 @@
-//! A small random scene shared by the integration tests.
+//! A small random scene and a conditioned run shared by the integration
+//! tests.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use ecs_core::{Entity, World};
-use ecs_replication::codec::Value;
+use ecs_replication::codec::{EntryKind, Limits, Value, decode};
 use ecs_replication::prelude::*;
+use ecs_replication::transport::{LocalNetwork, pump_client, serve};
 use glam::{Quat, Vec3};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -132,4 +135,101 @@ pub fn held(client: &Client) -> BTreeMap<u64, Vec<Option<Value>>> {
 /// Every network id the server ever handed out, so far.
 pub fn all_ids(server: &Server, seen: &mut BTreeSet<u64>) {
     seen.extend(server.entities().map(|(net, _, _)| net));
+}
+
+pub const DT: Duration = Duration::from_millis(16);
+
+/// A server, its world and scene, and clients over a [`LocalNetwork`].
+pub struct Run {
+    pub world: World,
+    pub server: Server,
+    pub net: LocalNetwork,
+    pub clients: Vec<(ClientId, World, Client)>,
+    pub scene: Scene,
+    pub rng: Rng,
+    pub seen: BTreeSet<u64>,
+}
+
+impl Run {
+    pub fn new(seed: u64, views: &[Option<View>], config: ServerConfig, entities: usize) -> Run {
+        let mut rng = Rng(seed);
+        let mut world = World::new();
+        let scene = Scene::new(&mut world, &mut rng, entities, 20.0);
+        let mut server = Server::new(&mut world, registry(), config);
+        let mut net = LocalNetwork::new();
+        let mut clients = Vec::new();
+        for (i, view) in views.iter().enumerate() {
+            let id = ClientId(100 + i as u64);
+            server.add_client(id, *view).unwrap();
+            net.connect(id, LinkConfig::clean(1), LinkConfig::clean(1), seed ^ i as u64);
+            let mut cw = World::new();
+            let client = Client::new(&mut cw, &registry());
+            clients.push((id, cw, client));
+        }
+        Run { world, server, net, clients, scene, rng, seen: BTreeSet::new() }
+    }
+
+    pub fn set_links(&mut self, link: LinkConfig) {
+        for (id, _, _) in &self.clients {
+            self.net.set_links(*id, link, link);
+        }
+    }
+
+    /// One tick: server step, every packet checked against interest, client
+    /// steps, time advances. Returns the largest packet.
+    pub fn step(&mut self, mutate: bool, max_entities: usize) -> usize {
+        if mutate {
+            self.scene.mutate(&mut self.world, &mut self.rng, max_entities);
+        }
+        serve(&mut self.server, &mut self.world, &mut self.net.server(), DT, None).unwrap();
+        all_ids(&self.server, &mut self.seen);
+        let schema = self.server.registry().schema().clone();
+        let mut largest = 0;
+        for (id, packet) in self.server.packets() {
+            largest = largest.max(packet.len());
+            assert!(packet.len() <= self.server.config().budget_bytes, "packet over budget");
+            // A client never receives an entity outside its interest.
+            let decoded = decode(packet, &schema, Limits::default()).unwrap();
+            for e in &decoded.entries {
+                if e.kind != EntryKind::Despawn {
+                    assert!(
+                        self.server.in_interest(id, e.net_id),
+                        "client {id:?} got entity {} outside its interest at tick {}",
+                        e.net_id,
+                        decoded.tick
+                    );
+                }
+            }
+        }
+        for (id, cw, client) in &mut self.clients {
+            pump_client(client, cw, &mut self.net.client(*id), DT).unwrap();
+            // Never an entity the server did not make.
+            for (net, _) in client.entities() {
+                assert!(self.seen.contains(&net), "client holds unknown entity {net}");
+            }
+        }
+        self.net.advance();
+        largest
+    }
+
+    pub fn assert_converged(&self, when: &str) {
+        for (id, cw, client) in &self.clients {
+            let want = expected(&self.server, *id);
+            let have = held(client);
+            let ghosts: Vec<_> = have.keys().filter(|k| !want.contains_key(k)).collect();
+            let missing: Vec<_> = want.keys().filter(|k| !have.contains_key(k)).collect();
+            assert!(ghosts.is_empty(), "{when}: client {id:?} has ghosts {ghosts:?}");
+            assert!(missing.is_empty(), "{when}: client {id:?} misses {missing:?}");
+            assert_eq!(have, want, "{when}: client {id:?} values differ");
+            // The client's world holds the same entities with those values.
+            assert_eq!(cw.len() as usize, have.len());
+            let q = self.server.registry().position_quantizer().unwrap();
+            for (net, values) in &have {
+                let local = client.local_entity(*net).unwrap();
+                if let Some(ecs_replication::codec::Value::Position(p)) = &values[0] {
+                    assert_eq!(cw.get::<Position>(local).unwrap().0, q.dequantize(*p));
+                }
+            }
+        }
+    }
 }
