@@ -2,10 +2,19 @@
 //! remove, write and query, checked after every step against a plain
 //! `HashMap` model, including exactly which entities `Changed` and `Added`
 //! queries must return.
+//!
+//! Panic injection: `Bomb` components whose destructor panics when armed,
+//! query closures and spawn iterators that panic part-way. After every
+//! caught panic the world must still match the model (a structural change
+//! completes, rows written before a panic are marked), pass
+//! `World::check_consistency`, and every `Bomb` must have been dropped
+//! exactly once if it is gone and never if it is alive.
 
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use ecs_core::{Added, Changed, Entity, QueryState, StoreError, World};
+use ecs_core::{Added, Changed, CommandQueue, Entity, QueryState, StoreError, World};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -18,6 +27,40 @@ struct Tag;
 #[derive(Debug, Clone, PartialEq)]
 struct Name(String);
 
+thread_local! {
+    /// Lit before an armed operation: the next `Bomb` dropped panics, once.
+    static FUSE: Cell<bool> = const { Cell::new(false) };
+    /// How often each bomb was dropped.
+    static BOMB_DROPS: RefCell<HashMap<u64, u32>> = RefCell::new(HashMap::new());
+}
+
+/// A component whose destructor panics when the fuse is lit; its heap box
+/// makes a double drop or a read after drop visible to the sanitizer.
+#[derive(Debug)]
+struct Bomb(Box<u64>);
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        let id = *self.0;
+        BOMB_DROPS.with(|d| *d.borrow_mut().entry(id).or_default() += 1);
+        if FUSE.with(|f| f.replace(false)) {
+            panic!("bomb {id} went off");
+        }
+    }
+}
+
+/// Runs `f` with the fuse lit (if `armed`), returning whether it panicked.
+/// Expected panics are not printed (this binary runs one test).
+fn armed_run(armed: bool, f: impl FnOnce()) -> bool {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    FUSE.with(|fuse| fuse.set(armed));
+    let panicked = catch_unwind(AssertUnwindSafe(f)).is_err();
+    FUSE.with(|fuse| fuse.set(false));
+    std::panic::set_hook(hook);
+    panicked
+}
+
 #[derive(Debug, Clone, Default)]
 struct Model {
     pos: Option<i32>,
@@ -26,11 +69,12 @@ struct Model {
     vel: Option<i32>,
     tag: bool,
     name: Option<String>,
+    bomb: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
 enum Op {
-    Spawn { pos: Option<i32>, vel: Option<i32>, tag: bool, name: bool },
+    Spawn { pos: Option<i32>, vel: Option<i32>, tag: bool, name: bool, bomb: bool },
     SpawnBatch { count: usize, pos: i32 },
     Despawn(usize),
     InsertPos(usize, i32),
@@ -46,13 +90,24 @@ enum Op {
     QueryAdded,
     Tick,
     Stale(usize),
+    InsertBomb(usize, bool),
+    RemoveBomb(usize, bool),
+    DespawnArmed(usize),
+    ClearArmed,
+    /// A mover loop whose closure panics at the `k`-th row it visits.
+    MovePanic(usize),
+    /// A spawn batch whose iterator panics after `k` of `count` bundles.
+    BatchPanic { count: usize, k: usize, pos: i32 },
+    /// Commands: despawn one entity, insert `Vel(7)` into another, applied
+    /// with the fuse lit (and again after a panic, for the rest).
+    CommandsArmed(usize, usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     let v = -5i32..5;
     prop_oneof![
-        3 => (proptest::option::of(v.clone()), proptest::option::of(v.clone()), any::<bool>(), any::<bool>())
-            .prop_map(|(pos, vel, tag, name)| Op::Spawn { pos, vel, tag, name }),
+        3 => (proptest::option::of(v.clone()), proptest::option::of(v.clone()), any::<bool>(), any::<bool>(), any::<bool>())
+            .prop_map(|(pos, vel, tag, name, bomb)| Op::Spawn { pos, vel, tag, name, bomb }),
         1 => (1usize..400, v.clone()).prop_map(|(count, pos)| Op::SpawnBatch { count, pos }),
         2 => any::<usize>().prop_map(Op::Despawn),
         2 => (any::<usize>(), v.clone()).prop_map(|(i, x)| Op::InsertPos(i, x)),
@@ -68,6 +123,13 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::QueryAdded),
         2 => Just(Op::Tick),
         1 => any::<usize>().prop_map(Op::Stale),
+        2 => (any::<usize>(), any::<bool>()).prop_map(|(i, a)| Op::InsertBomb(i, a)),
+        1 => (any::<usize>(), any::<bool>()).prop_map(|(i, a)| Op::RemoveBomb(i, a)),
+        2 => any::<usize>().prop_map(Op::DespawnArmed),
+        1 => Just(Op::ClearArmed),
+        2 => (0usize..300).prop_map(Op::MovePanic),
+        1 => (1usize..400, 0usize..400, -5i32..5).prop_map(|(count, k, pos)| Op::BatchPanic { count, k: k % count, pos }),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(i, j)| Op::CommandsArmed(i, j)),
     ]
 }
 
@@ -84,6 +146,9 @@ struct Harness {
     added: QueryState<Entity, Added<Pos>>,
     added_last: u64,
     mover: QueryState<(&'static mut Pos, &'static Vel)>,
+    mover_with_entity: QueryState<(Entity, &'static mut Pos, &'static Vel)>,
+    /// Bombs made so far (ids `0..bombs`).
+    bombs: u64,
 }
 
 impl Harness {
@@ -92,6 +157,8 @@ impl Harness {
         let changed = world.query_filtered();
         let added = world.query_filtered();
         let mover = world.query();
+        let mover_with_entity = world.query();
+        BOMB_DROPS.with(|d| d.borrow_mut().clear());
         Harness {
             world,
             model: HashMap::new(),
@@ -103,7 +170,20 @@ impl Harness {
             added,
             added_last: 0,
             mover,
+            mover_with_entity,
+            bombs: 0,
         }
+    }
+
+    fn new_bomb(&mut self) -> (Bomb, u64) {
+        self.bombs += 1;
+        (Bomb(Box::new(self.bombs - 1)), self.bombs - 1)
+    }
+
+    fn despawned(&mut self, e: Entity) {
+        self.model.remove(&e);
+        self.order.retain(|&x| x != e);
+        self.dead.push(e);
     }
 
     fn pick(&self, i: usize) -> Option<Entity> {
@@ -124,16 +204,23 @@ impl Harness {
         let before: Vec<(Entity, u64)> = self.model.iter().map(|(&e, m)| (e, m.pos_changed)).collect();
         self.apply_op(op, now);
         // Any Pos stamp (by an entity alive now or despawned since) counts.
-        let stamped = matches!(op, Op::SpawnBatch { .. } | Op::Spawn { pos: Some(_), .. })
+        let stamped = matches!(op, Op::SpawnBatch { .. } | Op::BatchPanic { .. } | Op::Spawn { pos: Some(_), .. })
             || before.iter().any(|(e, t)| self.model.get(e).is_some_and(|m| m.pos.is_some() && m.pos_changed != *t));
         self.pos_stamped |= stamped;
     }
 
     fn apply_op(&mut self, op: &Op, now: u64) {
         match *op {
-            Op::Spawn { pos, vel, tag, name } => {
-                let m =
-                    Model { pos, pos_changed: now, pos_added: now, vel, tag, name: name.then(|| format!("n{now}")) };
+            Op::Spawn { pos, vel, tag, name, bomb } => {
+                let mut m = Model {
+                    pos,
+                    pos_changed: now,
+                    pos_added: now,
+                    vel,
+                    tag,
+                    name: name.then(|| format!("n{now}")),
+                    bomb: None,
+                };
                 let e = self.world.spawn(()).unwrap();
                 if let Some(p) = pos {
                     self.world.insert(e, (Pos(p),)).unwrap();
@@ -146,6 +233,11 @@ impl Harness {
                 }
                 if let Some(n) = &m.name {
                     self.world.insert(e, (Name(n.clone()),)).unwrap();
+                }
+                if bomb {
+                    let (b, id) = self.new_bomb();
+                    self.world.insert(e, (b,)).unwrap();
+                    m.bomb = Some(id);
                 }
                 self.spawned(e, m);
             }
@@ -166,9 +258,123 @@ impl Harness {
             Op::Despawn(i) => {
                 if let Some(e) = self.pick(i) {
                     self.world.despawn(e).unwrap();
-                    self.model.remove(&e);
-                    self.order.retain(|&x| x != e);
-                    self.dead.push(e);
+                    self.despawned(e);
+                }
+            }
+            Op::DespawnArmed(i) => {
+                if let Some(e) = self.pick(i) {
+                    let panicked = armed_run(true, || self.world.despawn(e).unwrap());
+                    assert_eq!(panicked, self.model[&e].bomb.is_some(), "despawn panics iff a bomb is dropped");
+                    self.despawned(e);
+                }
+            }
+            Op::InsertBomb(i, armed) => {
+                if let Some(e) = self.pick(i) {
+                    let (b, id) = self.new_bomb();
+                    let panicked = armed_run(armed, || self.world.insert(e, (b, Tag)).unwrap());
+                    let m = self.model.get_mut(&e).unwrap();
+                    assert_eq!(panicked, armed && m.bomb.is_some(), "insert panics iff a replaced bomb went off");
+                    m.bomb = Some(id);
+                    m.tag = true;
+                }
+            }
+            Op::RemoveBomb(i, armed) => {
+                if let Some(e) = self.pick(i) {
+                    let mut result = None;
+                    let panicked = armed_run(armed, || result = Some(self.world.remove_one::<Bomb>(e).map(drop)));
+                    let m = self.model.get_mut(&e).unwrap();
+                    assert_eq!(panicked, armed && m.bomb.is_some());
+                    if !panicked {
+                        assert_eq!(result.unwrap().is_ok(), m.bomb.is_some());
+                    }
+                    m.bomb = None;
+                }
+            }
+            Op::ClearArmed => {
+                let any_bomb = self.model.values().any(|m| m.bomb.is_some());
+                let panicked = armed_run(true, || self.world.clear_entities());
+                assert_eq!(panicked, any_bomb);
+                for e in self.order.clone() {
+                    self.despawned(e);
+                }
+            }
+            Op::MovePanic(k) => {
+                let mut written = Vec::new();
+                let mut visited = 0;
+                let panicked = armed_run(false, || {
+                    self.mover_with_entity.for_each_mut(&mut self.world, |(e, mut p, v)| {
+                        if visited == k {
+                            panic!("system bug at row {k}");
+                        }
+                        visited += 1;
+                        if v.0 != 0 {
+                            p.0 += v.0;
+                            written.push(e);
+                        }
+                    })
+                });
+                let movers = self.model.values().filter(|m| m.pos.is_some() && m.vel.is_some()).count();
+                assert_eq!(panicked, k < movers);
+                for e in written {
+                    let m = self.model.get_mut(&e).unwrap();
+                    *m.pos.as_mut().unwrap() += m.vel.unwrap();
+                    m.pos_changed = now;
+                }
+            }
+            Op::BatchPanic { count, k, pos } => {
+                let world = &mut self.world;
+                let panicked = armed_run(false, || {
+                    let bundles = (0..count).map(|i| {
+                        if i == k {
+                            panic!("iterator bug at {k}");
+                        }
+                        (Pos(pos), Name(format!("p{i}")))
+                    });
+                    world.spawn_batch(bundles).unwrap();
+                });
+                assert!(panicked);
+                // The bundles yielded before the panic are spawned: find
+                // them among the entities the model does not know.
+                let mut all = self.world.query::<(Entity, &Pos, &Name)>();
+                let mut new: Vec<(Entity, i32, String)> = all
+                    .iter(&self.world)
+                    .filter(|(e, ..)| !self.model.contains_key(e))
+                    .map(|(e, p, n)| (e, p.0, n.0.clone()))
+                    .collect();
+                new.sort_by_key(|(_, _, n)| n[1..].parse::<usize>().unwrap());
+                assert_eq!(new.len(), k, "the first {k} bundles are spawned");
+                for (i, (e, p, n)) in new.into_iter().enumerate() {
+                    assert_eq!((p, n.as_str()), (pos, format!("p{i}").as_str()));
+                    let m = Model {
+                        pos: Some(pos),
+                        pos_changed: now,
+                        pos_added: now,
+                        name: Some(n),
+                        ..Model::default()
+                    };
+                    self.spawned(e, m);
+                }
+            }
+            Op::CommandsArmed(i, j) => {
+                if let (Some(a), Some(b)) = (self.pick(i), self.pick(j)) {
+                    let mut queue = CommandQueue::default();
+                    let mut commands = queue.commands(&self.world);
+                    commands.despawn(a);
+                    commands.insert(b, (Vel(7),));
+                    let mut errors = Vec::new();
+                    let panicked = armed_run(true, || errors = queue.apply(&mut self.world));
+                    assert_eq!(panicked, self.model[&a].bomb.is_some());
+                    if panicked {
+                        assert_eq!(queue.len(), 1, "the insert waits");
+                        self.world.check_consistency().unwrap();
+                        errors = queue.apply(&mut self.world);
+                    }
+                    assert!(queue.is_empty());
+                    assert_eq!(errors.len(), usize::from(a == b), "{errors:?}");
+                    if a != b {
+                        self.model.get_mut(&b).unwrap().vel = Some(7);
+                    }
+                    self.despawned(a);
                 }
             }
             Op::InsertPos(i, x) => {
@@ -306,6 +512,17 @@ impl Harness {
     }
 
     fn check(&mut self) {
+        if let Err(e) = self.world.check_consistency() {
+            panic!("store invariant broken: {e}");
+        }
+        let live: HashSet<u64> = self.model.values().filter_map(|m| m.bomb).collect();
+        BOMB_DROPS.with(|d| {
+            let d = d.borrow();
+            for id in 0..self.bombs {
+                let drops = d.get(&id).copied().unwrap_or(0);
+                assert_eq!(drops, u32::from(!live.contains(&id)), "bomb {id} dropped {drops} times");
+            }
+        });
         assert_eq!(self.world.len() as usize, self.model.len());
         for (&e, m) in &self.model {
             assert!(self.world.contains(e));
@@ -313,6 +530,7 @@ impl Harness {
             assert_eq!(self.world.get::<Vel>(e).ok().map(|v| v.0), m.vel, "{e} Vel");
             assert_eq!(self.world.has::<Tag>(e), Ok(m.tag), "{e} Tag");
             assert_eq!(self.world.get::<Name>(e).ok().map(|n| n.0.clone()), m.name, "{e} Name");
+            assert_eq!(self.world.get::<Bomb>(e).ok().map(|b| *b.0), m.bomb, "{e} Bomb");
         }
         for &e in &self.dead {
             assert!(!self.world.contains(e));
@@ -336,5 +554,14 @@ proptest! {
             h.apply(op);
             h.check();
         }
+        let bombs = h.bombs;
+        drop(h);
+        // Dropping the world drops every bomb still alive, once.
+        BOMB_DROPS.with(|d| {
+            let d = d.borrow();
+            for id in 0..bombs {
+                assert_eq!(d.get(&id).copied(), Some(1), "bomb {id}");
+            }
+        });
     }
 }
