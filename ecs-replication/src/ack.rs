@@ -58,7 +58,7 @@ impl Ack {
         if tick == self.newest {
             return true;
         }
-        let back = self.newest.wrapping_sub(tick);
+        let back = crate::tick::tick_diff(self.newest, tick);
         (1..=32).contains(&back) && self.previous >> (back - 1) & 1 == 1
     }
 

@@ -2,6 +2,10 @@
 //! ignores older and duplicate ones, maps server entities to local ones,
 //! acknowledges, and keeps an interpolation buffer for rendering.
 //!
+//! "Newer" is serial number order ([`crate::tick`]): the server's tick
+//! wraps from `u32::MAX` to 1, and a packet of tick 1 is newer than one of
+//! tick `u32::MAX`.
+//!
 //! A packet is checked whole before anything changes: a delta whose
 //! baseline this client does not hold, an update of an entity it does not
 //! know, a value out of range, refuses the packet (it is not acknowledged,
@@ -17,6 +21,7 @@ use crate::codec::{DecodeError, Entry, EntryKind, FieldCodec, Limits, Schema, Va
 use crate::interpolation::InterpolationBuffer;
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
 use crate::registry::{Column, NetId, Registry};
+use crate::tick::{tick_diff, tick_newer};
 
 /// Ticks of position history kept per entity (baselines the server may
 /// delta against; the server's window is at most half of this by default).
@@ -38,6 +43,8 @@ pub enum ClientError {
     },
     /// A delta that lands outside the quantizer's range.
     DeltaOutOfRange(u64),
+    /// A packet of tick 0, which is never a tick (0 means "none").
+    ZeroTick,
 }
 
 impl std::fmt::Display for ClientError {
@@ -49,6 +56,7 @@ impl std::fmt::Display for ClientError {
                 write!(f, "entity {net_id}: no baseline at tick {tick}")
             }
             ClientError::DeltaOutOfRange(id) => write!(f, "entity {id}: delta leaves the position range"),
+            ClientError::ZeroTick => f.write_str("packet of tick 0 (no server sends tick 0)"),
         }
     }
 }
@@ -65,7 +73,8 @@ pub enum Receipt {
         /// Entries applied.
         entries: usize,
     },
-    /// Older than or equal to the newest applied tick: ignored.
+    /// Not newer than the newest applied tick (serial number order,
+    /// [`crate::tick`]): ignored.
     Stale {
         /// The packet's tick.
         tick: u32,
@@ -124,7 +133,7 @@ impl Client {
         }
     }
 
-    /// The newest applied tick (0: none).
+    /// The newest applied tick, in serial number order (0: none).
     pub fn last_applied(&self) -> u32 {
         self.last_applied
     }
@@ -162,7 +171,12 @@ impl Client {
     /// The acknowledgement to send: the newest applied tick and which of
     /// the 32 before it were applied.
     pub fn ack(&self) -> Ack {
-        Ack { newest: self.last_applied.max(1), previous: if self.last_applied == 0 { 0 } else { self.applied_mask } }
+        match self.last_applied {
+            // Nothing applied: an acknowledgement of nothing (tick 0 cannot
+            // be sent; see `has_ack`).
+            0 => Ack { newest: 1, previous: 0 },
+            newest => Ack { newest, previous: self.applied_mask },
+        }
     }
 
     /// Whether there is anything to acknowledge.
@@ -182,7 +196,11 @@ impl Client {
                 return Err(ClientError::Decode(e));
             }
         };
-        if packet.tick <= self.last_applied {
+        if packet.tick == 0 {
+            self.counters.refused += 1;
+            return Err(ClientError::ZeroTick);
+        }
+        if self.last_applied != 0 && !tick_newer(packet.tick, self.last_applied) {
             self.counters.stale += 1;
             return Ok(Receipt::Stale { tick: packet.tick });
         }
@@ -198,7 +216,8 @@ impl Client {
             self.apply(world, packet.tick, entry);
         }
         if self.last_applied != 0 {
-            let shift = packet.tick.wrapping_sub(self.last_applied);
+            // Positive: the packet is newer.
+            let shift = tick_diff(packet.tick, self.last_applied) as u32;
             self.applied_mask = if shift > 32 { 0 } else { ((self.applied_mask as u64) << shift) as u32 };
             if shift <= 32 {
                 self.applied_mask |= 1 << (shift - 1);
@@ -301,7 +320,7 @@ impl Client {
                     }
                 }
                 while known.history.len() > 1
-                    && known.history.front().is_some_and(|(t, _)| tick.wrapping_sub(*t) > HISTORY_TICKS)
+                    && known.history.front().is_some_and(|(t, _)| tick_diff(tick, *t) > HISTORY_TICKS as i32)
                 {
                     known.history.pop_front();
                 }

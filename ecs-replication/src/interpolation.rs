@@ -5,6 +5,8 @@ use std::collections::{HashMap, VecDeque};
 
 use glam::{Quat, Vec3};
 
+use crate::tick::tick_newer;
+
 /// One received state of one entity.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sample {
@@ -43,10 +45,11 @@ impl InterpolationBuffer {
         InterpolationBuffer { capacity: capacity.max(2), samples: HashMap::new() }
     }
 
-    /// Adds a sample; samples not newer than the newest held are ignored.
+    /// Adds a sample; samples not newer than the newest held (in serial
+    /// number order, [`crate::tick`]) are ignored.
     pub fn push(&mut self, net_id: u64, tick: u32, position: Vec3, rotation: Quat) {
         let ring = self.samples.entry(net_id).or_default();
-        if ring.back().is_some_and(|s| s.tick >= tick) {
+        if ring.back().is_some_and(|s| !tick_newer(tick, s.tick)) {
             return;
         }
         ring.push_back(Sample { tick, position, rotation });
@@ -73,20 +76,36 @@ impl InterpolationBuffer {
     /// The state at fractional tick `tick`: linear between the samples
     /// around it, the oldest before them, the newest after them (no
     /// extrapolation).
+    ///
+    /// Ticks wrap ([`crate::tick`]): `tick` is taken modulo 2^32, as the
+    /// value nearest the newest sample, so a render tick computed as e.g.
+    /// `last_applied as f64 - 2.5` works across the wrap (-1.5 is
+    /// `u32::MAX - 0.5`). A tick that is not finite gives the newest sample.
     pub fn sample(&self, net_id: u64, tick: f64) -> Option<(Vec3, Quat)> {
+        const TURN: f64 = 4_294_967_296.0; // 2^32
         let ring = self.samples.get(&net_id)?;
+        let last = ring.back()?;
+        // Everything relative to the newest sample: its offset is 0, older
+        // samples' offsets are minus their age (ages fall along the ring).
+        let offset = |s: &Sample| -(last.tick.wrapping_sub(s.tick) as f64);
+        let mut at = (tick - last.tick as f64).rem_euclid(TURN);
+        if !at.is_finite() {
+            return Some((last.position, last.rotation));
+        }
+        if at >= TURN / 2.0 {
+            at -= TURN;
+        }
         let first = ring.front()?;
-        if tick <= first.tick as f64 {
+        if at <= offset(first) {
             return Some((first.position, first.rotation));
         }
-        for pair in ring.iter().collect::<Vec<_>>().windows(2) {
-            let (a, b) = (pair[0], pair[1]);
-            if tick <= b.tick as f64 {
-                let t = ((tick - a.tick as f64) / (b.tick as f64 - a.tick as f64)) as f32;
+        for (a, b) in ring.iter().zip(ring.iter().skip(1)) {
+            let (oa, ob) = (offset(a), offset(b));
+            if at <= ob {
+                let t = ((at - oa) / (ob - oa)) as f32;
                 return Some((a.position.lerp(b.position, t), a.rotation.slerp(b.rotation, t)));
             }
         }
-        let last = ring.back()?;
         Some((last.position, last.rotation))
     }
 }

@@ -18,6 +18,7 @@
 //! - [`server`]: per-client baselines, interest, priority, budget.
 //! - [`client`]: applies snapshots, maps entities, acknowledges.
 //! - [`ack`]: the only message a client sends.
+//! - [`tick`]: network ticks, which wrap, and their serial number order.
 //! - [`interpolation`]: samples for rendering between snapshots.
 //! - [`conditioner`]: an in-process lossy link for tests and benches.
 //! - [`transport`]: the small trait the server and client pump packets
@@ -69,6 +70,7 @@ pub mod interpolation;
 pub mod quantize;
 pub mod registry;
 pub mod server;
+pub mod tick;
 pub mod transport;
 
 /// The types most users need.

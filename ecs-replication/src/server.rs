@@ -42,6 +42,7 @@ use glam::Vec3;
 use crate::ack::{Ack, AckError};
 use crate::codec::{EncodeError, Encoder, Entry, EntryKind, FieldCodec, MAX_DELTA_BACK, Value};
 use crate::registry::{Column, Registry, Replicated};
+use crate::tick::{next_tick, tick_diff, tick_newer};
 
 /// A client's id on the server (the transport's id, e.g. renet's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -67,8 +68,9 @@ pub struct ServerConfig {
     pub heartbeat: u32,
     /// The tick the first [`Server::update`] builds (default 1; 0 counts
     /// as 1). Ticks count up by one per update and wrap from `u32::MAX` to
-    /// 1 (0 means "none" on the wire). Mostly for tests of the wrap, e.g.
-    /// `u32::MAX - 100`.
+    /// 1 (0 means "none" on the wire); both ends compare them in serial
+    /// number order ([`crate::tick`]), so a session runs through the wrap.
+    /// Mostly for tests of the wrap, e.g. `u32::MAX - 100`.
     pub first_tick: u32,
 }
 
@@ -571,11 +573,11 @@ impl Server {
                 return Err(ServerError::Ack(e));
             }
         };
-        if ack.newest > server_tick {
+        if tick_newer(ack.newest, server_tick) {
             client.stats.bad_acks += 1;
             return Err(ServerError::AckFromFuture { acked: ack.newest, newest: server_tick });
         }
-        if ack.newest <= client.newest_ack {
+        if client.newest_ack != 0 && !tick_newer(ack.newest, client.newest_ack) {
             return Ok(());
         }
         client.newest_ack = ack.newest;
@@ -586,7 +588,7 @@ impl Server {
             if sent.acked || !ack.contains(sent.tick) {
                 continue;
             }
-            debug_assert!(sent.tick >= front);
+            debug_assert!(!tick_newer(front, sent.tick));
             sent.acked = true;
             let tick = sent.tick;
             for e in &sent.entries {
@@ -608,11 +610,11 @@ impl Server {
                             t.phase = Phase::Live;
                         }
                         if let Some(p) = e.position
-                            && t.acked_position.is_none_or(|(at, _)| at < tick)
+                            && t.acked_position.is_none_or(|(at, _)| tick_newer(tick, at))
                         {
                             t.acked_position = Some((tick, p));
                         }
-                        if t.last_change <= tick {
+                        if !tick_newer(t.last_change, tick) {
                             t.dirty &= !e.mask;
                         }
                     }
@@ -626,7 +628,7 @@ impl Server {
     /// and builds one packet per client (read them with
     /// [`Server::packets`]).
     pub fn update(&mut self, world: &mut World) -> Result<(), ServerError> {
-        self.tick = self.tick.wrapping_add(1).max(1);
+        self.tick = next_tick(self.tick);
         self.tick_stats = TickStats::default();
         self.find_spawns_and_despawns(world);
         self.find_changes(world);
@@ -652,7 +654,7 @@ impl Server {
             }
             // No acknowledgement of any packet in the ring: full state.
             let behind = client.ring.len() >= self.config.ring_len as usize
-                && client.ring.front().is_some_and(|s| client.newest_ack < s.tick);
+                && client.ring.front().is_some_and(|s| client.newest_ack == 0 || tick_newer(s.tick, client.newest_ack));
             if !client.resynced && behind {
                 client.resynced = true;
                 client.stats.full_resyncs += 1;
@@ -977,7 +979,7 @@ fn build_packet(
                         && let (Value::Position(cur), Some((at, base)), Some(FieldCodec::Position(q))) =
                             (v, t.acked_position, position_codec)
                     {
-                        let back = tick.wrapping_sub(at);
+                        let back = tick_diff(tick, at).max(0) as u32;
                         if (1..=config.delta_window).contains(&back) {
                             let d = [
                                 cur[0] as i64 - base[0] as i64,
@@ -1040,7 +1042,9 @@ fn build_packet(
         }
         None => false,
     });
-    if sent.is_empty() && client.pending.is_empty() && tick.wrapping_sub(client.last_sent) < config.heartbeat {
+    // Ticks since the last packet: a distance, not an order (0: none sent).
+    let since = tick.wrapping_sub(client.last_sent);
+    if sent.is_empty() && client.pending.is_empty() && client.last_sent != 0 && since < config.heartbeat {
         // Nothing to say and a heartbeat went out recently.
         client.packet.clear();
         client.stats.last_packet_bytes = 0;
