@@ -32,7 +32,7 @@
 //! client's own bookkeeping, and one that names a tick never sent is
 //! refused.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use ecs_core::{Added, Entity, QueryState, With, World};
@@ -214,6 +214,7 @@ impl Hasher for IdHasher {
 }
 
 type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -253,7 +254,13 @@ struct ClientState {
     newest_ack: u32,
     ring: VecDeque<Sent>,
     tracked: IdMap<u64, Tracked>,
+    /// Entities with work, each once (`Tracked::queued`).
     pending: Vec<u64>,
+    /// Ids in `pending` whose tracked entry was dropped (an acknowledged
+    /// despawn, an unsent spawn that left interest): a re-entry takes over that place in `pending`
+    /// instead of queueing the id twice (which would put two entries for
+    /// one entity in a packet, and the client refuses such packets).
+    orphans: IdSet<u64>,
     interest: Vec<u64>,
     resynced: bool,
     stats: ClientStats,
@@ -291,6 +298,8 @@ impl ClientState {
                 // old acknowledgement never settles a newer incarnation.
                 let epoch = self.next_epoch;
                 self.next_epoch = self.next_epoch.wrapping_add(1);
+                // Still in `pending` from an earlier incarnation?
+                let queued = self.orphans.remove(&net_id);
                 self.tracked.insert(
                     net_id,
                     Tracked {
@@ -301,7 +310,7 @@ impl ClientState {
                         last_change: tick,
                         acked_position: None,
                         priority: 0.0,
-                        queued: false,
+                        queued,
                     },
                 );
             }
@@ -313,7 +322,7 @@ impl ClientState {
         let Some(t) = self.tracked.get_mut(&net_id) else { return };
         if t.phase == Phase::Spawning && !t.sent_in_epoch {
             // The client never heard of it in this epoch.
-            self.tracked.remove(&net_id);
+            forget(&mut self.tracked, &mut self.orphans, net_id);
             return;
         }
         t.phase = Phase::Despawning;
@@ -450,6 +459,7 @@ impl Server {
             ring: VecDeque::new(),
             tracked: IdMap::default(),
             pending: Vec::new(),
+            orphans: IdSet::default(),
             interest: Vec::new(),
             resynced: true,
             stats: ClientStats::default(),
@@ -582,7 +592,7 @@ impl Server {
         }
         client.newest_ack = ack.newest;
         client.resynced = false;
-        let ClientState { ring, tracked, .. } = client;
+        let ClientState { ring, tracked, orphans, .. } = client;
         let Some(front) = ring.front().map(|s| s.tick) else { return Ok(()) };
         for sent in ring.iter_mut() {
             if sent.acked || !ack.contains(sent.tick) {
@@ -599,7 +609,7 @@ impl Server {
                 match e.kind {
                     EntryKind::Despawn => {
                         if t.phase == Phase::Despawning {
-                            tracked.remove(&e.net_id);
+                            forget(tracked, orphans, e.net_id);
                         }
                     }
                     EntryKind::Spawn | EntryKind::Update => {
@@ -899,6 +909,14 @@ impl Server {
     }
 }
 
+/// Drops an entity from a client's books; if it is still in `pending`, its
+/// id becomes an orphan there (see `ClientState::orphans`).
+fn forget(tracked: &mut IdMap<u64, Tracked>, orphans: &mut IdSet<u64>, net_id: u64) {
+    if tracked.remove(&net_id).is_some_and(|t| t.queued) {
+        orphans.insert(net_id);
+    }
+}
+
 fn check_view(v: View) -> Result<(), ServerError> {
     if v.center.is_finite() && v.radius.is_finite() && v.radius >= 0.0 { Ok(()) } else { Err(ServerError::BadView) }
 }
@@ -1032,7 +1050,7 @@ fn build_packet(
     }
     client.stats.entries_deferred += candidates.saturating_sub(sent.len()) as u64;
     // Keep what still has work.
-    let ClientState { pending, tracked, .. } = client;
+    let ClientState { pending, tracked, orphans, .. } = client;
     pending.retain(|net| match tracked.get_mut(net) {
         Some(t) if t.phase != Phase::Live || t.dirty != 0 => true,
         Some(t) => {
@@ -1040,7 +1058,10 @@ fn build_packet(
             t.priority = 0.0;
             false
         }
-        None => false,
+        None => {
+            orphans.remove(net);
+            false
+        }
     });
     // Ticks since the last packet: a distance, not an order (0: none sent).
     let since = tick.wrapping_sub(client.last_sent);

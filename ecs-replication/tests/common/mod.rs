@@ -190,6 +190,9 @@ impl Run {
             assert!(packet.len() <= self.server.config().budget_bytes, "packet over budget");
             // A client never receives an entity outside its interest.
             let decoded = decode(packet, &schema, Limits::default()).unwrap();
+            // One entry per entity: a server packet never contradicts itself.
+            let ids: BTreeSet<u64> = decoded.entries.iter().map(|e| e.net_id).collect();
+            assert_eq!(ids.len(), decoded.entries.len(), "two entries for one entity at tick {}", decoded.tick);
             for e in &decoded.entries {
                 if e.kind != EntryKind::Despawn {
                     assert!(
