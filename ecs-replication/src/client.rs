@@ -10,6 +10,24 @@
 //! baseline this client does not hold, an update of an entity it does not
 //! know, a value out of range, refuses the packet (it is not acknowledged,
 //! so the server sends the work again).
+//!
+//! The entries are checked in order against the state they produce, so a
+//! packet that contradicts itself is refused whole too
+//! ([`ClientError::Inconsistent`]):
+//! - an update or despawn of an entity an earlier entry despawned, unless a
+//!   spawn re-created it in between;
+//! - a spawn of an entity an earlier entry spawned or updated (it is live);
+//! - an update of an entity that is neither held nor spawned earlier in the
+//!   packet ([`ClientError::UnknownEntity`]);
+//! - a position delta against the history of an incarnation an earlier
+//!   entry despawned ([`ClientError::MissingBaseline`]: a re-created entity
+//!   has no history yet).
+//!
+//! Two cases are not contradictions, because the server resends work until
+//! it is acknowledged and acknowledgements can be lost: a spawn of an entity
+//! the client already holds (no earlier entry touched it) replaces its
+//! state, and a despawn of an entity the client does not hold (no earlier
+//! entry touched it) does nothing.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -45,6 +63,40 @@ pub enum ClientError {
     DeltaOutOfRange(u64),
     /// A packet of tick 0, which is never a tick (0 means "none").
     ZeroTick,
+    /// An entry that contradicts the state the packet's earlier entries
+    /// produce (see the [module docs](self)).
+    Inconsistent {
+        /// The entry's position in the packet (from 0).
+        entry: usize,
+        /// The entity.
+        net_id: u64,
+        /// What is contradicted.
+        problem: Inconsistency,
+    },
+}
+
+/// How an entry contradicts the earlier entries of its packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inconsistency {
+    /// A spawn of an entity an earlier entry spawned or updated: it is
+    /// live already.
+    DuplicateSpawn,
+    /// An update of an entity an earlier entry despawned, with no spawn
+    /// re-creating it in between.
+    UpdateAfterDespawn,
+    /// A despawn of an entity an earlier entry despawned, with no spawn
+    /// re-creating it in between.
+    DuplicateDespawn,
+}
+
+impl std::fmt::Display for Inconsistency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Inconsistency::DuplicateSpawn => "spawned, but an earlier entry of the packet already made it live",
+            Inconsistency::UpdateAfterDespawn => "updated after an earlier entry of the packet despawned it",
+            Inconsistency::DuplicateDespawn => "despawned after an earlier entry of the packet despawned it",
+        })
+    }
 }
 
 impl std::fmt::Display for ClientError {
@@ -57,6 +109,9 @@ impl std::fmt::Display for ClientError {
             }
             ClientError::DeltaOutOfRange(id) => write!(f, "entity {id}: delta leaves the position range"),
             ClientError::ZeroTick => f.write_str("packet of tick 0 (no server sends tick 0)"),
+            ClientError::Inconsistent { entry, net_id, problem } => {
+                write!(f, "refused packet: entry {entry}, entity {net_id}: {problem}")
+            }
         }
     }
 }
@@ -92,6 +147,16 @@ pub struct ClientCounters {
     pub refused: u64,
     /// Packet bytes received (all of them).
     pub bytes_received: u64,
+}
+
+/// What the earlier entries of a packet left an entity as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seen {
+    /// Spawned or updated; `history`: its position history (for deltas)
+    /// is the one held before the packet.
+    Live { history: bool },
+    /// Despawned.
+    Despawned,
 }
 
 struct Known {
@@ -228,40 +293,61 @@ impl Client {
         Ok(Receipt::Applied { tick: packet.tick, entries: count })
     }
 
-    /// Checks every entry and turns deltas into absolute values.
+    /// Checks every entry against the state the entries before it produce
+    /// (see the [module docs](self)) and turns deltas into absolute values.
+    /// Changes nothing.
     fn resolve(&self, tick: u32, entries: Vec<Entry>) -> Result<Vec<Entry>, ClientError> {
         let mut out = Vec::with_capacity(entries.len());
-        let mut spawned_here: Vec<u64> = Vec::new();
-        for mut entry in entries {
-            match entry.kind {
-                EntryKind::Spawn => spawned_here.push(entry.net_id),
-                EntryKind::Despawn => spawned_here.retain(|id| *id != entry.net_id),
-                EntryKind::Update => {
-                    let known = self.known.get(&entry.net_id);
-                    if known.is_none() && !spawned_here.contains(&entry.net_id) {
-                        return Err(ClientError::UnknownEntity(entry.net_id));
-                    }
-                    for (index, value) in &mut entry.components {
-                        if let Value::PositionDelta { back, delta } = *value {
-                            let base_tick = tick.wrapping_sub(back);
-                            let base = known
-                                .and_then(|k| k.history.iter().rev().find(|(t, _)| *t == base_tick))
-                                .map(|(_, p)| *p)
-                                .ok_or(ClientError::MissingBaseline { net_id: entry.net_id, tick: base_tick })?;
-                            let Some(FieldCodec::Position(q)) = self.schema.codec(*index as usize) else {
-                                return Err(ClientError::DeltaOutOfRange(entry.net_id));
-                            };
-                            let half = 1i64 << (q.bits() - 1);
-                            let mut abs = [0i32; 3];
-                            for axis in 0..3 {
-                                let v = base[axis] as i64 + delta[axis] as i64;
-                                if v < -half || v >= half {
-                                    return Err(ClientError::DeltaOutOfRange(entry.net_id));
-                                }
-                                abs[axis] = v as i32;
+        // What the earlier entries of this packet left each entity as.
+        let mut seen: HashMap<u64, Seen> = HashMap::new();
+        for (index, mut entry) in entries.into_iter().enumerate() {
+            let id = entry.net_id;
+            let held = self.known.get(&id);
+            let inconsistent = |problem| ClientError::Inconsistent { entry: index, net_id: id, problem };
+            let after = match (entry.kind, seen.get(&id).copied()) {
+                (EntryKind::Spawn, Some(Seen::Live { .. })) => return Err(inconsistent(Inconsistency::DuplicateSpawn)),
+                // A spawn of a held entity keeps its history (the same
+                // incarnation, or one whose deltas name ticks of its own);
+                // a despawned one's history is gone.
+                (EntryKind::Spawn, None) => Seen::Live { history: held.is_some() },
+                (EntryKind::Spawn, Some(Seen::Despawned)) => Seen::Live { history: false },
+                (EntryKind::Despawn, Some(Seen::Despawned)) => {
+                    return Err(inconsistent(Inconsistency::DuplicateDespawn));
+                }
+                (EntryKind::Despawn, _) => Seen::Despawned,
+                (EntryKind::Update, Some(Seen::Despawned)) => {
+                    return Err(inconsistent(Inconsistency::UpdateAfterDespawn));
+                }
+                (EntryKind::Update, Some(live)) => live,
+                (EntryKind::Update, None) if held.is_some() => Seen::Live { history: true },
+                (EntryKind::Update, None) => return Err(ClientError::UnknownEntity(id)),
+            };
+            seen.insert(id, after);
+            if entry.kind == EntryKind::Update {
+                let history = match after {
+                    Seen::Live { history: true } => held.map(|k| &k.history),
+                    _ => None,
+                };
+                for (index, value) in &mut entry.components {
+                    if let Value::PositionDelta { back, delta } = *value {
+                        let base_tick = tick.wrapping_sub(back);
+                        let base = history
+                            .and_then(|h| h.iter().rev().find(|(t, _)| *t == base_tick))
+                            .map(|(_, p)| *p)
+                            .ok_or(ClientError::MissingBaseline { net_id: id, tick: base_tick })?;
+                        let Some(FieldCodec::Position(q)) = self.schema.codec(*index as usize) else {
+                            return Err(ClientError::DeltaOutOfRange(id));
+                        };
+                        let half = 1i64 << (q.bits() - 1);
+                        let mut abs = [0i32; 3];
+                        for axis in 0..3 {
+                            let v = base[axis] as i64 + delta[axis] as i64;
+                            if v < -half || v >= half {
+                                return Err(ClientError::DeltaOutOfRange(id));
                             }
-                            *value = Value::Position(abs);
+                            abs[axis] = v as i32;
                         }
+                        *value = Value::Position(abs);
                     }
                 }
             }
@@ -270,72 +356,78 @@ impl Client {
         Ok(out)
     }
 
+    /// Applies one entry that [`Client::resolve`] accepted.
     fn apply(&mut self, world: &mut World, tick: u32, entry: Entry) {
-        match entry.kind {
+        let width = self.schema.len();
+        let known = match entry.kind {
             EntryKind::Despawn => {
                 if let Some(k) = self.known.remove(&entry.net_id) {
                     let _ = world.despawn(k.local);
                     self.interpolation.remove(entry.net_id);
                 }
+                return;
             }
-            EntryKind::Spawn | EntryKind::Update => {
-                let width = self.schema.len();
-                if entry.kind == EntryKind::Spawn
-                    && let Some(k) = self.known.get_mut(&entry.net_id)
-                {
-                    // A spawn carries full state: what it lacks is gone.
-                    k.values = vec![None; width];
+            EntryKind::Spawn => match self.known.entry(entry.net_id) {
+                std::collections::hash_map::Entry::Occupied(held) => {
+                    // A spawn carries full state: what it lacks is gone,
+                    // from the values and from the world.
+                    let k = held.into_mut();
+                    for (i, value) in k.values.iter_mut().enumerate() {
+                        if value.take().is_some()
+                            && !entry.components.iter().any(|(c, _)| *c as usize == i)
+                            && let Some(column) = self.columns.get(i)
+                        {
+                            column.remove(world, k.local);
+                        }
+                    }
+                    k
                 }
-                let known = match self.known.get_mut(&entry.net_id) {
-                    Some(k) => k,
-                    None => {
-                        let local = match world.spawn((NetId(entry.net_id),)) {
-                            Ok(e) => e,
-                            Err(_) => return,
-                        };
-                        self.known.entry(entry.net_id).or_insert(Known {
-                            local,
-                            values: vec![None; width],
-                            history: VecDeque::new(),
-                        })
-                    }
-                };
-                let mut moved = false;
-                for (index, value) in entry.components {
-                    let i = index as usize;
-                    if let Some(column) = self.columns.get(i) {
-                        column.write(world, known.local, &value);
-                    }
-                    if let (Some((pi, _)), Value::Position(p)) = (self.position, &value)
-                        && pi == i
-                    {
-                        known.history.push_back((tick, *p));
-                        moved = true;
-                    }
-                    if self.rotation.is_some_and(|(ri, _)| ri == i) {
-                        moved = true;
-                    }
-                    if let Some(slot) = known.values.get_mut(i) {
-                        *slot = Some(value);
-                    }
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    let Ok(local) = world.spawn((NetId(entry.net_id),)) else { return };
+                    slot.insert(Known { local, values: vec![None; width], history: VecDeque::new() })
                 }
-                while known.history.len() > 1
-                    && known.history.front().is_some_and(|(t, _)| tick_diff(tick, *t) > HISTORY_TICKS as i32)
-                {
-                    known.history.pop_front();
-                }
-                if moved {
-                    let position = match (self.position, known.values.get(self.position.map_or(usize::MAX, |p| p.0))) {
-                        (Some((_, q)), Some(Some(Value::Position(p)))) => q.dequantize(*p),
-                        _ => Vec3::ZERO,
-                    };
-                    let rotation = match (self.rotation, known.values.get(self.rotation.map_or(usize::MAX, |r| r.0))) {
-                        (Some((_, q)), Some(Some(Value::Rotation(bits)))) => q.decode(*bits),
-                        _ => Quat::IDENTITY,
-                    };
-                    self.interpolation.push(entry.net_id, tick, position, rotation);
-                }
+            },
+            // `resolve` refused updates of entities not held (or despawned
+            // earlier in the packet): an update never creates an entity.
+            EntryKind::Update => match self.known.get_mut(&entry.net_id) {
+                Some(k) => k,
+                None => return,
+            },
+        };
+        let mut moved = false;
+        for (index, value) in entry.components {
+            let i = index as usize;
+            if let Some(column) = self.columns.get(i) {
+                column.write(world, known.local, &value);
             }
+            if let (Some((pi, _)), Value::Position(p)) = (self.position, &value)
+                && pi == i
+            {
+                known.history.push_back((tick, *p));
+                moved = true;
+            }
+            if self.rotation.is_some_and(|(ri, _)| ri == i) {
+                moved = true;
+            }
+            if let Some(slot) = known.values.get_mut(i) {
+                *slot = Some(value);
+            }
+        }
+        while known.history.len() > 1
+            && known.history.front().is_some_and(|(t, _)| tick_diff(tick, *t) > HISTORY_TICKS as i32)
+        {
+            known.history.pop_front();
+        }
+        if moved {
+            let position = match (self.position, known.values.get(self.position.map_or(usize::MAX, |p| p.0))) {
+                (Some((_, q)), Some(Some(Value::Position(p)))) => q.dequantize(*p),
+                _ => Vec3::ZERO,
+            };
+            let rotation = match (self.rotation, known.values.get(self.rotation.map_or(usize::MAX, |r| r.0))) {
+                (Some((_, q)), Some(Some(Value::Rotation(bits)))) => q.decode(*bits),
+                _ => Quat::IDENTITY,
+            };
+            self.interpolation.push(entry.net_id, tick, position, rotation);
         }
     }
 }

@@ -148,6 +148,8 @@ pub(crate) trait Column: Send + Sync {
     /// Writes a wire value into a (client) entity. `false` if the value
     /// does not fit the codec or the entity is gone.
     fn write(&self, world: &mut World, entity: Entity, value: &Value) -> bool;
+    /// Removes the component from a (client) entity, if it has it.
+    fn remove(&self, world: &mut World, entity: Entity);
 }
 
 /// Replicated rows whose `T` was written since the last scan.
@@ -182,6 +184,10 @@ impl<T: Component, C: ComponentCodec<T>> Column for TypedColumn<T, C> {
             Some(v) => world.insert_one(entity, v).is_ok(),
             None => false,
         }
+    }
+
+    fn remove(&self, world: &mut World, entity: Entity) {
+        let _ = world.remove_one::<T>(entity);
     }
 }
 
