@@ -328,14 +328,14 @@ impl Client {
                     Seen::Live { history: true } => held.map(|k| &k.history),
                     _ => None,
                 };
-                for (index, value) in &mut entry.components {
+                for (component, value) in &mut entry.components {
                     if let Value::PositionDelta { back, delta } = *value {
                         let base_tick = tick.wrapping_sub(back);
                         let base = history
                             .and_then(|h| h.iter().rev().find(|(t, _)| *t == base_tick))
                             .map(|(_, p)| *p)
                             .ok_or(ClientError::MissingBaseline { net_id: id, tick: base_tick })?;
-                        let Some(FieldCodec::Position(q)) = self.schema.codec(*index as usize) else {
+                        let Some(FieldCodec::Position(q)) = self.schema.codec(*component as usize) else {
                             return Err(ClientError::DeltaOutOfRange(id));
                         };
                         let half = 1i64 << (q.bits() - 1);

@@ -18,10 +18,16 @@
 //! is refused, at no extra size. (Real transports authenticate datagrams
 //! too; this keeps in-process links and tools honest.)
 //!
+//! Ticks are network ticks: they wrap from `u32::MAX` to 1 and compare in
+//! serial number order ([`crate::tick`]); 0 means "none".
+//!
 //! The decoder treats every byte as hostile: the schema hash must match,
 //! counts and ids are bounded before anything is sized from them, an entry
 //! count larger than the remaining bits could hold is refused up front, and
-//! any malformed field is an error value, never a panic.
+//! any malformed field is an error value, never a panic. It checks the form
+//! of a packet; whether its entries fit together and fit what a receiver
+//! holds (no update after a despawn of the same entity, no second spawn, ...)
+//! is checked by [`crate::client::Client`] before it applies anything.
 
 use crate::bits::{BitError, BitReader, BitWriter};
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
