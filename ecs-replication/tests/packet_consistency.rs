@@ -442,3 +442,35 @@ fn an_entity_that_leaves_and_reenters_is_sent_once_per_packet() {
     assert_eq!(held(&client), expected(&server, ClientId(1)));
     assert_eq!(client.len(), 40);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn hostile_packets_never_panic_and_the_world_matches_the_client(
+        packets in proptest::collection::vec(
+            (9u32..40, proptest::collection::vec(entry(), 0..8), proptest::collection::vec((any::<usize>(), 0u8..8), 0..3)),
+            1..12,
+        )
+    ) {
+        let schema = registry().schema().clone();
+        let (mut cw, mut client) = setup();
+        for (tick, entries, flips) in packets {
+            let mut bytes = packet(tick, &entries);
+            for (at, bit) in &flips {
+                let i = at % bytes.len();
+                bytes[i] ^= 1 << bit;
+            }
+            ecs_replication::codec::seal(&mut bytes, &schema);
+            let before = snapshot(&cw, &client);
+            if client.receive(&mut cw, &bytes).is_err() {
+                prop_assert_eq!(snapshot(&cw, &client), before);
+            }
+            // Every held entity is one local entity, and nothing else is.
+            prop_assert_eq!(cw.len() as usize, client.len());
+            for (id, _) in client.entities() {
+                prop_assert!(cw.contains(client.local_entity(id).unwrap()));
+            }
+        }
+    }
+}
