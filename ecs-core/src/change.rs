@@ -11,17 +11,18 @@
 
 //!
 //! ## How marks are stored
-//! A `Mut<T>` holds pointers to its row's tick and to a "chunk mark", and
-//! writes both with relaxed atomic stores (a plain `mov` on x86-64): a chunk
-//! tick may be read at the same time by another thread (a reader's
-//! [`crate::ChunkView::changed_tick`] of a component outside its own access,
-//! or a parallel task on another row range of the same chunk), and every
-//! tick cell is only ever accessed atomically, so that is never a data race.
+//! A `Mut<T>` holds pointers to its row's tick and to a "chunk mark".
 //! Handed out by `iter_mut`, `get_mut` or a chunk view, the chunk mark is the
-//! chunk's column tick itself. Inside `for_each_mut` and the parallel loops,
-//! whose closures cannot keep items, it is a mark local to the loop, and the
-//! chunk tick is stamped once when the loop leaves the chunk: one store per
-//! written row instead of two.
+//! chunk's column tick itself, written with a relaxed atomic store (a plain
+//! `mov` on x86-64): another thread may read that cell at the same time (a
+//! system's [`crate::ChunkView::changed_tick`] of a component outside its own
+//! access), so every access to a chunk tick is atomic and never a data race.
+//! Inside `for_each_mut` and the parallel loops, whose closures cannot keep
+//! items, the chunk mark is a mark local to the loop, written plainly (no
+//! other thread sees it), and the chunk tick is stamped atomically once when
+//! the loop leaves the chunk, also when the closure panics: one store per
+//! written row instead of two. The row tick is written plainly: only a
+//! holder of write access to the column reads or writes it.
 
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
@@ -34,29 +35,45 @@ pub struct Mut<'w, T> {
     value: &'w mut T,
     row_changed: *mut u32,
     chunk_mark: *mut u32,
+    /// Whether `chunk_mark` is a loop-local mark (plain store) rather than
+    /// the chunk's shared tick cell (atomic store).
+    local_mark: bool,
     this_run: Tick,
     _ticks: PhantomData<&'w AtomicTick>,
 }
 
 impl<'w, T> Mut<'w, T> {
     /// # Safety
-    /// For `'w`, `row_changed` and `chunk_mark` point to live, aligned
-    /// `u32` tick cells that are only ever accessed atomically (an
-    /// [`AtomicTick`] of the archetype, or a loop-local mark that outlives the
-    /// item), and this `Mut` is the only writer of `row_changed`.
+    /// For `'w`: `row_changed` points to a live, aligned row tick that only
+    /// this `Mut` reads or writes; `chunk_mark` points either to the chunk's
+    /// tick cell (an [`AtomicTick`], only ever accessed atomically;
+    /// `local_mark` false) or to a mark local to one loop on this thread
+    /// that outlives the item (`local_mark` true).
     #[inline]
-    pub(crate) unsafe fn new(value: &'w mut T, row_changed: *mut u32, chunk_mark: *mut u32, this_run: Tick) -> Self {
-        Mut { value, row_changed, chunk_mark, this_run, _ticks: PhantomData }
+    pub(crate) unsafe fn new(
+        value: &'w mut T,
+        row_changed: *mut u32,
+        chunk_mark: *mut u32,
+        local_mark: bool,
+        this_run: Tick,
+    ) -> Self {
+        Mut { value, row_changed, chunk_mark, local_mark, this_run, _ticks: PhantomData }
     }
 
     /// Marks the row changed without writing.
     #[inline]
     pub fn set_changed(&mut self) {
-        // SAFETY: `Mut::new`'s contract: both cells are live for `'w`,
-        // aligned, and only ever accessed atomically.
+        let tick = self.this_run.get();
+        // SAFETY: `Mut::new`'s contract: the row tick is ours alone; the
+        // chunk mark is loop-local (ours alone on this thread) or a shared
+        // tick cell that is only ever accessed atomically.
         unsafe {
-            AtomicU32::from_ptr(self.row_changed).store(self.this_run.get(), Ordering::Relaxed);
-            AtomicU32::from_ptr(self.chunk_mark).store(self.this_run.get(), Ordering::Relaxed);
+            *self.row_changed = tick;
+            if self.local_mark {
+                *self.chunk_mark = tick;
+            } else {
+                AtomicU32::from_ptr(self.chunk_mark).store(tick, Ordering::Relaxed);
+            }
         }
     }
 
@@ -87,9 +104,8 @@ impl<'w, T> Mut<'w, T> {
 
     /// The row's own changed stamp (without the chunk's whole-column mark).
     pub fn row_changed_tick(&self) -> Tick {
-        // SAFETY: the row tick is live for `'w`, aligned, and only ever
-        // accessed atomically.
-        Tick::new(unsafe { AtomicU32::from_ptr(self.row_changed).load(Ordering::Relaxed) })
+        // SAFETY: the row tick is live for `'w` and only this `Mut` writes it.
+        Tick::new(unsafe { *self.row_changed })
     }
 
     /// Gives up the tracking wrapper, marking the row changed (the caller

@@ -145,6 +145,8 @@ pub struct MutFetch<'w, T> {
     chunk_changed: &'w AtomicTick,
     chunk_all_changed: &'w AtomicTick,
     chunk_mark: *mut u32,
+    /// Whether `chunk_mark` was redirected to a loop-local mark.
+    local_mark: bool,
     this_run: Tick,
 }
 
@@ -185,6 +187,7 @@ unsafe impl<T: Component> QueryData for &mut T {
             chunk_changed: &ticks.chunk_changed[chunk],
             chunk_all_changed: &ticks.chunk_all_changed[chunk],
             chunk_mark: ticks.chunk_changed[chunk].as_ptr(),
+            local_mark: false,
             this_run,
         }
     }
@@ -193,7 +196,15 @@ unsafe impl<T: Component> QueryData for &mut T {
         // SAFETY: `row` is live and below capacity, so both the value and its
         // tick are in bounds; the caller guarantees this is the only live
         // item for the row, and the write access is recorded.
-        unsafe { Mut::new(&mut *fetch.values.add(row), fetch.row_changed.add(row), fetch.chunk_mark, fetch.this_run) }
+        unsafe {
+            Mut::new(
+                &mut *fetch.values.add(row),
+                fetch.row_changed.add(row),
+                fetch.chunk_mark,
+                fetch.local_mark,
+                fetch.this_run,
+            )
+        }
     }
     #[inline]
     unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w> {
@@ -217,6 +228,7 @@ unsafe impl<T: Component> QueryData for &mut T {
     #[inline]
     unsafe fn redirect_marks(fetch: &mut Self::Fetch<'_>, marks: *mut u32) {
         fetch.chunk_mark = marks;
+        fetch.local_mark = true;
     }
     #[inline]
     fn flush_marks(fetch: &Self::Fetch<'_>, marks: &u32) {

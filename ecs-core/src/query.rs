@@ -672,44 +672,48 @@ unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
     f: &mut impl FnMut(Q::Item<'_>),
 ) {
     // SAFETY: forwarded contract.
-    let data = unsafe { Q::fetch(m.data, archetype, chunk, window.this_run()) };
+    let mut data = unsafe { Q::fetch(m.data, archetype, chunk, window.this_run()) };
     let filter = F::fetch(m.filter, archetype, chunk, window);
-    // The marks are flushed when `marks` drops: after the loop, or while a
-    // panic in `f` unwinds, so the chunk tick never ends up older than a row
-    // tick written before the panic.
-    let mut marks = MarksFlush::<Q> { marks: Q::new_marks(&data), data };
-    // SAFETY: `marks.marks` lives (and does not move) until the guard drops
-    // after the loop, and `f` cannot keep the items it is given (its
-    // argument's lifetime is higher-ranked).
-    unsafe { Q::redirect_marks(&mut marks.data, &raw mut marks.marks) };
-    let data = &marks.data;
+    let mut marks = Q::new_marks(&data);
+    // SAFETY: `marks` lives until the guard below flushes it, and `f`
+    // cannot keep the items it is given (its argument's lifetime is
+    // higher-ranked).
+    unsafe { Q::redirect_marks(&mut data, &raw mut marks) };
+    // Flushes the marks when dropped: after the loop, or while a panic in
+    // `f` unwinds, so the chunk tick never ends up older than a row tick
+    // written before the panic. It holds a copy of the fetch, so the loop's
+    // own `data` stays a local that no store can alias.
+    let _flush = FlushMarks::<Q> { data, marks: &raw const marks };
     if F::ARCHETYPAL || F::all_rows_pass(&filter) {
         for row in start..end {
             // SAFETY: `row` is live and yielded once.
-            f(unsafe { Q::item(data, row) });
+            f(unsafe { Q::item(&data, row) });
         }
     } else {
         for row in start..end {
             // SAFETY: as above.
             if unsafe { F::row_passes(&filter, row) } {
                 // SAFETY: as above.
-                f(unsafe { Q::item(data, row) });
+                f(unsafe { Q::item(&data, row) });
             }
         }
     }
 }
 
-/// A chunk fetch with its loop-local chunk marks; dropping it stamps the
-/// chunk ticks of the columns written (see [`crate::change`]), also when
-/// the loop unwinds.
-pub(crate) struct MarksFlush<'w, Q: QueryData> {
-    pub(crate) data: Q::Fetch<'w>,
-    pub(crate) marks: Q::Marks,
+/// Stamps a loop's chunk marks into the chunk ticks when dropped (see
+/// [`crate::change`]), also when the loop unwinds.
+struct FlushMarks<'w, Q: QueryData> {
+    data: Q::Fetch<'w>,
+    /// The loop's marks; they outlive this guard (declared before it).
+    marks: *const Q::Marks,
 }
 
-impl<Q: QueryData> Drop for MarksFlush<'_, Q> {
+impl<Q: QueryData> Drop for FlushMarks<'_, Q> {
     fn drop(&mut self) {
-        Q::flush_marks(&self.data, &self.marks);
+        // SAFETY: `marks` points to the loop's marks, declared before this
+        // guard and so still alive, and no item that writes them is left
+        // (the closure could not keep any).
+        Q::flush_marks(&self.data, unsafe { &*self.marks });
     }
 }
 

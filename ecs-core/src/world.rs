@@ -744,6 +744,7 @@ impl World {
                 &mut *ptr.cast::<T>(),
                 ticks.row_changed[arch.tick_index(chunk, row)].as_ptr(),
                 ticks.chunk_changed[chunk].as_ptr(),
+                false,
                 now,
             )
         })

@@ -74,8 +74,17 @@ struct Model {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Spawn { pos: Option<i32>, vel: Option<i32>, tag: bool, name: bool, bomb: bool },
-    SpawnBatch { count: usize, pos: i32 },
+    Spawn {
+        pos: Option<i32>,
+        vel: Option<i32>,
+        tag: bool,
+        name: bool,
+        bomb: bool,
+    },
+    SpawnBatch {
+        count: usize,
+        pos: i32,
+    },
     Despawn(usize),
     InsertPos(usize, i32),
     InsertVel(usize, i32),
@@ -97,7 +106,11 @@ enum Op {
     /// A mover loop whose closure panics at the `k`-th row it visits.
     MovePanic(usize),
     /// A spawn batch whose iterator panics after `k` of `count` bundles.
-    BatchPanic { count: usize, k: usize, pos: i32 },
+    BatchPanic {
+        count: usize,
+        k: usize,
+        pos: i32,
+    },
     /// Commands: despawn one entity, insert `Vel(7)` into another, applied
     /// with the fuse lit (and again after a panic, for the rest).
     CommandsArmed(usize, usize),
@@ -345,13 +358,8 @@ impl Harness {
                 assert_eq!(new.len(), k, "the first {k} bundles are spawned");
                 for (i, (e, p, n)) in new.into_iter().enumerate() {
                     assert_eq!((p, n.as_str()), (pos, format!("p{i}").as_str()));
-                    let m = Model {
-                        pos: Some(pos),
-                        pos_changed: now,
-                        pos_added: now,
-                        name: Some(n),
-                        ..Model::default()
-                    };
+                    let m =
+                        Model { pos: Some(pos), pos_changed: now, pos_added: now, name: Some(n), ..Model::default() };
                     self.spawned(e, m);
                 }
             }
