@@ -1,6 +1,6 @@
 //! The store's error type.
 
-use crate::entity::Entity;
+use crate::storage::entity::Entity;
 
 /// What can go wrong in a store operation. Every failing operation leaves the
 /// world exactly as it was.

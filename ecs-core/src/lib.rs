@@ -71,59 +71,41 @@
 //! assert_eq!(world.len(), 94); // heights 0..=5 fell below zero (1 + 2 + 3 = 6)
 //! ```
 //!
-//! Modules: [`tick`] (clock and wrap-safe comparison), [`mod@entity`],
-//! [`component`], [`chunk`] (16 KiB layout), [`archetype`] (chunks and ticks),
-//! [`bundle`], [`world`], [`fetch`] and [`filter`] (what queries take),
-//! [`query`] (states, iterators, chunk views, skip counts), [`groups`]
-//! (parallel random access to disjoint entity groups), [`change`]
-//! (`Mut<T>` and the write-mark rule), [`access`] (conflict checks),
-//! [`resource`], [`event`], [`command`] (deferred structural changes),
-//! [`system`] (function systems and their parameters), [`schedule`]
-//! (ordering, stages, parallel runs).
+//! ## Layout
+//! - [`storage`]: where rows live. [`storage::entity`] (handles and their
+//!   locations), [`storage::component`] (the registry), [`storage::chunk`]
+//!   (the 16 KiB layout), [`storage::archetype`] (chunks and their ticks),
+//!   [`storage::bundle`], [`storage::tick`] (the clock and wrap-safe
+//!   comparison).
+//! - [`world`]: the store itself, its structural operations and resources.
+//! - [`query`]: what queries fetch and filter, [`QueryState`] and its
+//!   iteration forms (per row, per chunk, parallel, entity groups), `Mut<T>`
+//!   and the write-mark rule, and the access checks.
+//! - [`system`]: function systems and their parameters (`Query`, `Res`,
+//!   `ResMut`, `Commands`, `Local`, events), resources, events and commands.
+//! - [`schedule`]: ordering, sync points and parallel runs.
 
-pub mod access;
-pub mod archetype;
-pub mod bundle;
-pub mod change;
-pub mod chunk;
-pub mod command;
-pub mod component;
-mod edges;
-pub mod entity;
 pub mod error;
-pub mod event;
-pub mod fetch;
-pub mod filter;
-pub mod groups;
 pub mod query;
-pub mod resource;
 pub mod schedule;
+pub mod storage;
 pub mod system;
-pub mod tick;
-mod unwind;
 pub mod world;
 
-pub use access::{Access, ConflictKind};
-pub use archetype::{Archetype, ArchetypeId};
-pub use bundle::Bundle;
-pub use change::Mut;
-pub use chunk::{CHUNK_ALIGN, CHUNK_SIZE, chunk_pool_len, set_chunk_pool_limit};
-pub use command::{CommandQueue, Commands};
-pub use component::{Component, ComponentId, ComponentInfo, Components};
-pub use entity::{Entity, EntityLocation};
 pub use error::StoreError;
-pub use event::{EventReader, EventWriter, Events};
-pub use fetch::{QueryData, ReadOnlyQueryData};
-pub use filter::{Added, Changed, Or, QueryFilter, With, Without};
-pub use groups::{EntityGroups, GroupRows};
-pub use query::{ChunkStats, ChunkView, QueryError, QueryIter, QueryState};
-pub use resource::Resources;
-pub use schedule::{CommandError, IntoSystemConfig, IntoSystemConfigs, Schedule, ScheduleError, SystemConfig};
-pub use system::{
-    IntoSystem, Local, Query, Res, ResMut, System, SystemAccess, SystemMeta, SystemParam, SystemParamFunction,
-    SystemStats,
+pub use query::{
+    Access, Added, Changed, ChunkStats, ChunkView, ConflictKind, EntityGroups, GroupRows, Mut, Or, QueryData,
+    QueryError, QueryFilter, QueryIter, QueryState, ReadOnlyQueryData, With, Without,
 };
-pub use tick::{Tick, TickWindow};
+pub use schedule::{CommandError, IntoSystemConfig, IntoSystemConfigs, Schedule, ScheduleError, SystemConfig};
+pub use storage::{
+    Archetype, ArchetypeId, Bundle, CHUNK_ALIGN, CHUNK_SIZE, Component, ComponentId, ComponentInfo, Components, Entity,
+    EntityLocation, Tick, TickWindow, chunk_pool_len, set_chunk_pool_limit,
+};
+pub use system::{
+    CommandQueue, Commands, EventReader, EventWriter, Events, IntoSystem, Local, Query, Res, ResMut, Resources, System,
+    SystemAccess, SystemMeta, SystemParam, SystemParamFunction, SystemStats,
+};
 pub use world::World;
 
 /// The items most game code needs, including the traits whose methods

@@ -7,18 +7,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use smallvec::SmallVec;
 
-use crate::archetype::{Archetype, ArchetypeId};
-use crate::bundle::{Bundle, BundleIds, BundlePtrs};
-use crate::change::Mut;
-use crate::component::{Component, ComponentId, Components, TypeIdMap};
-use crate::edges::MovePlan;
-use crate::entity::{Entities, Entity, EntityLocation};
 use crate::error::StoreError;
-use crate::fetch::QueryData;
-use crate::filter::QueryFilter;
 use crate::query::QueryState;
-use crate::resource::Resources;
-use crate::tick::{CHECK_TICK_THRESHOLD, Tick};
+use crate::query::change::Mut;
+use crate::query::fetch::QueryData;
+use crate::query::filter::QueryFilter;
+use crate::storage::archetype::{Archetype, ArchetypeId};
+use crate::storage::bundle::{Bundle, BundleIds, BundlePtrs};
+use crate::storage::component::{Component, ComponentId, Components, TypeIdMap};
+use crate::storage::edges::MovePlan;
+use crate::storage::entity::{Entities, Entity, EntityLocation};
+use crate::storage::tick::{CHECK_TICK_THRESHOLD, Tick};
+use crate::system::resource::Resources;
 
 /// What a bundle type resolves to, cached per bundle type.
 #[derive(Clone, Debug)]
@@ -195,7 +195,7 @@ impl World {
     /// between a writer and a reader, so the reader's run sees the writes
     /// (a run sees stamps in `(last_run, this_run]`).
     ///
-    /// Also clamps old stamps when due (see [`crate::tick`]).
+    /// Also clamps old stamps when due (see [`crate::storage::tick`]).
     pub fn increment_change_tick(&mut self) -> u64 {
         *self.change_tick.get_mut() += 1;
         self.check_change_ticks();
@@ -222,7 +222,7 @@ impl World {
         }
     }
 
-    /// Clamps every stored stamp older than [`crate::tick::MAX_CHANGE_AGE`]
+    /// Clamps every stored stamp older than [`crate::storage::tick::MAX_CHANGE_AGE`]
     /// so the 32-bit stamps never alias across a wrap. Cheap to call often:
     /// it does nothing until [`CHECK_TICK_THRESHOLD`] ticks have passed.
     pub fn check_change_ticks(&mut self) {
@@ -505,7 +505,7 @@ impl World {
             taken.push(arch.take_rows());
         }
         let archetypes = &self.archetypes;
-        crate::unwind::for_each_finishing(0..archetypes.len(), |a| {
+        crate::storage::unwind::for_each_finishing(0..archetypes.len(), |a| {
             // SAFETY: `take_rows` just emptied these chunks and nothing was
             // added since.
             unsafe { archetypes[a].drop_rows(&taken[a]) };
@@ -547,7 +547,7 @@ impl World {
             // SAFETY: the source row is live; the destination row is the
             // fresh row committed above; distinct allocations, same type.
             unsafe {
-                crate::edges::copy_value(
+                crate::storage::edges::copy_value(
                     src.value_ptr(scol, sc, sr),
                     dst_arch.value_ptr(dcol, dc, dr),
                     src.columns[scol].size,
@@ -630,7 +630,7 @@ impl World {
         let world = &*finish.world;
         let plan = &world.plans[plan_index];
         let src = &world.archetypes[loc.archetype.index()];
-        crate::unwind::for_each_finishing(0..plan.bundle.len(), |i| {
+        crate::storage::unwind::for_each_finishing(0..plan.bundle.len(), |i| {
             if let (_, Some(col)) = plan.bundle[i] {
                 // SAFETY: the row is live and holds this value; `finish`
                 // overwrites it without reading it, and each column is
@@ -845,7 +845,7 @@ impl World {
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn resource_unchecked_parts<R: Send + Sync + 'static>(
         &self,
-    ) -> Option<(&mut R, &crate::tick::AtomicTick)> {
+    ) -> Option<(&mut R, &crate::storage::tick::AtomicTick)> {
         // SAFETY: forwarded contract.
         unsafe { self.resources.get_unchecked_parts::<R>() }
     }
@@ -853,10 +853,10 @@ impl World {
     /// Registers event type `E`: stores an empty [`crate::Events<E>`]
     /// resource and has [`World::update_events`] age it.
     pub fn add_event<E: Send + Sync + 'static>(&mut self) {
-        if !self.contains_resource::<crate::event::Events<E>>() {
-            self.insert_resource(crate::event::Events::<E>::default());
+        if !self.contains_resource::<crate::system::event::Events<E>>() {
+            self.insert_resource(crate::system::event::Events::<E>::default());
             self.event_updaters.push(|world| {
-                if let Some(events) = world.resource_mut::<crate::event::Events<E>>() {
+                if let Some(events) = world.resource_mut::<crate::system::event::Events<E>>() {
                     events.update();
                 }
             });

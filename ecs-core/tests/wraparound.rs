@@ -1,6 +1,7 @@
 //! The world tick crosses 2^32: change detection must stay exact.
 
-use ecs_core::{Changed, Entity, World, tick::MAX_CHANGE_AGE};
+use ecs_core::storage::tick::MAX_CHANGE_AGE;
+use ecs_core::{Changed, Entity, World};
 
 struct Pos(f32);
 

@@ -28,7 +28,7 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::tick::{AtomicTick, Tick};
+use crate::storage::tick::{AtomicTick, Tick};
 
 /// A mutable component borrow that marks its row changed on write.
 pub struct Mut<'w, T> {

@@ -3,8 +3,8 @@
 use std::any::{Any, TypeId};
 use std::cell::UnsafeCell;
 
-use crate::component::TypeIdMap;
-use crate::tick::{AtomicTick, Tick};
+use crate::storage::component::TypeIdMap;
+use crate::storage::tick::{AtomicTick, Tick};
 
 struct Slot {
     value: UnsafeCell<Box<dyn Any + Send + Sync>>,

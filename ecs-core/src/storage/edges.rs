@@ -6,8 +6,8 @@ use std::any::TypeId;
 
 use smallvec::SmallVec;
 
-use crate::archetype::{Archetype, ArchetypeId};
-use crate::component::{ComponentId, TypeIdMap};
+use crate::storage::archetype::{Archetype, ArchetypeId};
+use crate::storage::component::{ComponentId, TypeIdMap};
 
 /// Edges of one archetype keyed by bundle type: a short list searched
 /// linearly (most archetypes have a handful of edges, and comparing a few

@@ -3,7 +3,7 @@
 
 use smallvec::SmallVec;
 
-use crate::component::{ComponentId, Components};
+use crate::storage::component::{ComponentId, Components};
 
 type Ids = SmallVec<[ComponentId; 8]>;
 

@@ -6,12 +6,12 @@
 //! [`QueryData::Fetch`] per chunk (column base pointers), then one
 //! [`QueryData::item`] per row.
 
-use crate::access::{Access, ConflictKind};
-use crate::archetype::Archetype;
-use crate::change::Mut;
-use crate::component::{Component, ComponentId, Components};
-use crate::entity::Entity;
-use crate::tick::{AtomicTick, Tick};
+use crate::query::access::{Access, ConflictKind};
+use crate::query::change::Mut;
+use crate::storage::archetype::Archetype;
+use crate::storage::component::{Component, ComponentId, Components};
+use crate::storage::entity::Entity;
+use crate::storage::tick::{AtomicTick, Tick};
 
 /// A query's data part.
 ///
@@ -61,7 +61,7 @@ pub unsafe trait QueryData {
     unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w>;
     /// Shortens an item's lifetime.
     fn shrink<'long: 'short, 'short>(item: Self::Item<'long>) -> Self::Item<'short>;
-    /// Loop-local chunk marks of the mutable columns (see [`crate::change`]).
+    /// Loop-local chunk marks of the mutable columns (see [`crate::query::change`]).
     type Marks: Copy;
     /// Unset marks for one chunk.
     fn new_marks(fetch: &Self::Fetch<'_>) -> Self::Marks;

@@ -10,7 +10,7 @@
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
-use crate::entity::Entity;
+use crate::storage::entity::Entity;
 
 /// Bytes in one chunk.
 pub const CHUNK_SIZE: usize = 16 * 1024;

@@ -141,7 +141,7 @@ impl AtomicTick {
     }
 
     /// The cell's address, for plain (non-atomic) access by code that holds
-    /// the column's access rights (see [`crate::change`]).
+    /// the column's access rights (see [`crate::query::change`]).
     #[inline]
     pub(crate) fn as_ptr(&self) -> *mut u32 {
         self.0.as_ptr()

@@ -1,16 +1,17 @@
-//! Query states and iteration: per entity, per chunk, and in parallel over
-//! chunks, all counting the chunks they visit and skip.
+//! `QueryState`: a cached query bound to one world (matched archetypes,
+//! column caches, its last-run tick, the chunk counts of its latest run) and
+//! its sequential entry points.
 
 use std::marker::PhantomData;
 
-use rayon::prelude::*;
-
-use crate::access::{Access, ConflictKind};
-use crate::archetype::{Archetype, ArchetypeId};
-use crate::entity::Entity;
-use crate::fetch::{QueryData, ReadOnlyQueryData};
-use crate::filter::QueryFilter;
-use crate::tick::TickWindow;
+use crate::query::access::{Access, ConflictKind};
+use crate::query::fetch::{QueryData, ReadOnlyQueryData};
+use crate::query::filter::QueryFilter;
+use crate::query::iter::{QueryIter, run_rows};
+use crate::query::view::ChunkView;
+use crate::storage::archetype::{Archetype, ArchetypeId};
+use crate::storage::entity::Entity;
+use crate::storage::tick::TickWindow;
 use crate::world::World;
 
 /// How many chunks one query run covered and how many it skipped: every
@@ -93,10 +94,10 @@ impl std::error::Error for QueryError {}
 
 const NOT_MATCHED: u32 = u32::MAX;
 
-struct Matched<Q: QueryData, F: QueryFilter> {
-    archetype: ArchetypeId,
-    data: Q::Cache,
-    filter: F::Cache,
+pub(crate) struct Matched<Q: QueryData, F: QueryFilter> {
+    pub(crate) archetype: ArchetypeId,
+    pub(crate) data: Q::Cache,
+    pub(crate) filter: F::Cache,
 }
 
 impl<Q: QueryData, F: QueryFilter> Clone for Matched<Q, F> {
@@ -140,12 +141,12 @@ pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
     filter_state: F::State,
     access: Access,
     archetypes_seen: usize,
-    matched: Vec<Matched<Q, F>>,
+    pub(crate) matched: Vec<Matched<Q, F>>,
     /// Position in `matched` of each archetype seen, `NOT_MATCHED` if it does
     /// not match: `get` finds an entity's column cache in O(1).
     matched_index: Vec<u32>,
     last_run: u64,
-    stats: ChunkStats,
+    pub(crate) stats: ChunkStats,
     _marker: PhantomData<fn() -> (Q, F)>,
 }
 
@@ -277,7 +278,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
 
     /// Starts a run: refreshes archetypes, fixes the tick window, resets
     /// the counts.
-    fn begin(&mut self, world: &World) -> TickWindow {
+    pub(crate) fn begin(&mut self, world: &World) -> TickWindow {
         self.update_archetypes(world);
         let this_run = world.change_tick();
         // Writes made after this run (by anyone) must be stamped newer than
@@ -384,7 +385,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// skipped: the one walk every iteration form shares. The skip loop reads
     /// chunk ticks only.
     #[inline]
-    fn walk_chunks<'w>(
+    pub(crate) fn walk_chunks<'w>(
         &mut self,
         world: &'w World,
         window: TickWindow,
@@ -455,121 +456,6 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             // SAFETY: the caller holds the query's access; each chunk is
             // handed out once.
             f(unsafe { ChunkView::new(archetype, m.data, m.filter, chunk, len, window) });
-        });
-    }
-
-    /// Lists the chunks that pass the chunk-level filter, counting skips.
-    fn chunk_tasks(&mut self, world: &World, window: TickWindow) -> Vec<ChunkTask> {
-        let mut tasks = Vec::new();
-        self.walk_chunks(world, window, |matched, _, _, chunk, len| {
-            tasks.push(ChunkTask { matched: matched as u32, chunk: chunk as u32, start: 0, end: len as u32 });
-        });
-        tasks
-    }
-
-    /// Runs `f` on every matching row, chunks spread over rayon's threads.
-    /// When there are few chunks, chunks are split into row ranges so both
-    /// cores get work.
-    pub fn par_for_each_mut(&mut self, world: &mut World, f: impl Fn(Q::Item<'_>) + Send + Sync) {
-        world.check_change_ticks();
-        // SAFETY: `&mut World` is exclusive; tasks cover disjoint rows.
-        unsafe { self.par_for_each_unchecked(world, f) }
-    }
-
-    /// Read-only form of [`QueryState::par_for_each_mut`].
-    pub fn par_for_each(&mut self, world: &World, f: impl Fn(Q::Item<'_>) + Send + Sync)
-    where
-        Q: ReadOnlyQueryData,
-    {
-        // SAFETY: read-only data through a shared borrow.
-        unsafe { self.par_for_each_unchecked(world, f) }
-    }
-
-    /// Parallel per-row iteration through a shared world borrow.
-    ///
-    /// # Safety
-    /// As [`QueryState::iter_unchecked`].
-    pub unsafe fn par_for_each_unchecked(&mut self, world: &World, f: impl Fn(Q::Item<'_>) + Send + Sync) {
-        let window = self.begin(world);
-        // SAFETY: forwarded contract.
-        unsafe { self.par_for_each_in(world, window, f) }
-    }
-
-    /// # Safety
-    /// As [`QueryState::iter_in`].
-    pub(crate) unsafe fn par_for_each_in(
-        &mut self,
-        world: &World,
-        window: TickWindow,
-        f: impl Fn(Q::Item<'_>) + Send + Sync,
-    ) {
-        let mut tasks = self.chunk_tasks(world, window);
-        split_tasks(&mut tasks);
-        let archetypes = world.archetypes();
-        let matched = &self.matched;
-        let run = |task: &ChunkTask| {
-            let m = &matched[task.matched as usize];
-            let archetype = &archetypes[m.archetype.index()];
-            let mut f = &f;
-            // SAFETY: the archetype matched and the chunk is in range; tasks
-            // cover disjoint rows, so no row is fetched twice, and each task
-            // marks into its own local before stamping the chunk atomically.
-            unsafe {
-                run_rows::<Q, F>(
-                    archetype,
-                    m,
-                    task.chunk as usize,
-                    task.start as usize,
-                    task.end as usize,
-                    window,
-                    &mut f,
-                )
-            };
-        };
-        if tasks.len() <= 1 {
-            tasks.iter().for_each(run);
-        } else {
-            tasks.par_iter().for_each(run);
-        }
-    }
-
-    /// Runs `f` on every matching chunk in parallel.
-    pub fn par_for_each_chunk_mut(&mut self, world: &mut World, f: impl Fn(ChunkView<'_, Q, F>) + Send + Sync) {
-        world.check_change_ticks();
-        // SAFETY: `&mut World` is exclusive; each chunk is one task.
-        unsafe { self.par_for_each_chunk_unchecked(world, f) }
-    }
-
-    /// Parallel per-chunk iteration through a shared world borrow.
-    ///
-    /// # Safety
-    /// As [`QueryState::iter_unchecked`].
-    pub unsafe fn par_for_each_chunk_unchecked<'w>(
-        &mut self,
-        world: &'w World,
-        f: impl Fn(ChunkView<'w, Q, F>) + Send + Sync,
-    ) {
-        let window = self.begin(world);
-        // SAFETY: forwarded contract.
-        unsafe { self.par_for_each_chunk_in(world, window, f) }
-    }
-
-    /// # Safety
-    /// As [`QueryState::iter_in`].
-    pub(crate) unsafe fn par_for_each_chunk_in<'w>(
-        &mut self,
-        world: &'w World,
-        window: TickWindow,
-        f: impl Fn(ChunkView<'w, Q, F>) + Send + Sync,
-    ) {
-        let tasks = self.chunk_tasks(world, window);
-        let archetypes = world.archetypes();
-        let matched = &self.matched;
-        tasks.par_iter().for_each(|task| {
-            let m = &matched[task.matched as usize];
-            let archetype = &archetypes[m.archetype.index()];
-            // SAFETY: one task per chunk; the caller holds the access.
-            f(unsafe { ChunkView::new(archetype, m.data, m.filter, task.chunk as usize, task.end as usize, window) });
         });
     }
 
@@ -651,334 +537,5 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             let fetch = Q::fetch(cache, archetype, loc.chunk as usize, now);
             Ok(Q::item(&fetch, loc.row as usize))
         }
-    }
-}
-
-/// Runs `f` on rows `start..end` of one chunk that pass the filter, with
-/// chunk marks kept in a local and flushed once at the end.
-///
-/// # Safety
-/// The archetype matched, the chunk is in range, `end` is at most its
-/// length, the caller holds the query's access to these rows, and no other
-/// item of them is alive.
-#[inline]
-unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
-    archetype: &Archetype,
-    m: &Matched<Q, F>,
-    chunk: usize,
-    start: usize,
-    end: usize,
-    window: TickWindow,
-    f: &mut impl FnMut(Q::Item<'_>),
-) {
-    // SAFETY: forwarded contract.
-    let mut data = unsafe { Q::fetch(m.data, archetype, chunk, window.this_run()) };
-    let filter = F::fetch(m.filter, archetype, chunk, window);
-    let mut marks = Q::new_marks(&data);
-    // SAFETY: `marks` lives until the guard below flushes it, and `f`
-    // cannot keep the items it is given (its argument's lifetime is
-    // higher-ranked).
-    unsafe { Q::redirect_marks(&mut data, &raw mut marks) };
-    // Flushes the marks when dropped: after the loop, or while a panic in
-    // `f` unwinds, so the chunk tick never ends up older than a row tick
-    // written before the panic. It holds a copy of the fetch, so the loop's
-    // own `data` stays a local that no store can alias.
-    let _flush = FlushMarks::<Q> { data, marks: &raw const marks };
-    if F::ARCHETYPAL || F::all_rows_pass(&filter) {
-        for row in start..end {
-            // SAFETY: `row` is live and yielded once.
-            f(unsafe { Q::item(&data, row) });
-        }
-    } else {
-        for row in start..end {
-            // SAFETY: as above.
-            if unsafe { F::row_passes(&filter, row) } {
-                // SAFETY: as above.
-                f(unsafe { Q::item(&data, row) });
-            }
-        }
-    }
-}
-
-/// Stamps a loop's chunk marks into the chunk ticks when dropped (see
-/// [`crate::change`]), also when the loop unwinds.
-struct FlushMarks<'w, Q: QueryData> {
-    data: Q::Fetch<'w>,
-    /// The loop's marks; they outlive this guard (declared before it).
-    marks: *const Q::Marks,
-}
-
-impl<Q: QueryData> Drop for FlushMarks<'_, Q> {
-    fn drop(&mut self) {
-        // SAFETY: `marks` points to the loop's marks, declared before this
-        // guard and so still alive, and no item that writes them is left
-        // (the closure could not keep any).
-        Q::flush_marks(&self.data, unsafe { &*self.marks });
-    }
-}
-
-#[derive(Copy, Clone, Debug)]
-struct ChunkTask {
-    matched: u32,
-    chunk: u32,
-    start: u32,
-    end: u32,
-}
-
-/// Splits chunk tasks into row ranges when there are too few to keep every
-/// thread busy.
-fn split_tasks(tasks: &mut Vec<ChunkTask>) {
-    let threads = rayon::current_num_threads();
-    let wanted = threads * 8;
-    if threads <= 1 || tasks.is_empty() || tasks.len() >= wanted {
-        return;
-    }
-    let rows: u32 = tasks.iter().map(|t| t.end - t.start).sum();
-    let piece = (rows as usize).div_ceil(wanted).max(16) as u32;
-    let mut split = Vec::with_capacity(wanted + tasks.len());
-    for t in tasks.iter() {
-        let mut start = t.start;
-        while start < t.end {
-            let end = (start + piece).min(t.end);
-            split.push(ChunkTask { start, end, ..*t });
-            start = end;
-        }
-    }
-    *tasks = split;
-}
-
-/// The rows of one query run, chunk by chunk.
-pub struct QueryIter<'w, 's, Q: QueryData, F: QueryFilter> {
-    archetypes: &'w [Archetype],
-    matched: std::slice::Iter<'s, Matched<Q, F>>,
-    stats: &'s mut ChunkStats,
-    window: TickWindow,
-    current: Option<(&'w Archetype, Matched<Q, F>)>,
-    chunk: usize,
-    fetch: Option<(Q::Fetch<'w>, F::Fetch<'w>)>,
-    row: usize,
-    len: usize,
-    all_pass: bool,
-}
-
-impl<'w, Q: QueryData, F: QueryFilter> QueryIter<'w, '_, Q, F> {
-    /// Moves to the next chunk that passes the chunk-level filter. Returns
-    /// false when none is left.
-    #[inline]
-    fn next_chunk(&mut self) -> bool {
-        loop {
-            let Some((archetype, m)) = self.current else {
-                let m = match self.matched.next() {
-                    Some(m) => *m,
-                    None => return false,
-                };
-                let archetype = &self.archetypes[m.archetype.index()];
-                self.stats.chunks_total += archetype.chunk_count() as u64;
-                self.stats.entities += archetype.len() as u64;
-                self.current = Some((archetype, m));
-                self.chunk = 0;
-                continue;
-            };
-            let count = archetype.chunk_count();
-            let from = self.chunk;
-            let chunk = F::next_passing_chunk(m.filter, archetype, from, count, self.window);
-            self.stats.chunks_skipped += (chunk - from) as u64;
-            if chunk >= count {
-                self.current = None;
-                continue;
-            }
-            self.chunk = chunk + 1;
-            let len = archetype.chunk_len(chunk);
-            if len == 0 {
-                self.stats.chunks_skipped += 1;
-                continue;
-            }
-            // SAFETY: matched archetype, chunk in range; the iterator's
-            // creator holds the access and hands out each row once.
-            let data = unsafe { Q::fetch(m.data, archetype, chunk, self.window.this_run()) };
-            let filter = F::fetch(m.filter, archetype, chunk, self.window);
-            self.all_pass = F::ARCHETYPAL || F::all_rows_pass(&filter);
-            self.fetch = Some((data, filter));
-            self.row = 0;
-            self.len = len;
-            return true;
-        }
-    }
-}
-
-impl<'w, Q: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, Q, F> {
-    type Item = Q::Item<'w>;
-
-    #[inline]
-    fn next(&mut self) -> Option<Q::Item<'w>> {
-        loop {
-            if let Some((data, filter)) = &self.fetch {
-                while self.row < self.len {
-                    let row = self.row;
-                    self.row += 1;
-                    // SAFETY: `row` is below the chunk's length.
-                    if self.all_pass || unsafe { F::row_passes(filter, row) } {
-                        // SAFETY: each row is yielded once per run.
-                        return Some(unsafe { Q::item(data, row) });
-                    }
-                }
-                self.fetch = None;
-            }
-            if !self.next_chunk() {
-                return None;
-            }
-        }
-    }
-
-    #[inline]
-    fn fold<B, G>(mut self, init: B, mut g: G) -> B
-    where
-        G: FnMut(B, Self::Item) -> B,
-    {
-        let mut acc = init;
-        let mut start = self.row;
-        loop {
-            if let Some((data, filter)) = self.fetch.take() {
-                if self.all_pass {
-                    for row in start..self.len {
-                        // SAFETY: `row` is below the chunk's length and
-                        // yielded once.
-                        acc = g(acc, unsafe { Q::item(&data, row) });
-                    }
-                } else {
-                    for row in start..self.len {
-                        // SAFETY: as above.
-                        if unsafe { F::row_passes(&filter, row) } {
-                            // SAFETY: as above.
-                            acc = g(acc, unsafe { Q::item(&data, row) });
-                        }
-                    }
-                }
-            }
-            if !self.next_chunk() {
-                return acc;
-            }
-            start = 0;
-        }
-    }
-}
-
-/// One chunk of a query run: its entities, its column slices, and the
-/// tick window of the run.
-pub struct ChunkView<'w, Q: QueryData, F: QueryFilter> {
-    archetype: &'w Archetype,
-    chunk: usize,
-    len: usize,
-    data: Q::Fetch<'w>,
-    filter: F::Fetch<'w>,
-    all_pass: bool,
-    window: TickWindow,
-}
-
-impl<'w, Q: QueryData, F: QueryFilter> ChunkView<'w, Q, F> {
-    /// # Safety
-    /// The caller holds the query's access to this chunk for `'w` and hands
-    /// out no other view or item of it.
-    unsafe fn new(
-        archetype: &'w Archetype,
-        data: Q::Cache,
-        filter: F::Cache,
-        chunk: usize,
-        len: usize,
-        window: TickWindow,
-    ) -> Self {
-        // SAFETY: forwarded contract.
-        let data = unsafe { Q::fetch(data, archetype, chunk, window.this_run()) };
-        let filter = F::fetch(filter, archetype, chunk, window);
-        ChunkView { archetype, chunk, len, data, filter, all_pass: F::ARCHETYPAL || F::all_rows_pass(&filter), window }
-    }
-
-    /// Live rows in the chunk.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the chunk has no rows (never true for views a query hands
-    /// out).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The chunk's index in its archetype.
-    pub fn chunk_index(&self) -> usize {
-        self.chunk
-    }
-
-    /// The archetype the chunk belongs to (its chunk ticks included).
-    pub fn archetype(&self) -> &'w Archetype {
-        self.archetype
-    }
-
-    /// The run's tick window.
-    pub fn window(&self) -> TickWindow {
-        self.window
-    }
-
-    /// When `component` was last written anywhere in this chunk (`None` if
-    /// the archetype lacks it).
-    pub fn changed_tick(&self, component: crate::ComponentId) -> Option<crate::Tick> {
-        self.archetype.chunk_changed_tick(component, self.chunk)
-    }
-
-    /// When `component` was last added to a row of this chunk.
-    pub fn added_tick(&self, component: crate::ComponentId) -> Option<crate::Tick> {
-        self.archetype.chunk_added_tick(component, self.chunk)
-    }
-
-    /// Whether `component` was written in this chunk since the query's last
-    /// run (the chunk-level test `Changed` uses).
-    pub fn changed_since_last_run(&self, component: crate::ComponentId) -> bool {
-        self.changed_tick(component).is_some_and(|t| self.window.contains(t))
-    }
-
-    /// The entities, in row order.
-    pub fn entities(&self) -> &'w [Entity] {
-        &self.archetype.chunk_entities(self.chunk)[..self.len]
-    }
-
-    /// Whether the filter passes every row (no row test needed).
-    pub fn all_rows_pass(&self) -> bool {
-        self.all_pass
-    }
-
-    /// Whether one row passes the filter. Rows out of range do not.
-    pub fn row_passes(&self, row: usize) -> bool {
-        // SAFETY: `row` is checked against the length first.
-        row < self.len && (self.all_pass || unsafe { F::row_passes(&self.filter, row) })
-    }
-
-    /// The rows that pass the filter, in order.
-    pub fn matching_rows(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.len).filter(|&row| self.row_passes(row))
-    }
-
-    /// The whole chunk's columns as slices (all rows, filter or not).
-    /// Mutable columns are stamped changed for the whole chunk in O(1).
-    pub fn slices(&mut self) -> Q::Slices<'_> {
-        // SAFETY: `&mut self` keeps these slices the only borrow of the
-        // chunk's columns taken through this view.
-        Q::shrink_slices(unsafe { Q::slices(&self.data, self.len) })
-    }
-
-    /// One row's item (marks only on write), or `None` past the end.
-    /// Does not apply the filter.
-    pub fn get(&mut self, row: usize) -> Option<Q::Item<'_>> {
-        // SAFETY: the row is live, and `&mut self` keeps the item unique.
-        (row < self.len).then(|| Q::shrink(unsafe { Q::item(&self.data, row) }))
-    }
-
-    /// The items of the rows that pass the filter.
-    pub fn items(self) -> impl Iterator<Item = Q::Item<'w>> {
-        let ChunkView { data, filter, all_pass, len, .. } = self;
-        // SAFETY: rows are below `len`, each yielded once; the view is
-        // consumed, so no other borrow through it remains.
-        (0..len)
-            .filter(move |&row| all_pass || unsafe { F::row_passes(&filter, row) })
-            .map(move |row| unsafe { Q::item(&data, row) })
     }
 }

@@ -2,9 +2,9 @@
 //! in parallel, each system into its own queue) and applied at sync points
 //! with exclusive world access, in a deterministic order.
 
-use crate::bundle::Bundle;
-use crate::entity::Entity;
 use crate::error::StoreError;
+use crate::storage::bundle::Bundle;
+use crate::storage::entity::Entity;
 use crate::world::World;
 
 type Command = Box<dyn FnOnce(&mut World) -> Result<(), StoreError> + Send + Sync>;

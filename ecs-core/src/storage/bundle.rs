@@ -2,7 +2,7 @@
 
 use smallvec::SmallVec;
 
-use crate::component::{Component, ComponentId, Components};
+use crate::storage::component::{Component, ComponentId, Components};
 
 /// Component ids of a bundle, in tuple order.
 pub type BundleIds = SmallVec<[ComponentId; 8]>;

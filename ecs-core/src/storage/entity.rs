@@ -1,7 +1,7 @@
 //! Entity handles and the allocator that hands them out.
 
-use crate::archetype::ArchetypeId;
 use crate::error::StoreError;
+use crate::storage::archetype::ArchetypeId;
 
 /// A handle to an entity: a 32-bit slot index and a 32-bit generation.
 ///

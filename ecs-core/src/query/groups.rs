@@ -1,7 +1,7 @@
 //! Entity groups: random access to many entities' rows, in parallel, group
 //! by group.
 //!
-//! [`Query::get_mut`] finds an entity's row from scratch on every call (the
+//! [`Query::get_mut`](crate::Query::get_mut) finds an entity's row from scratch on every call (the
 //! entity table, the archetype's column cache, the chunk's column pointers)
 //! and, taking `&mut self`, serves one entity at a time. Code that visits
 //! the same set of entities every frame in a known order (the nodes of a
@@ -10,7 +10,7 @@
 //! - [`EntityGroups`] holds entities split into groups, no entity in two
 //!   groups (checked when a group is added), with each entity's last known
 //!   location cached;
-//! - [`Query::par_for_each_group_mut`] runs one task per selected group on
+//! - [`Query::par_for_each_group_mut`](crate::Query::par_for_each_group_mut) runs one task per selected group on
 //!   rayon; each task reads and writes its own group's rows through
 //!   [`GroupRows::get_mut`], which trusts the cached location only after
 //!   checking that the row still holds the entity (a moved entity is found
@@ -53,15 +53,12 @@
 //! assert_eq!(values, [0.0, 1.0, 2.0, 3.0, 7.0, 12.0]);
 //! ```
 
-use rayon::prelude::*;
-
-use crate::archetype::ArchetypeId;
-use crate::entity::{Entity, EntityLocation};
-use crate::fetch::QueryData;
-use crate::filter::QueryFilter;
+use crate::query::fetch::QueryData;
+use crate::query::filter::QueryFilter;
 use crate::query::{QueryError, QueryState};
-use crate::system::Query;
-use crate::tick::Tick;
+use crate::storage::archetype::ArchetypeId;
+use crate::storage::entity::{Entity, EntityLocation};
+use crate::storage::tick::Tick;
 use crate::world::World;
 
 /// A location no entity has: forces a lookup on first access.
@@ -71,11 +68,11 @@ const UNKNOWN: EntityLocation = EntityLocation { archetype: ArchetypeId(u32::MAX
 /// known locations. See the [module docs](self).
 #[derive(Debug, Default, Clone)]
 pub struct EntityGroups {
-    entities: Vec<Entity>,
-    locations: Vec<EntityLocation>,
+    pub(crate) entities: Vec<Entity>,
+    pub(crate) locations: Vec<EntityLocation>,
     /// `starts[g]..starts[g + 1]` are group `g`'s entities; one more entry
     /// than groups.
-    starts: Vec<u32>,
+    pub(crate) starts: Vec<u32>,
     /// The entity indices held by some group.
     taken: Taken,
 }
@@ -242,135 +239,6 @@ impl EntityGroups {
     }
 }
 
-impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
-    /// Caches the current location of every entity in `groups`.
-    pub fn update_group_locations(&self, groups: &mut EntityGroups) {
-        groups.update_locations(self.world);
-    }
-
-    /// Live entities in the archetypes this query matches (tick filters not
-    /// applied): a cheap fingerprint of the query's membership.
-    pub fn matched_entity_count(&self) -> usize {
-        let archetypes = self.world.archetypes();
-        self.state.matched_archetypes().map(|id| archetypes[id.index()].len()).sum()
-    }
-
-    /// The id of component `T` in this query's world (`None` if `T` was
-    /// never registered), e.g. for [`crate::ChunkView::changed_since_last_run`].
-    pub fn component_id<T: crate::Component>(&self) -> Option<crate::ComponentId> {
-        self.world.components().id::<T>()
-    }
-
-    /// Archetypes this query matches.
-    pub fn matched_archetype_count(&self) -> usize {
-        self.state.matched_archetypes().count()
-    }
-
-    /// Runs `f` once per selected group (indices into `groups`; repeats are
-    /// run once), groups spread over rayon's threads. `init` makes one
-    /// scratch value per worker, handed to `f` with the group's rows.
-    /// Tick filters do not apply to [`GroupRows::get_mut`].
-    ///
-    /// # Panics
-    /// If a selected index is not a group of `groups`.
-    pub fn par_for_each_group_mut<T>(
-        &mut self,
-        groups: &EntityGroups,
-        selected: &[u32],
-        init: impl Fn() -> T + Send + Sync,
-        f: impl Fn(&mut T, &mut GroupRows<'_, Q, F>) + Send + Sync,
-    ) {
-        let mut none = vec![(); groups.entity_count()];
-        self.par_for_each_group_with(groups, selected, &mut none, init, |scratch, rows, _| f(scratch, rows));
-    }
-
-    /// [`Query::par_for_each_group_mut`] with per-entity data of the
-    /// caller's: `side` holds one value per entity of `groups`, in the
-    /// groups' order, and each task gets its group's part of it mutably.
-    ///
-    /// ```
-    /// use ecs_core::{EntityGroups, Query, Res, ResMut, Schedule, World};
-    /// struct Hp(u32);
-    /// #[derive(Default)]
-    /// struct Side(Vec<u32>);
-    ///
-    /// let mut world = World::new();
-    /// let e = world.spawn_batch((0..4).map(|i| (Hp(i),))).unwrap();
-    /// let mut groups = EntityGroups::new();
-    /// groups.push_group(&e[..2]).unwrap();
-    /// groups.push_group(&e[2..]).unwrap();
-    /// world.insert_resource(groups);
-    /// world.insert_resource(Side(vec![0; 4]));
-    /// let mut schedule = Schedule::new();
-    /// schedule.add_systems(|mut q: Query<&Hp>, groups: Res<EntityGroups>, mut side: ResMut<Side>| {
-    ///     q.par_for_each_group_with(&groups, &[0, 1], &mut side.0, || (), |_, rows, side| {
-    ///         for k in 0..rows.len() {
-    ///             side[k] = rows.get_mut(k).unwrap().0 * 10;
-    ///         }
-    ///     });
-    /// });
-    /// schedule.run(&mut world).unwrap();
-    /// assert_eq!(world.resource::<Side>().unwrap().0, [0, 10, 20, 30]);
-    /// ```
-    ///
-    /// # Panics
-    /// If a selected index is not a group of `groups`, or `side` does not
-    /// hold exactly one value per entity of `groups`.
-    pub fn par_for_each_group_with<T, U: Send>(
-        &mut self,
-        groups: &EntityGroups,
-        selected: &[u32],
-        side: &mut [U],
-        init: impl Fn() -> T + Send + Sync,
-        f: impl Fn(&mut T, &mut GroupRows<'_, Q, F>, &mut [U]) + Send + Sync,
-    ) {
-        assert_eq!(side.len(), groups.entity_count(), "one side value per grouped entity");
-        let mut selected = selected.to_vec();
-        selected.sort_unstable();
-        selected.dedup();
-        if let Some(&last) = selected.last() {
-            assert!((last as usize) < groups.len(), "group {last} of {} selected", groups.len());
-        }
-        // Each selected group's part of `side`, split off in order.
-        let mut parts: Vec<(u32, &mut [U])> = Vec::with_capacity(selected.len());
-        let mut rest = side;
-        let mut offset = 0;
-        for &g in &selected {
-            let (start, end) = (groups.starts[g as usize] as usize, groups.starts[g as usize + 1] as usize);
-            let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - offset);
-            let (part, tail) = tail.split_at_mut(end - start);
-            parts.push((g, part));
-            rest = tail;
-            offset = end;
-        }
-        let world = self.world;
-        let state: &QueryState<Q, F> = self.state;
-        let this_run = self.window.this_run();
-        let run = |scratch: &mut T, (group, part): &mut (u32, &mut [U])| {
-            let g = *group as usize;
-            let range = groups.starts[g] as usize..groups.starts[g + 1] as usize;
-            let mut rows = GroupRows {
-                world,
-                state,
-                entities: &groups.entities[range.clone()],
-                locations: &groups.locations[range],
-                group: g,
-                this_run,
-                current: None,
-            };
-            // Dropping `rows` stamps the chunk ticks of the last chunk
-            // written, also when `f` panics.
-            f(scratch, &mut rows, part);
-        };
-        if parts.len() <= 1 {
-            let mut scratch = init();
-            parts.iter_mut().for_each(|part| run(&mut scratch, part));
-        } else {
-            parts.par_iter_mut().for_each_init(&init, run);
-        }
-    }
-}
-
 /// The chunk a [`GroupRows`] fetched last: its column pointers and the
 /// chunk marks its items record into.
 struct Current<'w, Q: QueryData> {
@@ -382,7 +250,7 @@ struct Current<'w, Q: QueryData> {
     marks: Q::Marks,
 }
 
-/// One group's rows inside [`Query::par_for_each_group_mut`]: entity `k` of
+/// One group's rows inside [`Query::par_for_each_group_mut`](crate::Query::par_for_each_group_mut): entity `k` of
 /// the group is reached with [`GroupRows::get_mut`].
 pub struct GroupRows<'w, Q: QueryData + 'static, F: QueryFilter + 'static> {
     world: &'w World,
@@ -404,6 +272,18 @@ impl<Q: QueryData + 'static, F: QueryFilter + 'static> Drop for GroupRows<'_, Q,
 }
 
 impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> GroupRows<'w, Q, F> {
+    /// One group's rows, no chunk fetched yet.
+    pub(crate) fn new(
+        world: &'w World,
+        state: &'w QueryState<Q, F>,
+        entities: &'w [Entity],
+        locations: &'w [EntityLocation],
+        group: usize,
+        this_run: Tick,
+    ) -> Self {
+        GroupRows { world, state, entities, locations, group, this_run, current: None }
+    }
+
     /// The group's index.
     pub fn group(&self) -> usize {
         self.group
@@ -504,7 +384,7 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> GroupRows<'w, Q, F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Changed, Schedule, With};
+    use crate::{Changed, Query, Schedule, With};
 
     #[derive(Debug, PartialEq, Clone, Copy)]
     struct Pos(u32);

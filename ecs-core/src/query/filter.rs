@@ -8,10 +8,10 @@
 
 use std::marker::PhantomData;
 
-use crate::access::{Access, ConflictKind};
-use crate::archetype::Archetype;
-use crate::component::{Component, ComponentId, Components};
-use crate::tick::{AtomicTick, Tick, TickWindow};
+use crate::query::access::{Access, ConflictKind};
+use crate::storage::archetype::Archetype;
+use crate::storage::component::{Component, ComponentId, Components};
+use crate::storage::tick::{AtomicTick, Tick, TickWindow};
 
 /// A query's filter part.
 ///

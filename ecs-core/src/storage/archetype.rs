@@ -17,12 +17,12 @@
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
-use crate::chunk::{CHUNK_SIZE, Chunk, ChunkLayout};
-use crate::component::{ComponentId, Components};
-use crate::edges::EdgeMap;
-use crate::entity::Entity;
 use crate::error::StoreError;
-use crate::tick::{AtomicTick, MAX_CHANGE_AGE, Tick};
+use crate::storage::chunk::{CHUNK_SIZE, Chunk, ChunkLayout};
+use crate::storage::component::{ComponentId, Components};
+use crate::storage::edges::EdgeMap;
+use crate::storage::entity::Entity;
+use crate::storage::tick::{AtomicTick, MAX_CHANGE_AGE, Tick};
 
 /// The dense id of an archetype in its world.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -390,7 +390,7 @@ impl Archetype {
     /// # Safety
     /// The row is live and its values are not used again.
     pub(crate) unsafe fn drop_row(&self, chunk: usize, row: usize) {
-        crate::unwind::for_each_finishing(0..self.columns.len(), |col| {
+        crate::storage::unwind::for_each_finishing(0..self.columns.len(), |col| {
             // SAFETY: the row is live, so the value is initialised; the
             // caller guarantees it is not used again, and each column is
             // visited once.
@@ -430,7 +430,7 @@ impl Archetype {
                     // the `size`-byte ranges do not overlap; the value at
                     // `last` is live and is moved, not duplicated, since the
                     // row count drops by one below.
-                    unsafe { crate::edges::copy_value(src, dst, size) };
+                    unsafe { crate::storage::edges::copy_value(src, dst, size) };
                 }
                 let (from, to) = (self.tick_index(chunk, last), self.tick_index(chunk, row));
                 let t = &mut self.columns[col].ticks;
@@ -482,8 +482,8 @@ impl Archetype {
         if self.columns.iter().all(|c| c.drop.is_none()) {
             return;
         }
-        crate::unwind::for_each_finishing(0..lens.len(), |chunk| {
-            crate::unwind::for_each_finishing(0..lens[chunk] as usize, |row| {
+        crate::storage::unwind::for_each_finishing(0..lens.len(), |chunk| {
+            crate::storage::unwind::for_each_finishing(0..lens[chunk] as usize, |row| {
                 // SAFETY: the caller's contract; each row is visited once.
                 unsafe { self.drop_row(chunk, row) };
             });

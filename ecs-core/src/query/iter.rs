@@ -1,0 +1,187 @@
+//! Per-row iteration: the `QueryIter` iterator and the internal loop with
+//! loop-local chunk marks that `for_each_mut` and the parallel loops share.
+
+use crate::query::fetch::QueryData;
+use crate::query::filter::QueryFilter;
+use crate::query::state::{ChunkStats, Matched};
+use crate::storage::archetype::Archetype;
+use crate::storage::tick::TickWindow;
+
+/// Runs `f` on rows `start..end` of one chunk that pass the filter, with
+/// chunk marks kept in a local and flushed once at the end.
+///
+/// # Safety
+/// The archetype matched, the chunk is in range, `end` is at most its
+/// length, the caller holds the query's access to these rows, and no other
+/// item of them is alive.
+#[inline]
+pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
+    archetype: &Archetype,
+    m: &Matched<Q, F>,
+    chunk: usize,
+    start: usize,
+    end: usize,
+    window: TickWindow,
+    f: &mut impl FnMut(Q::Item<'_>),
+) {
+    // SAFETY: forwarded contract.
+    let mut data = unsafe { Q::fetch(m.data, archetype, chunk, window.this_run()) };
+    let filter = F::fetch(m.filter, archetype, chunk, window);
+    let mut marks = Q::new_marks(&data);
+    // SAFETY: `marks` lives until the guard below flushes it, and `f`
+    // cannot keep the items it is given (its argument's lifetime is
+    // higher-ranked).
+    unsafe { Q::redirect_marks(&mut data, &raw mut marks) };
+    // Flushes the marks when dropped: after the loop, or while a panic in
+    // `f` unwinds, so the chunk tick never ends up older than a row tick
+    // written before the panic. It holds a copy of the fetch, so the loop's
+    // own `data` stays a local that no store can alias.
+    let _flush = FlushMarks::<Q> { data, marks: &raw const marks };
+    if F::ARCHETYPAL || F::all_rows_pass(&filter) {
+        for row in start..end {
+            // SAFETY: `row` is live and yielded once.
+            f(unsafe { Q::item(&data, row) });
+        }
+    } else {
+        for row in start..end {
+            // SAFETY: as above.
+            if unsafe { F::row_passes(&filter, row) } {
+                // SAFETY: as above.
+                f(unsafe { Q::item(&data, row) });
+            }
+        }
+    }
+}
+
+/// Stamps a loop's chunk marks into the chunk ticks when dropped (see
+/// [`crate::query::change`]), also when the loop unwinds.
+struct FlushMarks<'w, Q: QueryData> {
+    data: Q::Fetch<'w>,
+    /// The loop's marks; they outlive this guard (declared before it).
+    marks: *const Q::Marks,
+}
+
+impl<Q: QueryData> Drop for FlushMarks<'_, Q> {
+    fn drop(&mut self) {
+        // SAFETY: `marks` points to the loop's marks, declared before this
+        // guard and so still alive, and no item that writes them is left
+        // (the closure could not keep any).
+        Q::flush_marks(&self.data, unsafe { &*self.marks });
+    }
+}
+
+/// The rows of one query run, chunk by chunk.
+pub struct QueryIter<'w, 's, Q: QueryData, F: QueryFilter> {
+    pub(crate) archetypes: &'w [Archetype],
+    pub(crate) matched: std::slice::Iter<'s, Matched<Q, F>>,
+    pub(crate) stats: &'s mut ChunkStats,
+    pub(crate) window: TickWindow,
+    pub(crate) current: Option<(&'w Archetype, Matched<Q, F>)>,
+    pub(crate) chunk: usize,
+    pub(crate) fetch: Option<(Q::Fetch<'w>, F::Fetch<'w>)>,
+    pub(crate) row: usize,
+    pub(crate) len: usize,
+    pub(crate) all_pass: bool,
+}
+
+impl<'w, Q: QueryData, F: QueryFilter> QueryIter<'w, '_, Q, F> {
+    /// Moves to the next chunk that passes the chunk-level filter. Returns
+    /// false when none is left.
+    #[inline]
+    fn next_chunk(&mut self) -> bool {
+        loop {
+            let Some((archetype, m)) = self.current else {
+                let m = match self.matched.next() {
+                    Some(m) => *m,
+                    None => return false,
+                };
+                let archetype = &self.archetypes[m.archetype.index()];
+                self.stats.chunks_total += archetype.chunk_count() as u64;
+                self.stats.entities += archetype.len() as u64;
+                self.current = Some((archetype, m));
+                self.chunk = 0;
+                continue;
+            };
+            let count = archetype.chunk_count();
+            let from = self.chunk;
+            let chunk = F::next_passing_chunk(m.filter, archetype, from, count, self.window);
+            self.stats.chunks_skipped += (chunk - from) as u64;
+            if chunk >= count {
+                self.current = None;
+                continue;
+            }
+            self.chunk = chunk + 1;
+            let len = archetype.chunk_len(chunk);
+            if len == 0 {
+                self.stats.chunks_skipped += 1;
+                continue;
+            }
+            // SAFETY: matched archetype, chunk in range; the iterator's
+            // creator holds the access and hands out each row once.
+            let data = unsafe { Q::fetch(m.data, archetype, chunk, self.window.this_run()) };
+            let filter = F::fetch(m.filter, archetype, chunk, self.window);
+            self.all_pass = F::ARCHETYPAL || F::all_rows_pass(&filter);
+            self.fetch = Some((data, filter));
+            self.row = 0;
+            self.len = len;
+            return true;
+        }
+    }
+}
+
+impl<'w, Q: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, Q, F> {
+    type Item = Q::Item<'w>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Q::Item<'w>> {
+        loop {
+            if let Some((data, filter)) = &self.fetch {
+                while self.row < self.len {
+                    let row = self.row;
+                    self.row += 1;
+                    // SAFETY: `row` is below the chunk's length.
+                    if self.all_pass || unsafe { F::row_passes(filter, row) } {
+                        // SAFETY: each row is yielded once per run.
+                        return Some(unsafe { Q::item(data, row) });
+                    }
+                }
+                self.fetch = None;
+            }
+            if !self.next_chunk() {
+                return None;
+            }
+        }
+    }
+
+    #[inline]
+    fn fold<B, G>(mut self, init: B, mut g: G) -> B
+    where
+        G: FnMut(B, Self::Item) -> B,
+    {
+        let mut acc = init;
+        let mut start = self.row;
+        loop {
+            if let Some((data, filter)) = self.fetch.take() {
+                if self.all_pass {
+                    for row in start..self.len {
+                        // SAFETY: `row` is below the chunk's length and
+                        // yielded once.
+                        acc = g(acc, unsafe { Q::item(&data, row) });
+                    }
+                } else {
+                    for row in start..self.len {
+                        // SAFETY: as above.
+                        if unsafe { F::row_passes(&filter, row) } {
+                            // SAFETY: as above.
+                            acc = g(acc, unsafe { Q::item(&data, row) });
+                        }
+                    }
+                }
+            }
+            if !self.next_chunk() {
+                return acc;
+            }
+            start = 0;
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Parallel iteration: matching chunks (or row ranges of them, when there
+//! are too few chunks to keep every thread busy) spread over rayon's pool.
+
+use rayon::prelude::*;
+
+use crate::query::fetch::{QueryData, ReadOnlyQueryData};
+use crate::query::filter::QueryFilter;
+use crate::query::iter::run_rows;
+use crate::query::state::QueryState;
+use crate::query::view::ChunkView;
+use crate::storage::tick::TickWindow;
+use crate::world::World;
+
+impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
+    /// Lists the chunks that pass the chunk-level filter, counting skips.
+    fn chunk_tasks(&mut self, world: &World, window: TickWindow) -> Vec<ChunkTask> {
+        let mut tasks = Vec::new();
+        self.walk_chunks(world, window, |matched, _, _, chunk, len| {
+            tasks.push(ChunkTask { matched: matched as u32, chunk: chunk as u32, start: 0, end: len as u32 });
+        });
+        tasks
+    }
+
+    /// Runs `f` on every matching row, chunks spread over rayon's threads.
+    /// When there are few chunks, chunks are split into row ranges so both
+    /// cores get work.
+    pub fn par_for_each_mut(&mut self, world: &mut World, f: impl Fn(Q::Item<'_>) + Send + Sync) {
+        world.check_change_ticks();
+        // SAFETY: `&mut World` is exclusive; tasks cover disjoint rows.
+        unsafe { self.par_for_each_unchecked(world, f) }
+    }
+
+    /// Read-only form of [`QueryState::par_for_each_mut`].
+    pub fn par_for_each(&mut self, world: &World, f: impl Fn(Q::Item<'_>) + Send + Sync)
+    where
+        Q: ReadOnlyQueryData,
+    {
+        // SAFETY: read-only data through a shared borrow.
+        unsafe { self.par_for_each_unchecked(world, f) }
+    }
+
+    /// Parallel per-row iteration through a shared world borrow.
+    ///
+    /// # Safety
+    /// As [`QueryState::iter_unchecked`].
+    pub unsafe fn par_for_each_unchecked(&mut self, world: &World, f: impl Fn(Q::Item<'_>) + Send + Sync) {
+        let window = self.begin(world);
+        // SAFETY: forwarded contract.
+        unsafe { self.par_for_each_in(world, window, f) }
+    }
+
+    /// # Safety
+    /// As [`QueryState::iter_in`].
+    pub(crate) unsafe fn par_for_each_in(
+        &mut self,
+        world: &World,
+        window: TickWindow,
+        f: impl Fn(Q::Item<'_>) + Send + Sync,
+    ) {
+        let mut tasks = self.chunk_tasks(world, window);
+        split_tasks(&mut tasks);
+        let archetypes = world.archetypes();
+        let matched = &self.matched;
+        let run = |task: &ChunkTask| {
+            let m = &matched[task.matched as usize];
+            let archetype = &archetypes[m.archetype.index()];
+            let mut f = &f;
+            // SAFETY: the archetype matched and the chunk is in range; tasks
+            // cover disjoint rows, so no row is fetched twice, and each task
+            // marks into its own local before stamping the chunk atomically.
+            unsafe {
+                run_rows::<Q, F>(
+                    archetype,
+                    m,
+                    task.chunk as usize,
+                    task.start as usize,
+                    task.end as usize,
+                    window,
+                    &mut f,
+                )
+            };
+        };
+        if tasks.len() <= 1 {
+            tasks.iter().for_each(run);
+        } else {
+            tasks.par_iter().for_each(run);
+        }
+    }
+
+    /// Runs `f` on every matching chunk in parallel.
+    pub fn par_for_each_chunk_mut(&mut self, world: &mut World, f: impl Fn(ChunkView<'_, Q, F>) + Send + Sync) {
+        world.check_change_ticks();
+        // SAFETY: `&mut World` is exclusive; each chunk is one task.
+        unsafe { self.par_for_each_chunk_unchecked(world, f) }
+    }
+
+    /// Parallel per-chunk iteration through a shared world borrow.
+    ///
+    /// # Safety
+    /// As [`QueryState::iter_unchecked`].
+    pub unsafe fn par_for_each_chunk_unchecked<'w>(
+        &mut self,
+        world: &'w World,
+        f: impl Fn(ChunkView<'w, Q, F>) + Send + Sync,
+    ) {
+        let window = self.begin(world);
+        // SAFETY: forwarded contract.
+        unsafe { self.par_for_each_chunk_in(world, window, f) }
+    }
+
+    /// # Safety
+    /// As [`QueryState::iter_in`].
+    pub(crate) unsafe fn par_for_each_chunk_in<'w>(
+        &mut self,
+        world: &'w World,
+        window: TickWindow,
+        f: impl Fn(ChunkView<'w, Q, F>) + Send + Sync,
+    ) {
+        let tasks = self.chunk_tasks(world, window);
+        let archetypes = world.archetypes();
+        let matched = &self.matched;
+        tasks.par_iter().for_each(|task| {
+            let m = &matched[task.matched as usize];
+            let archetype = &archetypes[m.archetype.index()];
+            // SAFETY: one task per chunk; the caller holds the access.
+            f(unsafe { ChunkView::new(archetype, m.data, m.filter, task.chunk as usize, task.end as usize, window) });
+        });
+    }
+}
+
+#[derive(Copy, Clone, Debug)]
+struct ChunkTask {
+    matched: u32,
+    chunk: u32,
+    start: u32,
+    end: u32,
+}
+
+/// Splits chunk tasks into row ranges when there are too few to keep every
+/// thread busy.
+fn split_tasks(tasks: &mut Vec<ChunkTask>) {
+    let threads = rayon::current_num_threads();
+    let wanted = threads * 8;
+    if threads <= 1 || tasks.is_empty() || tasks.len() >= wanted {
+        return;
+    }
+    let rows: u32 = tasks.iter().map(|t| t.end - t.start).sum();
+    let piece = (rows as usize).div_ceil(wanted).max(16) as u32;
+    let mut split = Vec::with_capacity(wanted + tasks.len());
+    for t in tasks.iter() {
+        let mut start = t.start;
+        while start < t.end {
+            let end = (start + piece).min(t.end);
+            split.push(ChunkTask { start, end, ..*t });
+            start = end;
+        }
+    }
+    *tasks = split;
+}
