@@ -84,8 +84,11 @@
 //! - [`system`]: function systems and their parameters (`Query`, `Res`,
 //!   `ResMut`, `Commands`, `Local`, events), resources, events and commands.
 //! - [`schedule`]: ordering, sync points and parallel runs.
+//! - [`lifecycle`]: component hooks, observers of events (user events and
+//!   `OnAdd`/`OnInsert`/`OnReplace`/`OnRemove`), and `RemovedComponents`.
 
 pub mod error;
+pub mod lifecycle;
 pub mod query;
 pub mod schedule;
 pub mod storage;
@@ -93,6 +96,10 @@ pub mod system;
 pub mod world;
 
 pub use error::StoreError;
+pub use lifecycle::{
+    ComponentHook, ComponentHooks, DeferredWorld, Event, LifecycleKind, ObserverId, On, OnAdd, OnInsert, OnRemove,
+    OnReplace, RemovedComponents,
+};
 pub use query::{
     Access, Added, Changed, ChunkStats, ChunkView, ConflictKind, EntityGroups, GroupRows, Mut, Or, QueryData,
     QueryError, QueryFilter, QueryIter, QueryState, ReadOnlyQueryData, With, Without,

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use smallvec::SmallVec;
 
 use crate::error::StoreError;
+use crate::lifecycle::LifecycleKind;
 use crate::query::QueryState;
 use crate::query::change::Mut;
 use crate::query::fetch::QueryData;
@@ -60,6 +61,7 @@ pub struct World {
     event_updaters: Vec<fn(&mut World)>,
     change_tick: AtomicU64,
     last_check_tick: u64,
+    pub(crate) lifecycle: crate::lifecycle::Lifecycle,
 }
 
 impl Default for World {
@@ -167,6 +169,7 @@ impl World {
             resources: Resources::default(),
             change_tick: AtomicU64::new(1),
             last_check_tick: 1,
+            lifecycle: crate::lifecycle::Lifecycle::default(),
         }
     }
 
@@ -295,6 +298,10 @@ impl World {
         &self.archetypes
     }
 
+    pub(crate) fn archetypes_mut(&mut self) -> &mut [Archetype] {
+        &mut self.archetypes
+    }
+
     /// Live entities.
     pub fn len(&self) -> u32 {
         self.entities.len()
@@ -320,7 +327,8 @@ impl World {
             return Ok(id);
         }
         let id = ArchetypeId(self.archetypes.len() as u32);
-        let archetype = Archetype::new(id, sorted, &self.components)?;
+        let mut archetype = Archetype::new(id, sorted, &self.components)?;
+        archetype.lifecycle = self.lifecycle_flags_of(sorted);
         self.archetypes.push(archetype);
         self.archetype_ids.insert(sorted.into(), id);
         Ok(id)
@@ -411,7 +419,23 @@ impl World {
             arch.commit_rows(chunk, 1);
         }
         arch.stamp_new_rows(chunk, row, 1, now);
+        if arch.lifecycle & (LifecycleKind::Add.bit() | LifecycleKind::Insert.bit()) != 0 {
+            self.spawned_lifecycle(archetype, &[entity]);
+        }
         Ok(entity)
+    }
+
+    /// The lifecycle slow path after spawning `entities` into `archetype`:
+    /// `on_add` then `on_insert` for every component, entity by entity.
+    #[cold]
+    fn spawned_lifecycle(&mut self, archetype: ArchetypeId, entities: &[Entity]) {
+        let components: SmallVec<[ComponentId; 16]> =
+            self.archetypes[archetype.index()].components().iter().copied().collect();
+        for &entity in entities {
+            self.run_lifecycle(LifecycleKind::Add, entity, &components);
+            self.run_lifecycle(LifecycleKind::Insert, entity, &components);
+        }
+        self.flush_lifecycle();
     }
 
     /// Spawns one entity per bundle, filling whole chunks at a time.
@@ -427,43 +451,60 @@ impl World {
         let hint = bundles.size_hint().0;
         let mut spawned = Vec::with_capacity(hint);
         self.entities.reserve_capacity(hint);
+        let listened = self.archetypes[archetype.index()].lifecycle
+            & (LifecycleKind::Add.bit() | LifecycleKind::Insert.bit())
+            != 0;
+        let entities = &mut self.entities;
         let arch = &mut self.archetypes[archetype.index()];
         arch.reserve_rows(hint);
-        loop {
-            let mut next = bundles.next();
-            if next.is_none() {
-                break;
-            }
-            let (chunk, free) = arch.open_chunk(now);
-            let start = arch.chunk_len(chunk);
-            let mut ptrs = BundlePtrs::new();
-            for &c in &columns {
-                ptrs.push(arch.column_ptr(c, chunk));
-            }
-            let ptrs = ptrs.as_slice();
-            // Stamps the rows committed in this chunk when the batch moves
-            // on, or when the user's iterator panics (then the rows already
-            // spawned still carry correct ticks).
-            let mut rows = StampOnDrop { arch: &mut *arch, chunk, start, count: 0, now };
-            while let Some(bundle) = next {
-                let row = start + rows.count;
-                let entity = self.entities.alloc(EntityLocation { archetype, chunk: chunk as u32, row: row as u32 });
-                // SAFETY: `row < start + free`, a free row of this chunk, and
-                // `ptrs` are `B`'s columns in tuple order. The row is
-                // committed before the user's iterator runs again, so a panic
-                // there leaves no entity pointing at an uncommitted row.
-                unsafe {
-                    bundle.write(ptrs, row);
-                    rows.arch.chunks[chunk].entities_ptr().add(row).write(entity);
-                    rows.arch.commit_rows(chunk, 1);
-                }
-                spawned.push(entity);
-                rows.count += 1;
-                if rows.count == free {
+        let mut fill = || {
+            loop {
+                let mut next = bundles.next();
+                if next.is_none() {
                     break;
                 }
-                next = bundles.next();
+                let (chunk, free) = arch.open_chunk(now);
+                let start = arch.chunk_len(chunk);
+                let mut ptrs = BundlePtrs::new();
+                for &c in &columns {
+                    ptrs.push(arch.column_ptr(c, chunk));
+                }
+                let ptrs = ptrs.as_slice();
+                // Stamps the rows committed in this chunk when the batch moves
+                // on, or when the user's iterator panics (then the rows already
+                // spawned still carry correct ticks).
+                let mut rows = StampOnDrop { arch: &mut *arch, chunk, start, count: 0, now };
+                while let Some(bundle) = next {
+                    let row = start + rows.count;
+                    let entity = entities.alloc(EntityLocation { archetype, chunk: chunk as u32, row: row as u32 });
+                    // SAFETY: `row < start + free`, a free row of this chunk, and
+                    // `ptrs` are `B`'s columns in tuple order. The row is
+                    // committed before the user's iterator runs again, so a panic
+                    // there leaves no entity pointing at an uncommitted row.
+                    unsafe {
+                        bundle.write(ptrs, row);
+                        rows.arch.chunks[chunk].entities_ptr().add(row).write(entity);
+                        rows.arch.commit_rows(chunk, 1);
+                    }
+                    spawned.push(entity);
+                    rows.count += 1;
+                    if rows.count == free {
+                        break;
+                    }
+                    next = bundles.next();
+                }
             }
+        };
+        if !listened {
+            fill();
+            return Ok(spawned);
+        }
+        // Listeners: the hooks of the entities spawned so far run even when
+        // the user's iterator panics part-way, before the panic goes on.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(fill));
+        self.spawned_lifecycle(archetype, &spawned);
+        if let Err(panic) = outcome {
+            std::panic::resume_unwind(panic);
         }
         Ok(spawned)
     }
@@ -474,6 +515,10 @@ impl World {
     /// when the panic leaves this call: every other component was dropped,
     /// the row was removed, and the handle is stale.
     pub fn despawn(&mut self, entity: Entity) -> Result<(), StoreError> {
+        let lifecycle = self.entities.location(entity).map(|loc| self.archetypes[loc.archetype.index()].lifecycle)?;
+        if lifecycle & (LifecycleKind::Replace.bit() | LifecycleKind::Remove.bit()) != 0 {
+            self.despawn_lifecycle(entity);
+        }
         let loc = self.entities.free(entity)?;
         let (chunk, row) = (loc.chunk as usize, loc.row as usize);
         // The row is removed after its values are dropped, also when a
@@ -484,7 +529,21 @@ impl World {
         // they are never read again.
         unsafe { remove.arch.drop_row(chunk, row) };
         drop(remove);
+        if lifecycle != 0 {
+            self.flush_lifecycle();
+        }
         Ok(())
+    }
+
+    /// The lifecycle slow path before a despawn: `on_replace` then
+    /// `on_remove` for every component, and the removal logs.
+    #[cold]
+    fn despawn_lifecycle(&mut self, entity: Entity) {
+        let Ok(loc) = self.entities.location(entity) else { return };
+        let components: SmallVec<[ComponentId; 16]> =
+            self.archetypes[loc.archetype.index()].components().iter().copied().collect();
+        self.run_lifecycle(LifecycleKind::Replace, entity, &components);
+        self.run_lifecycle(LifecycleKind::Remove, entity, &components);
     }
 
     /// Despawns every entity, dropping their components. Resources,
@@ -495,6 +554,19 @@ impl World {
     /// panics, the other values are still dropped before the panic leaves
     /// this call.
     pub fn clear_entities(&mut self) {
+        let removing = LifecycleKind::Replace.bit() | LifecycleKind::Remove.bit();
+        if self.archetypes.iter().any(|a| a.lifecycle & removing != 0 && !a.is_empty()) {
+            // Listeners see every entity go, one by one.
+            let listened: Vec<Entity> = self
+                .archetypes
+                .iter()
+                .filter(|a| a.lifecycle & removing != 0)
+                .flat_map(|a| (0..a.chunk_count()).flat_map(move |c| a.chunk_entities(c).iter().copied()))
+                .collect();
+            for entity in listened {
+                self.despawn_lifecycle(entity);
+            }
+        }
         let mut taken = Vec::with_capacity(self.archetypes.len());
         for arch in &mut self.archetypes {
             for chunk in 0..arch.chunk_count() {
@@ -510,6 +582,7 @@ impl World {
             // added since.
             unsafe { archetypes[a].drop_rows(&taken[a]) };
         });
+        self.flush_lifecycle();
     }
 
     /// Moves a live entity's row along a cached plan. Values of components
@@ -622,6 +695,11 @@ impl World {
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), StoreError> {
         let loc = self.entities.location(entity)?;
         let plan_index = self.insert_plan::<B>(loc.archetype)?;
+        let dst = self.plans[plan_index].dst;
+        let lifecycle = self.archetypes[loc.archetype.index()].lifecycle | self.archetypes[dst.index()].lifecycle;
+        if lifecycle & LifecycleKind::Replace.bit() != 0 {
+            self.insert_lifecycle(entity, plan_index, LifecycleKind::Replace);
+        }
         let (chunk, row) = (loc.chunk as usize, loc.row as usize);
         // Values the entity already has are dropped first; `finish` writes
         // the new ones when it drops: right after, or while a panicking
@@ -639,7 +717,34 @@ impl World {
             }
         });
         drop(finish);
+        if lifecycle & (LifecycleKind::Add.bit() | LifecycleKind::Insert.bit()) != 0 {
+            self.insert_lifecycle(entity, plan_index, LifecycleKind::Add);
+            self.insert_lifecycle(entity, plan_index, LifecycleKind::Insert);
+        }
+        if lifecycle != 0 {
+            self.flush_lifecycle();
+        }
         Ok(())
+    }
+
+    /// The lifecycle slow path of an insert along plan `plan_index`:
+    /// `Replace` for the values that exist (before the change), `Add` for
+    /// the new ones and `Insert` for all (after it), in bundle order.
+    #[cold]
+    fn insert_lifecycle(&mut self, entity: Entity, plan_index: usize, kind: LifecycleKind) {
+        let plan = &self.plans[plan_index];
+        let dst = &self.archetypes[plan.dst.index()];
+        let components: SmallVec<[ComponentId; 16]> = plan
+            .bundle
+            .iter()
+            .filter(|(_, existing)| match kind {
+                LifecycleKind::Replace => existing.is_some(),
+                LifecycleKind::Add => existing.is_none(),
+                _ => true,
+            })
+            .map(|&(col, _)| dst.components()[col as usize])
+            .collect();
+        self.run_lifecycle(kind, entity, &components);
     }
 
     /// The second half of [`World::insert`]: moves the row if the bundle
@@ -685,6 +790,14 @@ impl World {
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, StoreError> {
         let loc = self.entities.location(entity)?;
         let plan_index = self.remove_plan::<B>(entity, loc.archetype)?;
+        let lifecycle = self.archetypes[loc.archetype.index()].lifecycle;
+        if lifecycle & (LifecycleKind::Replace.bit() | LifecycleKind::Remove.bit()) != 0 {
+            let src = &self.archetypes[loc.archetype.index()];
+            let components: SmallVec<[ComponentId; 16]> =
+                self.plans[plan_index].bundle.iter().map(|&(col, _)| src.components()[col as usize]).collect();
+            self.run_lifecycle(LifecycleKind::Replace, entity, &components);
+            self.run_lifecycle(LifecycleKind::Remove, entity, &components);
+        }
         let src = &self.archetypes[loc.archetype.index()];
         let ptrs: SmallVec<[*mut u8; 8]> = self.plans[plan_index]
             .bundle
@@ -701,6 +814,9 @@ impl World {
             // values were moved out above; the destination is a subset of
             // the source, so it has no fresh columns.
             unsafe { self.move_entity(entity, loc, plan_index) };
+        }
+        if lifecycle != 0 {
+            self.flush_lifecycle();
         }
         Ok(bundle)
     }

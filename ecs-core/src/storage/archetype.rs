@@ -78,6 +78,10 @@ pub struct Archetype {
     /// removed: indices into the world's move plans.
     pub(crate) insert_edges: EdgeMap,
     pub(crate) remove_edges: EdgeMap,
+    /// Lifecycle flags ([`crate::lifecycle::LifecycleKind::bit`]): which
+    /// events some component here has a listener for. Zero means a
+    /// structural operation has nothing to call.
+    pub(crate) lifecycle: u8,
 }
 
 impl std::fmt::Debug for Archetype {
@@ -139,6 +143,7 @@ impl Archetype {
             len: 0,
             insert_edges: EdgeMap::default(),
             remove_edges: EdgeMap::default(),
+            lifecycle: 0,
         })
     }
 

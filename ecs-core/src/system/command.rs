@@ -7,7 +7,7 @@ use crate::storage::bundle::Bundle;
 use crate::storage::entity::Entity;
 use crate::world::World;
 
-type Command = Box<dyn FnOnce(&mut World) -> Result<(), StoreError> + Send + Sync>;
+pub(crate) type Command = Box<dyn FnOnce(&mut World) -> Result<(), StoreError> + Send + Sync>;
 
 /// A queue of recorded commands.
 #[derive(Default)]
@@ -26,6 +26,16 @@ impl CommandQueue {
     /// for deferred spawns.
     pub fn commands<'w, 's>(&'s mut self, world: &'w World) -> Commands<'w, 's> {
         Commands { queue: self, world }
+    }
+
+    /// Moves every command of `other` to the end of this queue.
+    pub fn append(&mut self, other: &mut CommandQueue) {
+        self.commands.append(&mut other.commands);
+    }
+
+    /// Queues one command.
+    pub(crate) fn push(&mut self, command: Command) {
+        self.commands.push(command);
     }
 
     /// Recorded commands not yet applied.
@@ -108,6 +118,23 @@ impl Commands<'_, '_> {
     /// Removes (and drops) components when applied.
     pub fn remove<B: Bundle>(&mut self, entity: Entity) {
         self.queue.commands.push(Box::new(move |world: &mut World| world.remove::<B>(entity).map(drop)));
+    }
+
+    /// Triggers a global event when applied (see [`World::trigger`]).
+    pub fn trigger<E: crate::lifecycle::Event>(&mut self, event: E) {
+        self.queue.commands.push(Box::new(move |world: &mut World| {
+            world.trigger(event);
+            Ok(())
+        }));
+    }
+
+    /// Triggers an event at `target` when applied (see
+    /// [`World::trigger_targets`]).
+    pub fn trigger_targets<E: crate::lifecycle::Event>(&mut self, event: E, target: Entity) {
+        self.queue.commands.push(Box::new(move |world: &mut World| {
+            world.trigger_targets(event, target);
+            Ok(())
+        }));
     }
 
     /// Runs arbitrary code with exclusive world access when applied.

@@ -1,0 +1,161 @@
+//! Removal detection: [`RemovedComponents<T>`].
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use crate::storage::component::{Component, ComponentId};
+use crate::storage::entity::Entity;
+use crate::storage::tick::TickWindow;
+use crate::system::{SystemMeta, SystemParam};
+use crate::world::World;
+
+/// The log of one component's removals: (entity, world tick), in tick
+/// order, kept until every live reader has passed an entry.
+#[derive(Debug, Default)]
+pub(crate) struct RemovedLog {
+    entries: Vec<(Entity, u64)>,
+    /// Each reader's position: the tick of its latest run.
+    readers: Vec<Weak<AtomicU64>>,
+    /// Length at which the next trim is tried (doubles, so trimming is
+    /// amortised O(1) per entry).
+    trim_at: usize,
+}
+
+impl RemovedLog {
+    pub(crate) fn add_reader(&mut self) -> Arc<AtomicU64> {
+        let reader = Arc::new(AtomicU64::new(0));
+        self.readers.push(Arc::downgrade(&reader));
+        reader
+    }
+
+    pub(crate) fn push(&mut self, entity: Entity, tick: u64) {
+        self.entries.push((entity, tick));
+        if self.entries.len() >= self.trim_at.max(64) {
+            self.trim();
+        }
+    }
+
+    /// Drops the entries every live reader has passed.
+    pub(crate) fn trim(&mut self) {
+        self.readers.retain(|r| r.strong_count() > 0);
+        let passed = self.readers.iter().filter_map(Weak::upgrade).map(|r| r.load(Ordering::Relaxed)).min();
+        let keep_from = match passed {
+            Some(tick) => self.entries.partition_point(|&(_, t)| t <= tick),
+            None => self.entries.len(),
+        };
+        self.entries.drain(..keep_from);
+        self.trim_at = 2 * self.entries.len();
+    }
+
+    /// Entries kept now.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+impl World {
+    /// How many removals of `T` the log keeps now (entries not yet passed
+    /// by every reader, plus at most as many again awaiting the next trim).
+    pub fn removed_log_len<T: Component>(&self) -> usize {
+        self.components().id::<T>().and_then(|id| self.lifecycle.removed.get(id.index())).map_or(0, RemovedLog::len)
+    }
+}
+
+/// Ties [`RemovedComponents`] to its state's lifetime and component type.
+type RemovedMarker<'s, T> = (&'s (), fn() -> T);
+
+/// The entities that lost component `T` (by remove or despawn) since this
+/// system last ran: the same window rule as `Changed<T>`, so a system that
+/// skipped runs sees every removal since its previous run. The log starts
+/// when the first reader of `T` is created and keeps an entry until every
+/// reader has run past it (a reader that never runs again keeps the log
+/// growing: drop the system to let it go).
+///
+/// ```
+/// use ecs_core::prelude::*;
+/// use ecs_core::RemovedComponents;
+/// struct Target;
+/// #[derive(Default)]
+/// struct Lost(Vec<Entity>);
+///
+/// let mut world = World::new();
+/// world.insert_resource(Lost::default());
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems(|mut removed: RemovedComponents<Target>, mut lost: ResMut<Lost>| {
+///     lost.0.extend(removed.iter());
+/// });
+/// schedule.run(&mut world).unwrap();
+/// let a = world.spawn((Target,)).unwrap();
+/// let b = world.spawn((Target,)).unwrap();
+/// world.remove_one::<Target>(a).unwrap();
+/// world.despawn(b).unwrap();
+/// schedule.run(&mut world).unwrap();
+/// assert_eq!(world.resource::<Lost>().unwrap().0, vec![a, b]);
+/// ```
+pub struct RemovedComponents<'w, 's, T: Component> {
+    entries: &'w [(Entity, u64)],
+    last_run: u64,
+    this_run: u64,
+    _marker: PhantomData<RemovedMarker<'s, T>>,
+}
+
+impl<T: Component> RemovedComponents<'_, '_, T> {
+    /// The entities, in removal order (an entity can appear more than once
+    /// if it lost `T` several times).
+    pub fn iter(&mut self) -> impl Iterator<Item = Entity> + '_ {
+        let (last, this) = (self.last_run, self.this_run);
+        let start = self.entries.partition_point(|&(_, t)| t <= last);
+        self.entries[start..].iter().take_while(move |&&(_, t)| t <= this).map(|&(e, _)| e)
+    }
+
+    /// How many removals the window holds.
+    pub fn len(&self) -> usize {
+        let start = self.entries.partition_point(|&(_, t)| t <= self.last_run);
+        let end = self.entries.partition_point(|&(_, t)| t <= self.this_run);
+        end - start
+    }
+
+    /// Whether nothing was removed in the window.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A removal reader's state: the component, its position in the log, and
+/// the tick of its previous run.
+pub struct RemovedState {
+    component: ComponentId,
+    reader: Arc<AtomicU64>,
+    last_run: u64,
+}
+
+// SAFETY: reads only the removal log, which changes only through `&mut
+// World` (structural operations), never while systems run.
+unsafe impl<T: Component> SystemParam for RemovedComponents<'_, '_, T> {
+    type State = RemovedState;
+    type Item<'w, 's> = RemovedComponents<'w, 's, T>;
+
+    fn init_state(world: &mut World, _: &mut SystemMeta) -> RemovedState {
+        let component = world.register::<T>();
+        let reader = world.lifecycle.add_removal_reader(component);
+        world.lifecycle.component_mut(component).removal_tracked = true;
+        world.refresh_lifecycle_flags(component);
+        RemovedState { component, reader, last_run: 0 }
+    }
+
+    unsafe fn get_param<'w, 's>(
+        state: &'s mut RemovedState,
+        world: &'w World,
+        window: TickWindow,
+    ) -> RemovedComponents<'w, 's, T> {
+        // The run's 64-bit tick from its low 32 bits: the world tick is at
+        // most a few ticks past it.
+        let now = world.change_tick();
+        let this_run = now - u64::from((now as u32).wrapping_sub(window.this_run().get()));
+        let last_run = std::mem::replace(&mut state.last_run, this_run);
+        state.reader.store(this_run, Ordering::Relaxed);
+        let entries = world.lifecycle.removed.get(state.component.index()).map_or(&[][..], |log| &log.entries[..]);
+        RemovedComponents { entries, last_run, this_run, _marker: PhantomData }
+    }
+}
