@@ -101,7 +101,7 @@ pub use lifecycle::{
     OnReplace, RemovedComponents,
 };
 pub use query::{
-    Access, Added, Changed, ChunkStats, ChunkView, ConflictKind, EntityGroups, GroupRows, Mut, Or, QueryData,
+    Access, Added, Changed, ChunkStats, ChunkView, ConflictKind, Disabled, EntityGroups, GroupRows, Mut, Or, QueryData,
     QueryError, QueryFilter, QueryIter, QueryState, ReadOnlyQueryData, With, Without,
 };
 pub use schedule::{CommandError, IntoSystemConfig, IntoSystemConfigs, Schedule, ScheduleError, SystemConfig};

@@ -85,6 +85,12 @@ impl Access {
         }
     }
 
+    /// Whether the query names `id` anywhere: read, written, or in a
+    /// `With`/`Without` filter.
+    pub fn mentions(&self, id: ComponentId) -> bool {
+        self.reads.contains(&id) || self.writes.contains(&id) || self.with.contains(&id) || self.without.contains(&id)
+    }
+
     /// Components read.
     pub fn reads(&self) -> &[ComponentId] {
         &self.reads

@@ -412,6 +412,27 @@ tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5);
 tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
+/// Marks an entity that queries skip unless they name `Disabled` (in their
+/// data or a filter such as `With<Disabled>` or `Option<&Disabled>`):
+/// insert it to pool or pause an entity without despawning it, remove it to
+/// bring the entity back. Lookups by entity (`World::get`) still see it.
+/// Disabled archetypes are not matched at all, so chunk skip counts are those
+/// of the enabled entities.
+///
+/// ```
+/// use ecs_core::{Disabled, With, World};
+/// struct Enemy;
+/// let mut world = World::new();
+/// let a = world.spawn((Enemy,)).unwrap();
+/// world.spawn((Enemy, Disabled)).unwrap();
+/// let mut enemies = world.query::<(ecs_core::Entity, &Enemy)>();
+/// assert_eq!(enemies.iter(&world).map(|(e, _)| e).collect::<Vec<_>>(), vec![a]);
+/// let mut pooled = world.query_filtered::<&Enemy, With<Disabled>>();
+/// assert_eq!(pooled.iter(&world).count(), 1);
+/// ```
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Disabled;
+
 #[cfg(test)]
 mod tests {
     use crate::{Added, Changed, Entity, Or, World};

@@ -20,7 +20,7 @@ mod view;
 pub use access::{Access, ConflictKind};
 pub use change::Mut;
 pub use fetch::{QueryData, ReadOnlyQueryData};
-pub use filter::{Added, Changed, Or, QueryFilter, With, Without};
+pub use filter::{Added, Changed, Disabled, Or, QueryFilter, With, Without};
 pub use groups::{EntityGroups, GroupRows};
 pub use iter::QueryIter;
 pub use state::{ChunkStats, QueryError, QueryState};

@@ -6,10 +6,11 @@ use std::marker::PhantomData;
 
 use crate::query::access::{Access, ConflictKind};
 use crate::query::fetch::{QueryData, ReadOnlyQueryData};
-use crate::query::filter::QueryFilter;
+use crate::query::filter::{Disabled, QueryFilter};
 use crate::query::iter::{QueryIter, run_rows};
 use crate::query::view::ChunkView;
 use crate::storage::archetype::{Archetype, ArchetypeId};
+use crate::storage::component::ComponentId;
 use crate::storage::entity::Entity;
 use crate::storage::tick::TickWindow;
 use crate::world::World;
@@ -139,6 +140,9 @@ pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
     world_id: u64,
     data_state: Q::State,
     filter_state: F::State,
+    /// The `Disabled` marker's id, unless the query names it: archetypes
+    /// holding it are then not matched.
+    skip_disabled: Option<ComponentId>,
     access: Access,
     archetypes_seen: usize,
     pub(crate) matched: Vec<Matched<Q, F>>,
@@ -178,10 +182,13 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
                 kind,
             });
         }
+        let disabled = world.register::<Disabled>();
+        let skip_disabled = (!access.mentions(disabled)).then_some(disabled);
         let mut state = QueryState {
             world_id: world.id(),
             data_state,
             filter_state,
+            skip_disabled,
             access,
             archetypes_seen: 0,
             matched: Vec::new(),
@@ -252,6 +259,15 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         }
     }
 
+    /// Whether rows of `archetype` belong to this query: its data and
+    /// archetype-level filters match, and it does not hold [`Disabled`]
+    /// unless the query names `Disabled`.
+    fn matches(&self, archetype: &Archetype) -> bool {
+        Q::matches(self.data_state, archetype)
+            && F::matches(self.filter_state, archetype)
+            && self.skip_disabled.is_none_or(|d| !archetype.contains(d))
+    }
+
     /// Picks up archetypes created since the last call.
     ///
     /// # Panics
@@ -262,7 +278,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         }
         let archetypes = world.archetypes();
         for archetype in &archetypes[self.archetypes_seen..] {
-            if Q::matches(self.data_state, archetype) && F::matches(self.filter_state, archetype) {
+            if self.matches(archetype) {
                 self.matched_index.push(self.matched.len() as u32);
                 self.matched.push(Matched {
                     archetype: archetype.id(),
@@ -479,7 +495,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             };
         }
         let archetype = &world.archetypes()[loc.archetype.index()];
-        if !(Q::matches(self.data_state, archetype) && F::matches(self.filter_state, archetype)) {
+        if !self.matches(archetype) {
             return Err(QueryError::NoMatch(entity));
         }
         Ok((Q::cache(self.data_state, archetype), loc))
