@@ -14,7 +14,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use ecs_core::{Added, Changed, CommandQueue, Entity, QueryState, StoreError, World};
+use ecs_core::{
+    Added, Changed, CommandQueue, DeferredWorld, Entity, On, OnRemove, QueryState, ResMut, StoreError, World,
+};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,6 +61,23 @@ fn armed_run(armed: bool, f: impl FnOnce()) -> bool {
     FUSE.with(|fuse| fuse.set(false));
     std::panic::set_hook(hook);
     panicked
+}
+
+/// What the `Pos` hooks saw: ('a', entity) on add, ('r', entity) on remove.
+#[derive(Default)]
+struct HookLog(Vec<(char, Entity)>);
+/// What the `OnRemove<Pos>` observer saw.
+#[derive(Default)]
+struct ObserverLog(Vec<Entity>);
+
+fn pos_added(mut world: DeferredWorld<'_>, entity: Entity) {
+    assert!(world.get::<Pos>(entity).is_ok(), "on_add runs after the value is written");
+    world.resource_mut::<HookLog>().unwrap().0.push(('a', entity));
+}
+
+fn pos_removed(mut world: DeferredWorld<'_>, entity: Entity) {
+    assert!(world.get::<Pos>(entity).is_ok(), "on_remove runs before the value goes");
+    world.resource_mut::<HookLog>().unwrap().0.push(('r', entity));
 }
 
 #[derive(Debug, Clone, Default)]
@@ -162,15 +181,29 @@ struct Harness {
     mover_with_entity: QueryState<(Entity, &'static mut Pos, &'static Vel)>,
     /// Bombs made so far (ids `0..bombs`).
     bombs: u64,
+    /// `OnRemove<Pos>` events the model expects the observer to have seen.
+    removed_pos: Vec<Entity>,
+    /// Whether the hooks and the observer are registered.
+    listen: bool,
 }
 
 impl Harness {
-    fn new() -> Self {
+    /// `listen`: with `Pos` hooks and an `OnRemove<Pos>` observer (every
+    /// operation on `Pos` takes the lifecycle path), or none (the fast path).
+    fn new(listen: bool) -> Self {
         let mut world = World::new();
         let changed = world.query_filtered();
         let added = world.query_filtered();
         let mover = world.query();
         let mover_with_entity = world.query();
+        world.insert_resource(HookLog::default());
+        world.insert_resource(ObserverLog::default());
+        if listen {
+            world.register_component_hooks::<Pos>().on_add(pos_added).on_remove(pos_removed);
+            world.add_observer(|trigger: On<OnRemove<Pos>>, mut log: ResMut<ObserverLog>| {
+                log.0.push(trigger.target().expect("lifecycle events have a target"));
+            });
+        }
         BOMB_DROPS.with(|d| d.borrow_mut().clear());
         Harness {
             world,
@@ -185,6 +218,8 @@ impl Harness {
             mover,
             mover_with_entity,
             bombs: 0,
+            removed_pos: Vec::new(),
+            listen,
         }
     }
 
@@ -215,7 +250,9 @@ impl Harness {
     fn apply(&mut self, op: &Op) {
         let now = self.now();
         let before: Vec<(Entity, u64)> = self.model.iter().map(|(&e, m)| (e, m.pos_changed)).collect();
+        let had_pos: HashMap<Entity, bool> = self.model.iter().map(|(&e, m)| (e, m.pos.is_some())).collect();
         self.apply_op(op, now);
+        self.check_lifecycle(&had_pos);
         // Any Pos stamp (by an entity alive now or despawned since) counts.
         let stamped = matches!(op, Op::SpawnBatch { .. } | Op::BatchPanic { .. } | Op::Spawn { pos: Some(_), .. })
             || before.iter().any(|(e, t)| self.model.get(e).is_some_and(|m| m.pos.is_some() && m.pos_changed != *t));
@@ -519,6 +556,33 @@ impl Harness {
         }
     }
 
+    /// The hooks ran once per `Pos` gained or lost in this operation (also
+    /// when it panicked), and the observer of `OnRemove<Pos>` saw every
+    /// loss once the queued work ran.
+    fn check_lifecycle(&mut self, had_pos: &HashMap<Entity, bool>) {
+        if !self.listen {
+            return;
+        }
+        let has = |e: &Entity| self.model.get(e).is_some_and(|m| m.pos.is_some());
+        let mut want: Vec<(char, Entity)> =
+            had_pos.iter().filter(|&(e, &had)| had && !has(e)).map(|(&e, _)| ('r', e)).collect();
+        want.extend(
+            self.model.keys().filter(|&e| has(e) && !had_pos.get(e).copied().unwrap_or(false)).map(|&e| ('a', e)),
+        );
+        want.sort();
+        let mut got = std::mem::take(&mut self.world.resource_mut::<HookLog>().unwrap().0);
+        got.sort();
+        assert_eq!(got, want, "hook calls");
+        self.removed_pos.extend(want.iter().filter(|(k, _)| *k == 'r').map(|&(_, e)| e));
+        self.world.flush();
+        let mut seen = std::mem::take(&mut self.world.resource_mut::<ObserverLog>().unwrap().0);
+        seen.sort();
+        let mut expected = std::mem::take(&mut self.removed_pos);
+        expected.sort();
+        assert_eq!(seen, expected, "OnRemove<Pos> observer");
+        assert!(self.world.take_lifecycle_errors().is_empty());
+    }
+
     fn check(&mut self) {
         if let Err(e) = self.world.check_consistency() {
             panic!("store invariant broken: {e}");
@@ -556,8 +620,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 1000, max_shrink_iters: 2000, ..ProptestConfig::default() })]
 
     #[test]
-    fn world_matches_model(ops in proptest::collection::vec(op(), 1..60)) {
-        let mut h = Harness::new();
+    fn world_matches_model(ops in proptest::collection::vec(op(), 1..60), listen in any::<bool>()) {
+        let mut h = Harness::new(listen);
         for op in &ops {
             h.apply(op);
             h.check();

@@ -242,6 +242,14 @@ impl World {
         }
     }
 
+    /// Runs now the commands that hooks queued and the observers of
+    /// lifecycle events that are still waiting. Structural operations do
+    /// this when they complete; what a panic interrupted waits for the next
+    /// one, or for this call.
+    pub fn flush(&mut self) {
+        self.flush_lifecycle();
+    }
+
     /// Errors of commands queued by hooks, and of observers that could not
     /// run (a missing resource, a refused query), since the last call.
     pub fn take_lifecycle_errors(&mut self) -> Vec<String> {
