@@ -751,6 +751,149 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let b = a + self.cell_keys[a..end].partition_point(|&k| k <= hi);
         (self.cell_start(a), self.cell_start(b))
     }
+
+    /// Calls `f(start, end)` with the sorted-slot range of the cells
+    /// `lo[0]..=hi[0]` of every row `(y, z)` of the box `lo..=hi` that holds
+    /// points, in key order. The box must lie inside the occupied bounding
+    /// box. Returns the number of probes made (also added to
+    /// [`cell_probes`](crate::query::cell_probes)).
+    ///
+    /// The cost is bounded by the occupied cells, never by the empty cells
+    /// of the box. With `K` the occupied cells whose keys lie between the
+    /// box's first and last key, each call takes the cheaper of two walks:
+    /// - row by row when the box has at most [`ROWS_FREE`] rows (one probe
+    ///   per row: a dense-table lookup, O(1), or without the dense table a
+    ///   binary search), or in a grid with the dense table when it has at
+    ///   most `2 * K + ROWS_FREE` rows (2 more probes to find `K`);
+    /// - otherwise a skip-scan of the sorted cell table over those `K` cells
+    ///   (2 probes to find them, then one per step): each step lands on an
+    ///   occupied cell and either takes the run of cells of its row in the
+    ///   box or gallops to the next row of the box. Every step lands on a
+    ///   distinct one of the `K` cells and at most two land per row, so this
+    ///   is at most `2 + min(K, 2 * rows + 1)` probes, each a search of
+    ///   O(log distance).
+    ///
+    /// So a call makes at most `2 * K + ROWS_FREE + 2` probes.
+    #[inline(always)]
+    pub(crate) fn for_each_row(&self, lo: [i32; 3], hi: [i32; 3], f: impl FnMut(usize, usize)) -> u64 {
+        let probes = self.walk_rows(lo, hi, f);
+        crate::query::count_probes(probes);
+        probes
+    }
+
+    /// [`for_each_row`](Self::for_each_row) without adding to
+    /// [`cell_probes`](crate::query::cell_probes): the caller adds the
+    /// returned probes.
+    #[inline(always)]
+    pub(crate) fn walk_rows(&self, lo: [i32; 3], hi: [i32; 3], mut f: impl FnMut(usize, usize)) -> u64 {
+        debug_assert!((0..3).all(|a| lo[a] <= hi[a] && lo[a] >= self.min[a] && hi[a] <= self.max[a]));
+        let rows = (hi[1] - lo[1] + 1) as u64 * (hi[2] - lo[2] + 1) as u64;
+        if self.use_dense && rows <= ROWS_FREE {
+            self.dense_rows(lo, hi, &mut f);
+            return rows;
+        }
+        self.walk_rows_wide(lo, hi, rows, &mut f)
+    }
+
+    /// [`for_each_row`](Self::for_each_row) without the dense table or for a
+    /// box of many rows.
+    #[inline(never)]
+    fn walk_rows_wide(&self, lo: [i32; 3], hi: [i32; 3], rows: u64, f: &mut impl FnMut(usize, usize)) -> u64 {
+        if rows <= ROWS_FREE {
+            self.searched_rows(lo, hi, f);
+            rows
+        } else {
+            let keys = &self.cell_keys;
+            let from = keys.partition_point(|&k| k < pack_unchecked(lo[0], lo[1], lo[2]));
+            let end = from + keys[from..].partition_point(|&k| k <= pack_unchecked(hi[0], hi[1], hi[2]));
+            if self.use_dense && rows <= 2 * (end - from) as u64 + ROWS_FREE {
+                self.dense_rows(lo, hi, f);
+                2 + rows
+            } else {
+                2 + self.skip_scan(lo, hi, from, end, f)
+            }
+        }
+    }
+
+    /// [`for_each_row`](Self::for_each_row) by one dense-table lookup per row.
+    #[inline(always)]
+    fn dense_rows(&self, lo: [i32; 3], hi: [i32; 3], f: &mut impl FnMut(usize, usize)) {
+        let (x0, x1) = ((lo[0] - self.min[0]) as usize, (hi[0] - self.min[0]) as usize + 1);
+        for z in lo[2]..=hi[2] {
+            for y in lo[1]..=hi[1] {
+                let row = self.span[0] * ((y - self.min[1]) as usize + self.span[1] * (z - self.min[2]) as usize);
+                let (s, e) = (self.dense[row + x0] as usize, self.dense[row + x1] as usize);
+                if s < e {
+                    f(s, e);
+                }
+            }
+        }
+    }
+
+    /// [`for_each_row`](Self::for_each_row) for a box of few rows in a grid
+    /// without the dense table: one search of the cell table per row.
+    #[inline]
+    fn searched_rows(&self, lo: [i32; 3], hi: [i32; 3], f: &mut impl FnMut(usize, usize)) {
+        for z in lo[2]..=hi[2] {
+            for y in lo[1]..=hi[1] {
+                let (s, e) = self.row_slots_search(y, z, lo[0], hi[0]);
+                if s < e {
+                    f(s, e);
+                }
+            }
+        }
+    }
+
+    /// [`for_each_row`](Self::for_each_row) by a skip-scan of the cell table
+    /// indices `i..end` (the box's key range); returns the steps taken.
+    fn skip_scan(&self, lo: [i32; 3], hi: [i32; 3], mut i: usize, end: usize, f: &mut impl FnMut(usize, usize)) -> u64 {
+        let keys = &self.cell_keys;
+        let mut steps = 0;
+        while i < end {
+            let key = keys[i];
+            let [kx, ky, kz] = unpack(key);
+            // The first row of the box whose run of cells ends at or after `key`.
+            let (mut y, mut z) = if kx > hi[0] { (ky + 1, kz) } else { (ky, kz) };
+            if y > hi[1] {
+                (y, z) = (lo[1], z + 1);
+            } else if y < lo[1] {
+                y = lo[1];
+            }
+            if z > hi[2] {
+                break; // not reached: `key` is at most the box's last key
+            }
+            steps += 1;
+            let row_lo = pack_unchecked(lo[0], y, z);
+            if key < row_lo {
+                i = gallop(keys, i + 1, end, row_lo);
+            } else {
+                let j = gallop(keys, i + 1, end, pack_unchecked(hi[0], y, z) + 1);
+                f(self.cell_start(i), self.cell_start(j));
+                i = j;
+            }
+        }
+        steps
+    }
+}
+
+/// Rows a box may have for [`SparseGrid::for_each_row`] to look them up one by
+/// one without first counting the occupied cells of its key range.
+const ROWS_FREE: u64 = 64;
+
+/// The first index in `from..end` whose key is `>= target` (`end` if none),
+/// by exponential then binary search: O(log(distance from `from`)).
+#[inline]
+fn gallop(keys: &[u64], mut from: usize, end: usize, target: u64) -> usize {
+    let mut step = 1;
+    while from < end {
+        let probe = (from + step - 1).min(end - 1);
+        if keys[probe] >= target {
+            return from + keys[from..probe].partition_point(|&k| k < target);
+        }
+        from = probe + 1;
+        step *= 2;
+    }
+    end
 }
 
 /// The cell coordinates of a packed key.

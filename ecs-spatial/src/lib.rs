@@ -72,7 +72,7 @@ pub use config::{EncodingConfig, quantize_axis};
 pub use error::{BatchError, ConfigError, ConfigField, EncodeError, GridError};
 pub use grid::{Cell, CellLookup, SparseGrid};
 pub use point::{EntityId, GridPoint};
-pub use query::{Neighbor, NeighborLists};
+pub use query::{Neighbor, NeighborLists, cell_probes};
 pub use radix::radix_sort_by_key;
 pub use region::{GLOBAL_CELL_MAX, GLOBAL_CELL_MIN, GlobalCell, RegionId, RegionKey};
 pub use seed::{CellRng, cell_seed, mix64, region_cell_seed};

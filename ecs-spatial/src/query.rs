@@ -3,8 +3,12 @@
 //!
 //! No query allocates: results go to a caller-owned `Vec` (cleared first) or
 //! a closure. Cells are found per row along `x` (keys of a row are adjacent),
-//! through the grid's dense offset table or a binary search of its cell table;
-//! no hashing is involved.
+//! through the grid's dense offset table or a search of its cell table; no
+//! hashing is involved. A box with many rows but few occupied cells between
+//! its first and last key is walked over those cells instead (a skip-scan of
+//! the sorted cell table), so the cost of every query is bounded by the
+//! occupied cells it can reach, not by the empty cells of its box; see
+//! [`cell_probes`].
 //!
 //! Exactness: a point is reported when `point.distance_squared(center) <=
 //! radius * radius` (or `min <= point <= max` for boxes), the same test a
@@ -13,6 +17,7 @@
 //! hide a point. A negative or NaN radius, or a non-finite centre, finds
 //! nothing.
 
+use std::cell::Cell;
 use std::cmp::Ordering;
 
 use glam::Vec3;
@@ -24,6 +29,44 @@ use crate::point::{EntityId, GridPoint};
 
 /// Relative widening of scanned cell ranges, far above f32 rounding (6e-8).
 const SLACK: f32 = 2.0e-6;
+
+thread_local! {
+    static PROBES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The number of cell lookups ("probes") the grid's queries have made on the
+/// calling thread since it started: one per row of cells looked up in a
+/// grid's dense table, per search of its sorted cell table, and per step of
+/// a skip-scan over that table (each step lands on an occupied cell).
+///
+/// It is deterministic for a given grid and sequence of queries, so the
+/// difference around a call is that call's work, independent of timing.
+/// Every query's probes are bounded by the occupied cells it can reach
+/// (those whose keys lie between its box's first and last key), never by the
+/// empty cells of its box. The parallel queries count on rayon's threads.
+///
+/// ```
+/// use ecs_spatial::{SparseGrid, cell_probes};
+/// use glam::Vec3;
+///
+/// // Two points far apart: a radius query spanning 2^40 cells stays cheap.
+/// let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 1.0).unwrap();
+/// grid.rebuild(&[0, 1], &[Vec3::ZERO, Vec3::new(0.0, 1.0e6, 1.0e6)]).unwrap();
+/// let before = cell_probes();
+/// let mut hits = Vec::new();
+/// grid.query_radius(Vec3::ZERO, 4.0e6, &mut hits);
+/// assert_eq!(hits.len(), 2);
+/// assert!(cell_probes() - before <= 8);
+/// ```
+pub fn cell_probes() -> u64 {
+    PROBES.with(Cell::get)
+}
+
+/// Adds `n` to [`cell_probes`].
+#[inline(always)]
+pub(crate) fn count_probes(n: u64) {
+    PROBES.with(|p| p.set(p.get().wrapping_add(n)));
+}
 
 /// A k-nearest result.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -102,6 +145,49 @@ impl<I: EntityId> NeighborLists<I> {
 
 type CellBox = ([i32; 3], [i32; 3]);
 
+/// The smallest box holding both boxes.
+fn hull(a: CellBox, b: CellBox) -> CellBox {
+    ([0, 1, 2].map(|i| a.0[i].min(b.0[i])), [0, 1, 2].map(|i| a.1[i].max(b.1[i])))
+}
+
+/// Whether `inner` lies inside `outer`.
+fn contains(outer: CellBox, inner: CellBox) -> bool {
+    (0..3).all(|i| outer.0[i] <= inner.0[i] && inner.1[i] <= outer.1[i])
+}
+
+/// Calls `f(lo, hi)` for up to six disjoint boxes that together hold the
+/// cells of `outer` outside `inner` (all of `outer` when `inner` is `None`);
+/// `inner` must lie inside `outer`.
+fn box_minus(outer: CellBox, inner: Option<CellBox>, mut f: impl FnMut([i32; 3], [i32; 3])) {
+    let (olo, ohi) = outer;
+    let Some((ilo, ihi)) = inner else {
+        f(olo, ohi);
+        return;
+    };
+    debug_assert!(contains(outer, (ilo, ihi)));
+    // Layers below and above the inner box.
+    if olo[2] < ilo[2] {
+        f(olo, [ohi[0], ohi[1], ilo[2] - 1]);
+    }
+    if ihi[2] < ohi[2] {
+        f([olo[0], olo[1], ihi[2] + 1], ohi);
+    }
+    // Rows before and after it, in its layers.
+    if olo[1] < ilo[1] {
+        f([olo[0], olo[1], ilo[2]], [ohi[0], ilo[1] - 1, ihi[2]]);
+    }
+    if ihi[1] < ohi[1] {
+        f([olo[0], ihi[1] + 1, ilo[2]], [ohi[0], ohi[1], ihi[2]]);
+    }
+    // Cells before and after it, in its rows.
+    if olo[0] < ilo[0] {
+        f([olo[0], ilo[1], ilo[2]], [ilo[0] - 1, ihi[1], ihi[2]]);
+    }
+    if ihi[0] < ohi[0] {
+        f([ihi[0] + 1, ilo[1], ilo[2]], [ohi[0], ihi[1], ihi[2]]);
+    }
+}
+
 impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     #[inline]
     fn cell_f(&self, v: f32, axis: usize) -> i64 {
@@ -129,6 +215,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         if self.positions.is_empty() || r.is_nan() || r < 0.0 || !c.is_finite() {
             return None;
         }
+        if (r * r).is_infinite() {
+            // Every squared distance is at most infinity: every point is a hit.
+            return Some((self.min, self.max));
+        }
         let (q, rc, margin) = self.cell_space(c, r);
         self.clamped_cells(q, q, rc, margin)
     }
@@ -137,6 +227,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// space), clamped to the occupied box; `None` when nothing is left.
     #[inline(always)]
     fn clamped_cells(&self, qmin: Vec3, qmax: Vec3, rc: f32, margin: f32) -> Option<CellBox> {
+        if !margin.is_finite() {
+            // A centre whose cell overflows to infinity (or a radius of
+            // infinitely many cells) would give `inf - inf` (NaN) bounds:
+            // take every cell instead (the distance test decides).
+            return Some((self.min, self.max));
+        }
         let (mut lo, mut hi) = ([0; 3], [0; 3]);
         for a in 0..3 {
             let l = floor_to_i64(qmin[a] - rc - margin).max(self.min[a] as i64);
@@ -159,6 +255,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         if s >= e || r.is_nan() || r < 0.0 {
             return None;
         }
+        if (r * r).is_infinite() {
+            return Some((self.min, self.max)); // as in `radius_cells`
+        }
         let first = self.positions[s].to_vec3();
         let (mut pmin, mut pmax) = (first, first);
         for p in &self.positions[s + 1..e] {
@@ -179,16 +278,13 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     fn scan_radius(&self, center: P, r: f32, mut f: impl FnMut(usize)) {
         let Some((lo, hi)) = self.radius_cells(center.to_vec3(), r) else { return };
         let r2 = r * r;
-        for z in lo[2]..=hi[2] {
-            for y in lo[1]..=hi[1] {
-                let (s, e) = self.row_slots(y, z, lo[0], hi[0]);
-                for (i, p) in self.positions[s..e].iter().enumerate() {
-                    if p.distance_squared(center) <= r2 {
-                        f(s + i);
-                    }
+        self.for_each_row(lo, hi, |s, e| {
+            for (i, p) in self.positions[s..e].iter().enumerate() {
+                if p.distance_squared(center) <= r2 {
+                    f(s + i);
                 }
             }
-        }
+        });
     }
 
     /// Appends the ids within `r` of `center` to `out`. Branch-free: the
@@ -202,24 +298,27 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let mut count = 0;
         let mut total = 0;
         let (lo, hi) = cells;
-        for z in lo[2]..=hi[2] {
-            for y in lo[1]..=hi[1] {
-                let (s, e) = self.row_slots(y, z, lo[0], hi[0]);
-                if s < e {
-                    ranges[count] = (s, e);
-                    count += 1;
-                    total += e - s;
-                    if count == ranges.len() {
-                        self.compact_into(center, r2, &ranges, total, out);
-                        count = 0;
-                        total = 0;
-                    }
-                }
+        self.for_each_row(lo, hi, |s, e| {
+            ranges[count] = (s, e);
+            count += 1;
+            total += e - s;
+            if count == ranges.len() {
+                self.compact_full(center, r2, &ranges, total, out);
+                count = 0;
+                total = 0;
             }
-        }
+        });
         if count > 0 {
             self.compact_into(center, r2, &ranges[..count], total, out);
         }
+    }
+
+    /// [`compact_into`](Self::compact_into) out of line, for the rare flush
+    /// of a full batch of rows (keeps the row callback small enough to
+    /// inline).
+    #[inline(never)]
+    fn compact_full(&self, center: P, r2: f32, ranges: &[(usize, usize)], total: usize, out: &mut Vec<I>) {
+        self.compact_into(center, r2, ranges, total, out);
     }
 
     #[inline(always)]
@@ -267,16 +366,13 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             lo[a] = l as i32;
             hi[a] = h as i32;
         }
-        for z in lo[2]..=hi[2] {
-            for y in lo[1]..=hi[1] {
-                let (s, e) = self.row_slots(y, z, lo[0], hi[0]);
-                for (i, &p) in self.positions[s..e].iter().enumerate() {
-                    if p.in_box(min, max) {
-                        f(self.ids[s + i], p);
-                    }
+        self.for_each_row(lo, hi, |s, e| {
+            for (i, &p) in self.positions[s..e].iter().enumerate() {
+                if p.in_box(min, max) {
+                    f(self.ids[s + i], p);
                 }
             }
-        }
+        });
     }
 
     /// Ids of every point inside the closed box `min..=max`, written to `out`
@@ -289,8 +385,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// The `k` points nearest `center`, written to `out` (cleared first)
     /// ordered by squared distance, ties broken by id.
     ///
-    /// Searches rings of cells outward from the centre's cell and stops once
-    /// every cell that could hold a closer point has been scanned.
+    /// Scans growing boxes of cells around the centre's cell, each round only
+    /// the cells the previous boxes did not cover, until `k` points are found;
+    /// then the box of every cell that could hold a closer point. The cells
+    /// are walked like every other query's (occupied cells, not empty space),
+    /// and once the rounds have cost more probes than the grid has points and
+    /// cells, the rest is a scan of every point.
     ///
     /// ```
     /// use ecs_spatial::SparseGrid;
@@ -309,10 +409,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         if k == 0 || self.positions.is_empty() || !c.is_finite() {
             return;
         }
-        let cc = [0, 1, 2].map(|a| self.cell_f(c[a], a));
-        let (min, max) = (self.min.map(i64::from), self.max.map(i64::from));
-        // Rings closer than the occupied box are empty: start at its distance.
-        let start = (0..3).map(|a| (min[a] - cc[a]).max(cc[a] - max[a]).max(0)).max().unwrap_or(0);
+        // The centre's cell, clamped near the key range (a centre further out
+        // only changes where the rounds start, not which cells they end with).
+        let cc = [0, 1, 2].map(|a| self.cell_f(c[a], a).clamp(-(1 << 30), 1 << 30));
+        let (min, max) = (self.min, self.max);
+        let occupied: CellBox = (min, max);
         let consider = |slot: usize, out: &mut Vec<Neighbor<P, I>>| {
             let n = Neighbor {
                 id: self.ids[slot],
@@ -334,55 +435,48 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 out.insert(at, n);
             }
         };
+        // The cells that can hold a point closer than the current k-th.
+        let needed = |out: &Vec<Neighbor<P, I>>| {
+            if out.len() < k {
+                return None;
+            }
+            Some(self.radius_cells(c, out[k - 1].distance_squared.sqrt()).unwrap_or(occupied))
+        };
+        // The cells within Chebyshev distance `d` of the centre's cell, in
+        // the occupied box; not empty from `start` on (the distance to it).
+        let around = |d: i64| -> CellBox {
+            let clamp = |v: i64, a: usize| v.clamp(min[a] as i64, max[a] as i64) as i32;
+            ([0, 1, 2].map(|a| clamp(cc[a].saturating_sub(d), a)), [0, 1, 2].map(|a| clamp(cc[a].saturating_add(d), a)))
+        };
+        let start = (0..3)
+            .map(|a| (min[a] as i64).saturating_sub(cc[a]).max(cc[a].saturating_sub(max[a] as i64)).max(0))
+            .max()
+            .unwrap_or(0);
+        let budget = (self.positions.len() + self.cells().len()) as u64;
+        let mut spent = 0;
+        let mut scanned: Option<CellBox> = None;
         let mut d = start;
         loop {
-            // When a shell has more rows than the grid has cells, rings are
-            // mostly empty space: a scan of every point is cheaper.
-            let side = (2 * d + 1) as u128;
-            let depth = (max[2] - min[2] + 1).min(2 * d + 1) as u128;
-            if side * depth > self.cells().len() as u128 + 64 {
-                out.clear();
-                (0..self.positions.len()).for_each(|slot| consider(slot, out));
+            let want = needed(out).unwrap_or_else(|| around(d));
+            let target = scanned.map_or(want, |s| hull(s, want));
+            if scanned == Some(target) {
+                break; // not reached: every round grows the box
+            }
+            box_minus(target, scanned, |lo, hi| {
+                spent += self.for_each_row(lo, hi, |s, e| (s..e).for_each(|slot| consider(slot, out)));
+            });
+            scanned = Some(target);
+            if target == occupied || needed(out).is_some_and(|n| contains(target, n)) {
                 return;
             }
-            // Scan the shell at Chebyshev distance `d` from the centre cell.
-            let lo = [0, 1, 2].map(|a| (cc[a] - d).max(min[a]));
-            let hi = [0, 1, 2].map(|a| (cc[a] + d).min(max[a]));
-            if lo.iter().zip(&hi).all(|(l, h)| l <= h) {
-                for z in lo[2]..=hi[2] {
-                    for y in lo[1]..=hi[1] {
-                        let on_shell = (z - cc[2]).abs() == d || (y - cc[1]).abs() == d;
-                        if on_shell {
-                            let (s, e) = self.row_slots(y as i32, z as i32, lo[0] as i32, hi[0] as i32);
-                            (s..e).for_each(|slot| consider(slot, out));
-                        } else {
-                            // Interior row (so d > 0): only its two end cells are new.
-                            for x in [cc[0] - d, cc[0] + d] {
-                                if x >= min[0] && x <= max[0] {
-                                    let (s, e) = self.row_slots(y as i32, z as i32, x as i32, x as i32);
-                                    (s..e).for_each(|slot| consider(slot, out));
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            // Done when the scanned block covers the occupied box, or covers
-            // every cell within the current k-th distance.
-            let covers = |l: [i64; 3], h: [i64; 3]| (0..3).all(|a| cc[a] - d <= l[a] && cc[a] + d >= h[a]);
-            if covers(min, max) {
+            if spent > budget {
                 break;
             }
-            if out.len() == k {
-                let r = out[k - 1].distance_squared.sqrt();
-                if let Some((l, h)) = self.radius_cells(c, r)
-                    && covers(l.map(i64::from), h.map(i64::from))
-                {
-                    break;
-                }
-            }
-            d += 1;
+            d = d.saturating_add(1 + d / 2);
         }
+        // The rounds have cost more than a scan of every point would.
+        out.clear();
+        (0..self.positions.len()).for_each(|slot| consider(slot, out));
     }
 
     /// Calls `f(a, b)` once for every unordered pair of distinct points
@@ -432,21 +526,18 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let own = [own.x, own.y, own.z];
         let r2 = r * r;
         let own_row_end = self.row_slots(own[1], own[2], own[0], hi[0]).1;
+        let mut probes = 1;
         rows.clear();
-        for y in own[1] + 1..=hi[1] {
-            let (from, to) = self.row_slots(y, own[2], lo[0], hi[0]);
-            if from < to {
-                rows.push((from, to));
-            }
+        // The rows after the own row in key order: the later rows of its
+        // layer, then the layers above.
+        if own[1] < hi[1] {
+            let (lo, hi) = ([lo[0], own[1] + 1, own[2]], [hi[0], hi[1], own[2]]);
+            probes += self.walk_rows(lo, hi, |from, to| rows.push((from, to)));
         }
-        for z in own[2] + 1..=hi[2] {
-            for y in lo[1]..=hi[1] {
-                let (from, to) = self.row_slots(y, z, lo[0], hi[0]);
-                if from < to {
-                    rows.push((from, to));
-                }
-            }
+        if own[2] < hi[2] {
+            probes += self.walk_rows([lo[0], lo[1], own[2] + 1], hi, |from, to| rows.push((from, to)));
         }
+        count_probes(probes);
         // Hits are compacted branch-free into a buffer, then reported: in
         // dense regions about half the candidates are hits, which a branch
         // would mispredict.
@@ -508,15 +599,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             rows.clear();
             let mut total = 0;
             if let Some((lo, hi)) = self.span_cells(s0, e0, radius) {
-                for z in lo[2]..=hi[2] {
-                    for y in lo[1]..=hi[1] {
-                        let (s, e) = self.row_slots(y, z, lo[0], hi[0]);
-                        if s < e {
-                            rows.push((s, e));
-                            total += e - s;
-                        }
-                    }
-                }
+                self.for_each_row(lo, hi, |s, e| {
+                    rows.push((s, e));
+                    total += e - s;
+                });
             }
             for s in s0..e0 {
                 let center = self.positions[s];
