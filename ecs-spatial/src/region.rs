@@ -169,12 +169,16 @@ impl RegionKey {
 
     /// Calls `f` for every key within Chebyshev distance `radius` cells
     /// (including `self`), in `z`, `y`, `x` order, crossing region borders.
-    /// Neighbours outside the key space are skipped.
+    /// Neighbours outside the key space are skipped without being visited:
+    /// the loop runs once per key it reports.
     pub fn for_each_neighbor(self, radius: u32, mut f: impl FnMut(RegionKey)) {
         let r = radius as i64;
-        for dz in -r..=r {
-            for dy in -r..=r {
-                for dx in -r..=r {
+        let g = self.global();
+        // The offsets along one axis that stay inside the key space.
+        let span = |v: i64| (-r).max(GLOBAL_CELL_MIN - v)..=r.min(GLOBAL_CELL_MAX - v);
+        for dz in span(g.z) {
+            for dy in span(g.y) {
+                for dx in span(g.x) {
                     if let Ok(k) = self.offset(dx, dy, dz) {
                         f(k);
                     }
@@ -253,6 +257,10 @@ mod tests {
         let mut n = 0;
         corner.for_each_neighbor(1, |_| n += 1);
         assert_eq!(n, 18);
+        let mut keys = Vec::new();
+        corner.for_each_neighbor(3, |k| keys.push(k.global()));
+        assert_eq!(keys.len(), 4 * 7 * 7);
+        assert!(keys.windows(2).all(|w| (w[0].z, w[0].y, w[0].x) < (w[1].z, w[1].y, w[1].x)));
         assert_eq!(GlobalCell::of_point(DVec3::new(f64::NAN, 0.0, 0.0), DVec3::ZERO, 1.0), Err(EncodeError::NotFinite));
         assert_eq!(GlobalCell::of_point(DVec3::new(1e300, 0.0, 0.0), DVec3::ZERO, 1.0), Err(EncodeError::OutOfRange));
         assert_eq!(
