@@ -125,11 +125,15 @@ pub fn transform_bundle(local: LocalTransform) -> (LocalTransform, GlobalTransfo
     (local, GlobalTransform::from(local))
 }
 
-/// The parent of a child entity. Set with [`crate::WorldHierarchyExt::set_parent`]
-/// or its command form; there is no public constructor, so `ChildOf` and the
-/// parent's [`Children`] always agree.
+/// The parent of a child entity. Spawn or insert it in a bundle
+/// (`world.spawn((transform_bundle(local), ChildOf(parent)))`), or use
+/// [`crate::WorldHierarchyExt::set_parent`] or its command form: hooks keep
+/// the parent's [`Children`] in step, refuse a link that would close a cycle
+/// and make the children of a despawned parent roots (see
+/// [`crate::hierarchy`]). Re-parent by inserting a new `ChildOf`, never by
+/// writing one in place (that bypasses the hooks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChildOf(pub(crate) Entity);
+pub struct ChildOf(pub Entity);
 
 impl ChildOf {
     /// The parent.
@@ -139,8 +143,8 @@ impl ChildOf {
 }
 
 /// The children of a parent entity, in the order they were attached.
-/// Maintained by the hierarchy functions; never empty (the component is
-/// removed with the last child).
+/// Maintained by the hierarchy hooks from the children's [`ChildOf`]; never
+/// empty (the component is removed with the last child).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Children(pub(crate) SmallVec<[Entity; 8]>);
 

@@ -1,15 +1,30 @@
 //! Building and tearing down hierarchies so that [`ChildOf`] and
 //! [`Children`] stay consistent.
 //!
-//! Every change goes through [`WorldHierarchyExt`] (immediate, with
-//! `&mut World`) or [`CommandsHierarchyExt`] (deferred, from systems):
+//! [`ChildOf`] is the source of truth and [`Children`] follows it through
+//! component hooks (registered by [`init_hierarchy`], which every function
+//! here and the propagation system call; call it yourself before spawning
+//! `ChildOf` bundles into a world that has used none of them, or let it
+//! repair the lists later):
 //!
-//! - `set_parent` attaches or moves a child; a link that would close a cycle
-//!   is refused with [`HierarchyError::Cycle`] and nothing changes.
-//! - `remove_parent` makes a child a root again.
-//! - `despawn_with` removes an entity and, by [`DespawnMode`], its whole
-//!   subtree or nothing more (its children become roots). No `ChildOf` is
-//!   left pointing at a despawned entity.
+//! - inserting `ChildOf(parent)` (in a spawn or insert bundle, or through
+//!   `set_parent`) appends the child to the parent's `Children`; a link to a
+//!   dead parent or one that would close a cycle is undone and reported in
+//!   [`HierarchyErrors`] ([`HierarchyError::NoSuchEntity`],
+//!   [`HierarchyError::Cycle`]);
+//! - replacing or removing `ChildOf` (re-parenting, `remove_parent`,
+//!   despawning the child) takes the child out of the old parent's list;
+//! - despawning a parent (or removing its `Children`) makes its live
+//!   children roots, so no `ChildOf` points at a despawned entity.
+//!
+//! Structural follow-ups (adding or dropping `Children` on the parent)
+//! are deferred commands that run as soon as the operation completes.
+//!
+//! [`WorldHierarchyExt`] (immediate) and [`CommandsHierarchyExt`] (deferred)
+//! add checked edits on top: `set_parent` refuses a cycle with
+//! [`HierarchyError::Cycle`] before changing anything, `remove_parent` makes
+//! a child a root, and `despawn_with` removes an entity and, by
+//! [`DespawnMode`], its whole subtree or nothing more.
 //!
 //! All walks are iterative (explicit stacks), so a chain 10 000 deep is fine.
 //! Each edit stamps what propagation needs to see: a new or moved link
@@ -17,7 +32,7 @@
 //! its `LocalTransform` marked changed, so the next propagation recomputes
 //! the entity and, through it, its subtree.
 
-use ecs_core::{Commands, Entity, StoreError, World};
+use ecs_core::{Commands, DeferredWorld, Entity, StoreError, World};
 use smallvec::smallvec;
 
 use crate::components::{ChildOf, Children, LocalTransform};
@@ -135,9 +150,127 @@ pub trait WorldHierarchyExt {
     fn children_of(&self, entity: Entity) -> &[Entity];
 }
 
-/// Removes `child` from `parent`'s children, dropping the component with
-/// the last child. A dead or childless parent is left alone.
-fn unlink(world: &mut World, parent: Entity, child: Entity) -> Result<(), StoreError> {
+/// Marks that the hierarchy hooks are registered in a world.
+struct HierarchyHooks;
+
+/// Registers the hooks that keep [`Children`] in step with [`ChildOf`] (once
+/// per world; later calls return at once) and rebuilds every `Children`
+/// list from the `ChildOf` links already present, so a world that spawned
+/// `ChildOf` bundles before the hooks existed is repaired.
+pub fn init_hierarchy(world: &mut World) {
+    if world.contains_resource::<HierarchyHooks>() {
+        return;
+    }
+    world.insert_resource(HierarchyHooks);
+    world.register_component_hooks::<ChildOf>().on_insert(child_linked).on_replace(child_unlinked);
+    world.register_component_hooks::<Children>().on_remove(parent_removed);
+    // Repair: every live link, in entity order, becomes a list entry.
+    let mut links = world.query::<(Entity, &ChildOf)>();
+    let pairs: Vec<(Entity, Entity)> = links.iter(world).map(|(e, c)| (e, c.0)).collect();
+    let mut lists = world.query::<&mut Children>();
+    lists.for_each_mut(world, |mut children| children.0.clear());
+    for (child, parent) in pairs {
+        link(world, child, parent);
+    }
+    drop_empty_lists(world);
+}
+
+/// Appends `child` to `parent`'s list (adding the component if needed), or
+/// undoes the link if the parent is dead or the link closes a cycle.
+fn link(world: &mut World, child: Entity, parent: Entity) {
+    let refused = if !world.contains(parent) {
+        Some(HierarchyError::NoSuchEntity(parent))
+    } else if closes_cycle(world, child, parent) {
+        Some(HierarchyError::Cycle { child, parent })
+    } else {
+        None
+    };
+    if let Some(error) = refused {
+        if world.get::<ChildOf>(child).is_ok_and(|c| c.0 == parent) {
+            let _ = world.remove_one::<ChildOf>(child);
+        }
+        push_error(world, error);
+        return;
+    }
+    match world.get_mut::<Children>(parent) {
+        Ok(mut children) => {
+            if !children.0.contains(&child) {
+                children.0.push(child);
+            }
+        }
+        Err(_) => {
+            let _ = world.insert_one(parent, Children(smallvec![child]));
+        }
+    }
+}
+
+/// Whether `parent` is `child` or below it. A child without children is
+/// nobody's ancestor, so the walk is skipped for leaves (building a chain
+/// stays linear). The step bound keeps a corrupted store from hanging.
+fn closes_cycle(world: &World, child: Entity, parent: Entity) -> bool {
+    if parent == child {
+        return true;
+    }
+    if !world.has::<Children>(child).unwrap_or(false) {
+        return false;
+    }
+    let mut ancestor = Some(parent);
+    let mut steps = 0u64;
+    while let Some(a) = ancestor {
+        if a == child || steps > u64::from(world.len()) {
+            return true;
+        }
+        ancestor = world.parent_of(a);
+        steps += 1;
+    }
+    false
+}
+
+fn push_error(world: &mut World, error: HierarchyError) {
+    if !world.contains_resource::<HierarchyErrors>() {
+        world.insert_resource(HierarchyErrors::default());
+    }
+    if let Some(errors) = world.resource_mut::<HierarchyErrors>() {
+        errors.0.push(error);
+    }
+}
+
+/// Removes the `Children` components that lost their last child.
+fn drop_empty_lists(world: &mut World) {
+    let mut lists = world.query::<(Entity, &Children)>();
+    let empty: Vec<Entity> = lists.iter(world).filter(|(_, c)| c.0.is_empty()).map(|(e, _)| e).collect();
+    for e in empty {
+        let _ = world.remove_one::<Children>(e);
+    }
+}
+
+/// `ChildOf` was written: link the child to its parent. The parent's list
+/// may need a structural change, so the link is a deferred command (it runs
+/// as soon as the operation completes).
+fn child_linked(mut world: DeferredWorld<'_>, child: Entity) {
+    let Ok(&ChildOf(parent)) = world.get::<ChildOf>(child) else { return };
+    // The common case (a leaf joins a parent that has children) needs no
+    // structural change and no cycle walk.
+    let leaf = child != parent && world.get::<Children>(child).is_err();
+    if leaf && let Ok(mut children) = world.get_mut::<Children>(parent) {
+        if !children.0.contains(&child) {
+            children.0.push(child);
+        }
+        return;
+    }
+    world.commands().add(move |world: &mut World| {
+        // Still the same link by the time it runs?
+        if world.get::<ChildOf>(child).is_ok_and(|c| c.0 == parent) {
+            link(world, child, parent);
+        }
+        Ok(())
+    });
+}
+
+/// `ChildOf` is about to be replaced or removed: take the child out of its
+/// old parent's list (dropping the list with its last child, deferred).
+fn child_unlinked(mut world: DeferredWorld<'_>, child: Entity) {
+    let Ok(&ChildOf(parent)) = world.get::<ChildOf>(child) else { return };
     let now_empty = match world.get_mut::<Children>(parent) {
         Ok(mut children) => {
             if let Some(i) = children.0.iter().position(|&c| c == child) {
@@ -145,12 +278,31 @@ fn unlink(world: &mut World, parent: Entity, child: Entity) -> Result<(), StoreE
             }
             children.0.is_empty()
         }
-        Err(_) => return Ok(()),
+        Err(_) => false,
     };
     if now_empty {
-        world.remove_one::<Children>(parent)?;
+        world.commands().add(move |world: &mut World| {
+            if world.get::<Children>(parent).is_ok_and(|c| c.0.is_empty()) {
+                world.remove_one::<Children>(parent)?;
+            }
+            Ok(())
+        });
     }
-    Ok(())
+}
+
+/// A parent's `Children` is about to go (despawn, or removed by hand): its
+/// live children that still name it become roots.
+fn parent_removed(mut world: DeferredWorld<'_>, parent: Entity) {
+    let Ok(children) = world.get::<Children>(parent) else { return };
+    let orphans: Vec<Entity> = children.0.to_vec();
+    world.commands().add(move |world: &mut World| {
+        for child in orphans {
+            if world.get::<ChildOf>(child).is_ok_and(|c| c.0 == parent) {
+                make_root(world, child)?;
+            }
+        }
+        Ok(())
+    });
 }
 
 /// Drops `ChildOf` from `entity` and marks its local transform changed so
@@ -167,69 +319,53 @@ fn make_root(world: &mut World, entity: Entity) -> Result<(), StoreError> {
 
 impl WorldHierarchyExt for World {
     fn set_parent(&mut self, child: Entity, parent: Entity) -> Result<(), HierarchyError> {
+        init_hierarchy(self);
         for e in [child, parent] {
             if !self.contains(e) {
                 return Err(HierarchyError::NoSuchEntity(e));
             }
         }
-        // Walk up from the new parent; meeting `child` means a cycle. A
-        // child without children is nobody's ancestor, so only `parent ==
-        // child` can close a cycle then (building a chain stays linear). The
-        // step bound keeps a corrupted store (impossible through this API)
-        // from hanging the walk.
-        if parent == child {
+        if closes_cycle(self, child, parent) {
             return Err(HierarchyError::Cycle { child, parent });
         }
-        let is_leaf = !self.has::<Children>(child).unwrap_or(false);
-        let mut ancestor = if is_leaf { None } else { Some(parent) };
-        let mut steps = 0u64;
-        while let Some(a) = ancestor {
-            if a == child || steps > u64::from(self.len()) {
-                return Err(HierarchyError::Cycle { child, parent });
-            }
-            ancestor = self.parent_of(a);
-            steps += 1;
-        }
-        let old = self.parent_of(child);
-        if old == Some(parent) {
+        if self.parent_of(child) == Some(parent) {
             return Ok(());
         }
-        if let Some(old) = old {
-            unlink(self, old, child)?;
-        }
+        // The hooks unlink the old parent and link the new one.
         self.insert_one(child, ChildOf(parent))?;
-        match self.get_mut::<Children>(parent) {
-            Ok(mut children) => children.0.push(child),
-            Err(_) => self.insert_one(parent, Children(smallvec![child]))?,
-        }
         Ok(())
     }
 
     fn remove_parent(&mut self, child: Entity) -> Result<Option<Entity>, HierarchyError> {
+        init_hierarchy(self);
         if !self.contains(child) {
             return Err(HierarchyError::NoSuchEntity(child));
         }
         let Some(parent) = self.parent_of(child) else {
             return Ok(None);
         };
-        unlink(self, parent, child)?;
         make_root(self, child)?;
         Ok(Some(parent))
     }
 
     fn despawn_with(&mut self, entity: Entity, mode: DespawnMode) -> Result<usize, HierarchyError> {
+        init_hierarchy(self);
         if !self.contains(entity) {
             return Err(HierarchyError::NoSuchEntity(entity));
         }
-        if let Some(parent) = self.parent_of(entity) {
-            unlink(self, parent, entity)?;
-        }
         match mode {
             DespawnMode::Subtree => {
-                let mut stack = vec![entity];
+                // Children before parents, so no despawn leaves orphans to
+                // re-root.
+                let mut order = vec![entity];
+                let mut i = 0;
+                while i < order.len() {
+                    let e = order[i];
+                    order.extend_from_slice(self.children_of(e));
+                    i += 1;
+                }
                 let mut despawned = 0;
-                while let Some(e) = stack.pop() {
-                    stack.extend_from_slice(self.children_of(e));
+                for &e in order.iter().rev() {
                     // A child despawned behind the hierarchy's back is
                     // simply skipped.
                     if self.despawn(e).is_ok() {
@@ -239,12 +375,7 @@ impl WorldHierarchyExt for World {
                 Ok(despawned)
             }
             DespawnMode::DetachChildren => {
-                let children = self.children_of(entity).to_vec();
-                for child in children {
-                    if self.contains(child) {
-                        make_root(self, child)?;
-                    }
-                }
+                // The hooks make the children roots.
                 self.despawn(entity)?;
                 Ok(1)
             }
@@ -267,12 +398,7 @@ fn report(world: &mut World, result: Result<(), HierarchyError>) -> Result<(), S
         Err(HierarchyError::NoSuchEntity(e)) => Err(StoreError::NoSuchEntity(e)),
         Err(HierarchyError::Store(e)) => Err(e),
         Err(error) => {
-            if !world.contains_resource::<HierarchyErrors>() {
-                world.insert_resource(HierarchyErrors::default());
-            }
-            if let Some(errors) = world.resource_mut::<HierarchyErrors>() {
-                errors.0.push(error);
-            }
+            push_error(world, error);
             Ok(())
         }
     }

@@ -52,7 +52,9 @@ pub mod hierarchy;
 pub mod propagate;
 
 pub use components::{ChildOf, Children, GlobalTransform, LocalTransform, transform_bundle};
-pub use hierarchy::{CommandsHierarchyExt, DespawnMode, HierarchyError, HierarchyErrors, WorldHierarchyExt};
+pub use hierarchy::{
+    CommandsHierarchyExt, DespawnMode, HierarchyError, HierarchyErrors, WorldHierarchyExt, init_hierarchy,
+};
 pub use propagate::{PropagationScratch, add_transform_systems, propagate_transforms};
 
 /// The items most game code needs.
