@@ -95,6 +95,9 @@ pub mod storage;
 pub mod system;
 pub mod world;
 
+/// Derive macros (`#[derive(SystemParam)]`, `#[derive(Bundle)]`), named like
+/// the traits they implement.
+pub use ecs_core_macros::{Bundle, SystemParam};
 pub use error::StoreError;
 pub use lifecycle::{
     ComponentHook, ComponentHooks, DeferredWorld, Event, LifecycleKind, ObserverId, On, OnAdd, OnInsert, OnRemove,
@@ -114,6 +117,9 @@ pub use system::{
     SystemAccess, SystemMeta, SystemParam, SystemParamFunction, SystemStats,
 };
 pub use world::World;
+
+// The derives name `::ecs_core`; this lets them work inside this crate too.
+extern crate self as ecs_core;
 
 /// The items most game code needs, including the traits whose methods
 /// (`chain`, `before`, `after`) configure systems.
