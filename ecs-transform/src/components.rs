@@ -126,7 +126,9 @@ pub fn transform_bundle(local: LocalTransform) -> (LocalTransform, GlobalTransfo
 }
 
 /// The parent of a child entity. Spawn or insert it in a bundle
-/// (`world.spawn((transform_bundle(local), ChildOf(parent)))`), or use
+/// (`world.spawn((local, GlobalTransform::from(local), ChildOf(parent)))`:
+/// a bundle tuple takes components, not the tuple `transform_bundle`
+/// returns), or use
 /// [`crate::WorldHierarchyExt::set_parent`] or its command form: hooks keep
 /// the parent's [`Children`] in step, refuse a link that would close a cycle
 /// and make the children of a despawned parent roots (see

@@ -59,7 +59,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ecs_core::{
-    Added, Changed, Commands, Entity, EntityGroups, Local, Or, Query, Schedule, StoreError, With, Without, World,
+    Added, Changed, Commands, Entity, EntityGroups, Local, Or, Query, Schedule, StoreError, SystemParam, With, Without,
+    World,
 };
 use glam::Affine3A;
 
@@ -109,8 +110,10 @@ pub type TreeRootQuery<'w, 's> =
 /// without transforms.
 pub type AliveQuery<'w, 's> = Query<'w, 's, Entity>;
 
-/// The system's queries, passed around together.
-struct Queries<'w, 's> {
+/// The queries of [`propagate_transforms`], one system parameter passed
+/// around together (see the module docs for what each is for).
+#[derive(SystemParam)]
+pub struct TransformQueries<'w, 's> {
     roots: RootQuery<'w, 's>,
     leaf_roots: LeafRootQuery<'w, 's>,
     children: ChildQuery<'w, 's>,
@@ -323,7 +326,7 @@ impl Walk {
 /// children whose parent is dead or has no transform, and reports loops.
 /// Returns false (plan left invalid) if the hierarchy is inconsistent in a
 /// way the plan cannot hold (a `Children` list and a `ChildOf` disagree).
-fn rebuild_plan(s: &mut PropagationScratch, q: &mut Queries) -> bool {
+fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     s.plan.clear();
     let mut roots = Vec::new();
     q.tree_roots.for_each(|(root, _)| roots.push(root));
@@ -490,7 +493,7 @@ fn add_tree(plan: &mut Plan, tree: Tree, nodes: &[(Entity, u32)]) -> bool {
 
 /// Walks the dirty trees of the plan (step 4, plan path). Returns false,
 /// having written nothing, if the frame's changes do not fit the plan.
-fn walk_plan(s: &mut PropagationScratch, q: &mut Queries) -> bool {
+fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     let trees = s.plan.trees.len();
     s.tree_inputs.clear();
     s.dirty.clear();
@@ -627,7 +630,7 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut Queries) -> bool {
 
 /// Step 4 without the plan: depth first from the moved roots, then from
 /// each step-2 entity in depth order.
-fn general_walk(s: &mut PropagationScratch, q: &mut Queries) {
+fn general_walk(s: &mut PropagationScratch, q: &mut TransformQueries) {
     let mut own = std::mem::take(&mut s.own);
     if !own.is_empty() {
         // A walk up longer than the number of links is a loop.
@@ -723,20 +726,8 @@ fn report(s: &mut PropagationScratch, commands: &mut Commands) {
 /// schedule.run(&mut world).unwrap();
 /// assert_eq!(world.get::<GlobalTransform>(child).unwrap().translation(), Vec3::new(1.0, 2.0, 0.0));
 /// ```
-#[allow(clippy::too_many_arguments)]
-pub fn propagate_transforms(
-    roots: RootQuery,
-    leaf_roots: LeafRootQuery,
-    children: ChildQuery,
-    child_data: ChildDataQuery,
-    parents: ParentQuery,
-    tree_roots: TreeRootQuery,
-    alive: AliveQuery,
-    mut commands: Commands,
-    mut scratch: Local<PropagationScratch>,
-) {
+pub fn propagate_transforms(mut q: TransformQueries, mut commands: Commands, mut scratch: Local<PropagationScratch>) {
     let s = &mut *scratch;
-    let mut q = Queries { roots, leaf_roots, children, child_data, parents, tree_roots, alive };
     // Step 1: structure check, from the child count here and from the
     // `ChildOf` chunk ticks of the chunks step 2 visits anyway (a written
     // link makes its chunk pass the child query's filter). `Children` needs
