@@ -219,10 +219,8 @@ fn report(opts: &ReportOptions) -> i32 {
         target.join("ecs-report")
     });
     let (lines, about) = match &opts.from {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(text) => {
-                (text.lines().map(str::to_owned).collect::<Vec<_>>(), format!("Drawn from {}.", path.display()))
-            }
+        Some(path) => match std::fs::File::open(path).map_err(|e| e.to_string()).and_then(crate::report::read_lines) {
+            Ok(lines) => (lines, format!("Drawn from {}.", path.display())),
             Err(e) => {
                 eprintln!("ecs-bench: reading {}: {e}", path.display());
                 return 1;
@@ -329,5 +327,16 @@ mod tests {
         assert!(parse(["report", "--json"]).is_err());
         assert!(parse(["report", "--out"]).is_err());
         assert!(parse(["suite", "report"]).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn report_from_an_endless_file_fails() {
+        // `/dev/zero` never ends: the read is bounded, the command exits 1
+        // and writes nothing.
+        let out = std::env::temp_dir().join(format!("ecs-bench-report-zero-{}", std::process::id()));
+        let code = main_with_args(["report", "--from", "/dev/zero", "--out", out.to_str().unwrap_or("x")]);
+        assert_eq!(code, 1);
+        assert!(!out.exists());
     }
 }

@@ -384,6 +384,63 @@ td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}td:first-child,th
     html
 }
 
+/// The most bytes [`read_lines`] reads (a full run's `results.jsonl` is a few
+/// hundred lines of a few hundred bytes).
+pub const MAX_INPUT_BYTES: u64 = 16 << 20;
+/// The longest line [`read_lines`] accepts, in bytes.
+pub const MAX_LINE_BYTES: usize = 64 << 10;
+/// The most lines [`read_lines`] accepts, blank ones included.
+pub const MAX_LINES: usize = 100_000;
+
+/// Reads the JSON lines of a saved `results.jsonl` (`ecs-bench report
+/// --from FILE`) from `reader`, bounded: it never holds more than
+/// [`MAX_INPUT_BYTES`] nor reads more than one byte past them, so an endless
+/// input such as `/dev/zero` or the output of `yes` is an error, not a read
+/// until memory runs out.
+///
+/// # Errors
+///
+/// A message naming the line when the input is longer than
+/// [`MAX_INPUT_BYTES`], a line is longer than [`MAX_LINE_BYTES`], there are
+/// more than [`MAX_LINES`] lines, a line is not UTF-8, or reading fails.
+pub fn read_lines(reader: impl std::io::Read) -> Result<Vec<String>, String> {
+    use std::io::{BufRead as _, Read as _};
+    let mut input = std::io::BufReader::new(reader.take(MAX_INPUT_BYTES + 1));
+    let mut lines = Vec::new();
+    let mut total: u64 = 0;
+    let mut buf = Vec::new();
+    loop {
+        let number = lines.len() + 1;
+        buf.clear();
+        // At most one byte past the limit: enough to tell that it is exceeded.
+        let n = (&mut input)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| format!("line {number}: {e}"))?;
+        if n == 0 {
+            return Ok(lines);
+        }
+        total += n as u64;
+        if total > MAX_INPUT_BYTES {
+            return Err(format!("input longer than {MAX_INPUT_BYTES} bytes (at line {number}): not a saved report"));
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+        }
+        if buf.len() > MAX_LINE_BYTES {
+            return Err(format!("line {number} is longer than {MAX_LINE_BYTES} bytes: not a saved report"));
+        }
+        if number > MAX_LINES {
+            return Err(format!("more than {MAX_LINES} lines: not a saved report"));
+        }
+        let line = std::str::from_utf8(&buf).map_err(|e| format!("line {number} is not UTF-8: {e}"))?;
+        lines.push(line.to_owned());
+    }
+}
+
 /// Writes `results.jsonl` (the lines as given), one SVG per chart and
 /// `index.html` into `dir` (created if missing); returns the page's path.
 ///
@@ -537,6 +594,45 @@ mod tests {
         assert!(html.contains("test run"));
         let empty = Chart { scenario: "x".into(), name: "y".into(), x_desc: "", y_desc: "", series: vec![] };
         assert!(render_svg(&empty).is_err());
+    }
+
+    #[test]
+    fn reading_lines_is_bounded() {
+        // An endless input without a newline (`/dev/zero`): an error after
+        // one line's worth of bytes, not a hang.
+        let e = read_lines(std::io::repeat(0)).unwrap_err();
+        assert!(e.contains("line 1 is longer than"), "{e}");
+        // Endless lines: an error at the line limit.
+        let e = read_lines(std::io::repeat(b'\n')).unwrap_err();
+        assert!(e.contains("more than"), "{e}");
+        // Endless long lines: an error at the byte limit.
+        let line = vec![b'x'; MAX_LINE_BYTES - 1];
+        let endless = Endless { line: [line, b"\n".to_vec()].concat(), at: 0 };
+        let e = read_lines(endless).unwrap_err();
+        assert!(e.contains("input longer than"), "{e}");
+        // A real file's lines, with CRLF and a missing final newline.
+        let lines = read_lines(&b"{\"a\":1}\r\n\n{\"b\":2}"[..]).unwrap();
+        assert_eq!(lines, vec!["{\"a\":1}".to_owned(), String::new(), "{\"b\":2}".to_owned()]);
+        assert!(read_lines(&b"ok\n\xff\n"[..]).unwrap_err().contains("line 2 is not UTF-8"));
+        // The longest accepted line.
+        let longest = vec![b'y'; MAX_LINE_BYTES];
+        assert_eq!(read_lines(&longest[..]).unwrap()[0].len(), MAX_LINE_BYTES);
+    }
+
+    /// A reader that repeats `line` forever.
+    struct Endless {
+        line: Vec<u8>,
+        at: usize,
+    }
+
+    impl std::io::Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let rest = &self.line[self.at..];
+            let n = rest.len().min(buf.len());
+            buf[..n].copy_from_slice(&rest[..n]);
+            self.at = (self.at + n) % self.line.len();
+            Ok(n)
+        }
     }
 
     #[test]
