@@ -107,6 +107,7 @@ pub use query::{
     Access, Added, Changed, ChunkStats, ChunkView, ConflictKind, Disabled, EntityGroups, GroupRows, Mut, Or, QueryData,
     QueryError, QueryFilter, QueryIter, QueryState, ReadOnlyQueryData, With, Without,
 };
+pub use query::{DetectChanges, DetectChangesMut, Has, Ref};
 pub use schedule::{CommandError, IntoSystemConfig, IntoSystemConfigs, Schedule, ScheduleError, SystemConfig};
 pub use storage::{
     Archetype, ArchetypeId, Bundle, CHUNK_ALIGN, CHUNK_SIZE, Component, ComponentId, ComponentInfo, Components, Entity,
@@ -128,4 +129,5 @@ pub mod prelude {
         Added, Changed, ChunkStats, Commands, Entity, EventReader, EventWriter, Events, IntoSystemConfig,
         IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Res, ResMut, Schedule, With, Without, World,
     };
+    pub use crate::{DetectChanges, DetectChangesMut, Has, Ref};
 }

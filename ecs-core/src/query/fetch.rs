@@ -1,5 +1,7 @@
 //! What a query fetches per row: `&T`, `&mut T` (as [`Mut<T>`]),
-//! `Option<&T>`, `Entity`, and tuples of those.
+//! [`Ref<T>`] (`&T` with change information), `Option<&T>`,
+//! `Option<&mut T>` (as `Option<Mut<T>>`), [`Has<T>`], `Entity`, and tuples
+//! of those.
 //!
 //! Fetching is three-staged so the hot loop is plain pointer arithmetic:
 //! a [`QueryData::Cache`] per matched archetype (column indices), a
@@ -7,11 +9,13 @@
 //! [`QueryData::item`] per row.
 
 use crate::query::access::{Access, ConflictKind};
-use crate::query::change::Mut;
+use std::marker::PhantomData;
+
+use crate::query::change::{Mut, Ref};
 use crate::storage::archetype::Archetype;
 use crate::storage::component::{Component, ComponentId, Components};
 use crate::storage::entity::Entity;
-use crate::storage::tick::{AtomicTick, Tick};
+use crate::storage::tick::{AtomicTick, TickWindow};
 
 /// A query's data part.
 ///
@@ -39,13 +43,20 @@ pub unsafe trait QueryData {
     fn matches(state: Self::State, archetype: &Archetype) -> bool;
     /// Column lookups for a matched archetype.
     fn cache(state: Self::State, archetype: &Archetype) -> Self::Cache;
-    /// Column pointers of one chunk.
+    /// Column pointers of one chunk, for a run that sees `window` (writes
+    /// are stamped `window.this_run()`; [`Ref`] and [`Mut`] answer
+    /// `is_changed`/`is_added` against it).
     ///
     /// # Safety
     /// `archetype` matched, `cache` was made from it, `chunk` is in range,
     /// and the caller holds the access `update_access` records for the
     /// lifetime `'w` on this chunk's rows it will fetch.
-    unsafe fn fetch<'w>(cache: Self::Cache, archetype: &'w Archetype, chunk: usize, this_run: Tick) -> Self::Fetch<'w>;
+    unsafe fn fetch<'w>(
+        cache: Self::Cache,
+        archetype: &'w Archetype,
+        chunk: usize,
+        window: TickWindow,
+    ) -> Self::Fetch<'w>;
     /// One row.
     ///
     /// # Safety
@@ -109,7 +120,7 @@ unsafe impl<T: Component> QueryData for &T {
         archetype.column_of(state).expect("matched archetype holds the column")
     }
     #[inline]
-    unsafe fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, _: Tick) -> Self::Fetch<'w> {
+    unsafe fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, _: TickWindow) -> Self::Fetch<'w> {
         archetype.column_ptr(cache, chunk).cast::<T>()
     }
     #[inline]
@@ -142,12 +153,13 @@ unsafe impl<T: Component> ReadOnlyQueryData for &T {}
 pub struct MutFetch<'w, T> {
     values: *mut T,
     row_changed: *mut u32,
+    row_added: *const u32,
     chunk_changed: &'w AtomicTick,
     chunk_all_changed: &'w AtomicTick,
     chunk_mark: *mut u32,
     /// Whether `chunk_mark` was redirected to a loop-local mark.
     local_mark: bool,
-    this_run: Tick,
+    window: TickWindow,
 }
 
 impl<T> Clone for MutFetch<'_, T> {
@@ -156,6 +168,76 @@ impl<T> Clone for MutFetch<'_, T> {
     }
 }
 impl<T> Copy for MutFetch<'_, T> {}
+
+impl<'w, T> MutFetch<'w, T> {
+    /// Column `col` of `chunk`.
+    #[inline]
+    fn new(archetype: &'w Archetype, col: usize, chunk: usize, window: TickWindow) -> Self {
+        let ticks = &archetype.columns[col].ticks;
+        let start = archetype.tick_index(chunk, 0);
+        MutFetch {
+            values: archetype.column_ptr(col, chunk).cast::<T>(),
+            row_changed: AtomicTick::slice_ptr(&ticks.row_changed, start),
+            row_added: AtomicTick::slice_ptr(&ticks.row_added, start).cast_const(),
+            chunk_changed: &ticks.chunk_changed[chunk],
+            chunk_all_changed: &ticks.chunk_all_changed[chunk],
+            chunk_mark: ticks.chunk_changed[chunk].as_ptr(),
+            local_mark: false,
+            window,
+        }
+    }
+
+    /// # Safety
+    /// As [`QueryData::item`]: `row` is live, and no other item for it is
+    /// alive; the fetch's maker holds write access to the column for `'w`.
+    #[inline]
+    unsafe fn item(&self, row: usize) -> Mut<'w, T> {
+        // SAFETY: `row` is live and below capacity, so the value and both
+        // its ticks are in bounds; the caller guarantees this is the only
+        // live item for the row, and the write access is recorded, so the
+        // row's ticks and the chunk's stamps are ours to read and write.
+        unsafe {
+            Mut::for_row(
+                &mut *self.values.add(row),
+                self.row_changed.add(row),
+                self.chunk_mark,
+                self.local_mark,
+                self.window,
+                self.row_added.add(row),
+                self.chunk_all_changed,
+            )
+        }
+    }
+
+    /// # Safety
+    /// As [`QueryData::slices`].
+    #[inline]
+    unsafe fn slices(&self, len: usize) -> &'w mut [T] {
+        self.chunk_changed.store(self.window.this_run());
+        self.chunk_all_changed.store(self.window.this_run());
+        // SAFETY: rows `0..len` are live and contiguous; the caller
+        // guarantees no other borrow of this column is alive.
+        unsafe { std::slice::from_raw_parts_mut(self.values, len) }
+    }
+
+    #[inline]
+    fn new_marks(&self) -> u32 {
+        self.window.this_run().get() ^ 1
+    }
+
+    #[inline]
+    fn redirect_marks(&mut self, marks: *mut u32) {
+        self.chunk_mark = marks;
+        self.local_mark = true;
+    }
+
+    #[inline]
+    fn flush_marks(&self, marks: u32) {
+        if marks == self.window.this_run().get() {
+            self.chunk_changed.store(self.window.this_run());
+        }
+    }
+}
 
 // SAFETY: reads and writes exactly the `T` column and its ticks, recorded as
 // a write.
@@ -179,40 +261,18 @@ unsafe impl<T: Component> QueryData for &mut T {
         archetype.column_of(state).expect("matched archetype holds the column")
     }
     #[inline]
-    unsafe fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, this_run: Tick) -> MutFetch<'w, T> {
-        let ticks = &archetype.columns[cache].ticks;
-        MutFetch {
-            values: archetype.column_ptr(cache, chunk).cast::<T>(),
-            row_changed: AtomicTick::slice_ptr(&ticks.row_changed, archetype.tick_index(chunk, 0)),
-            chunk_changed: &ticks.chunk_changed[chunk],
-            chunk_all_changed: &ticks.chunk_all_changed[chunk],
-            chunk_mark: ticks.chunk_changed[chunk].as_ptr(),
-            local_mark: false,
-            this_run,
-        }
+    unsafe fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> MutFetch<'w, T> {
+        MutFetch::new(archetype, cache, chunk, window)
     }
     #[inline]
     unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
-        // SAFETY: `row` is live and below capacity, so both the value and its
-        // tick are in bounds; the caller guarantees this is the only live
-        // item for the row, and the write access is recorded.
-        unsafe {
-            Mut::new(
-                &mut *fetch.values.add(row),
-                fetch.row_changed.add(row),
-                fetch.chunk_mark,
-                fetch.local_mark,
-                fetch.this_run,
-            )
-        }
+        // SAFETY: forwarded contract.
+        unsafe { fetch.item(row) }
     }
     #[inline]
     unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w> {
-        fetch.chunk_changed.store(fetch.this_run);
-        fetch.chunk_all_changed.store(fetch.this_run);
-        // SAFETY: rows `0..len` are live and contiguous; the caller
-        // guarantees no other borrow of this column is alive.
-        unsafe { std::slice::from_raw_parts_mut(fetch.values, len) }
+        // SAFETY: forwarded contract.
+        unsafe { fetch.slices(len) }
     }
     fn shrink<'long: 'short, 'short>(item: Mut<'long, T>) -> Mut<'short, T> {
         item
@@ -223,20 +283,236 @@ unsafe impl<T: Component> QueryData for &mut T {
     type Marks = u32;
     #[inline]
     fn new_marks(fetch: &Self::Fetch<'_>) -> u32 {
-        fetch.this_run.get() ^ 1
+        fetch.new_marks()
     }
     #[inline]
     unsafe fn redirect_marks(fetch: &mut Self::Fetch<'_>, marks: *mut u32) {
-        fetch.chunk_mark = marks;
-        fetch.local_mark = true;
+        fetch.redirect_marks(marks);
     }
     #[inline]
     fn flush_marks(fetch: &Self::Fetch<'_>, marks: &u32) {
-        if *marks == fetch.this_run.get() {
-            fetch.chunk_changed.store(fetch.this_run);
+        fetch.flush_marks(*marks);
+    }
+}
+
+// SAFETY: writes the `T` column and its ticks where present, recorded as a
+// write (without a `With<T>` constraint: the query also matches rows
+// without `T`).
+unsafe impl<T: Component> QueryData for Option<&mut T> {
+    type Item<'w> = Option<Mut<'w, T>>;
+    type Slices<'w> = Option<&'w mut [T]>;
+    type State = ComponentId;
+    type Cache = Option<usize>;
+    type Fetch<'w> = Option<MutFetch<'w, T>>;
+
+    fn init_state(components: &mut Components) -> ComponentId {
+        components.register::<T>()
+    }
+    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
+        access.add_write(state).map_err(conflict(state))
+    }
+    fn matches(_: ComponentId, _: &Archetype) -> bool {
+        true
+    }
+    fn cache(state: ComponentId, archetype: &Archetype) -> Option<usize> {
+        archetype.column_of(state)
+    }
+    #[inline]
+    unsafe fn fetch<'w>(
+        cache: Option<usize>,
+        archetype: &'w Archetype,
+        chunk: usize,
+        window: TickWindow,
+    ) -> Self::Fetch<'w> {
+        cache.map(|col| MutFetch::new(archetype, col, chunk, window))
+    }
+    #[inline]
+    unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: forwarded contract, as for `&mut T`.
+        fetch.as_ref().map(|f| unsafe { f.item(row) })
+    }
+    #[inline]
+    unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w> {
+        // SAFETY: forwarded contract, as for `&mut T`.
+        fetch.as_ref().map(|f| unsafe { f.slices(len) })
+    }
+    fn shrink<'long: 'short, 'short>(item: Option<Mut<'long, T>>) -> Option<Mut<'short, T>> {
+        item
+    }
+    fn shrink_slices<'long: 'short, 'short>(slices: Option<&'long mut [T]>) -> Option<&'short mut [T]> {
+        slices
+    }
+    type Marks = u32;
+    #[inline]
+    fn new_marks(fetch: &Self::Fetch<'_>) -> u32 {
+        fetch.as_ref().map_or(0, MutFetch::new_marks)
+    }
+    #[inline]
+    unsafe fn redirect_marks(fetch: &mut Self::Fetch<'_>, marks: *mut u32) {
+        if let Some(f) = fetch {
+            f.redirect_marks(marks);
+        }
+    }
+    #[inline]
+    fn flush_marks(fetch: &Self::Fetch<'_>, marks: &u32) {
+        if let Some(f) = fetch {
+            f.flush_marks(*marks);
         }
     }
 }
+
+/// Per-chunk state of a [`Ref`] fetch.
+pub struct RefFetch<'w, T> {
+    values: *const T,
+    row_changed: *const AtomicTick,
+    row_added: *const AtomicTick,
+    chunk_all_changed: &'w AtomicTick,
+    window: TickWindow,
+}
+
+impl<T> Clone for RefFetch<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for RefFetch<'_, T> {}
+
+// SAFETY: reads exactly the `T` column and its ticks, recorded as a read.
+unsafe impl<T: Component> QueryData for Ref<'_, T> {
+    type Item<'w> = Ref<'w, T>;
+    type Slices<'w> = &'w [T];
+    type State = ComponentId;
+    type Cache = usize;
+    type Fetch<'w> = RefFetch<'w, T>;
+
+    fn init_state(components: &mut Components) -> ComponentId {
+        components.register::<T>()
+    }
+    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
+        access.add_read(state).map_err(conflict(state))
+    }
+    fn matches(state: ComponentId, archetype: &Archetype) -> bool {
+        archetype.contains(state)
+    }
+    fn cache(state: ComponentId, archetype: &Archetype) -> usize {
+        archetype.column_of(state).expect("matched archetype holds the column")
+    }
+    #[inline]
+    unsafe fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> RefFetch<'w, T> {
+        let ticks = &archetype.columns[cache].ticks;
+        let start = archetype.tick_index(chunk, 0);
+        RefFetch {
+            values: archetype.column_ptr(cache, chunk).cast::<T>().cast_const(),
+            row_changed: ticks.row_changed[start..].as_ptr(),
+            row_added: ticks.row_added[start..].as_ptr(),
+            chunk_all_changed: &ticks.chunk_all_changed[chunk],
+            window,
+        }
+    }
+    #[inline]
+    unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
+        // SAFETY: `row` is live and below capacity, so the value and its
+        // ticks are in bounds (the tick pointers come from the tails of the
+        // column's tick arrays starting at this chunk); the column holds
+        // `T` and shared access to it is recorded.
+        unsafe {
+            Ref::new(
+                &*fetch.values.add(row),
+                &*fetch.row_changed.add(row),
+                &*fetch.row_added.add(row),
+                fetch.chunk_all_changed,
+                fetch.window,
+            )
+        }
+    }
+    #[inline]
+    unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, len: usize) -> Self::Slices<'w> {
+        // SAFETY: rows `0..len` are live and contiguous in the column.
+        unsafe { std::slice::from_raw_parts(fetch.values, len) }
+    }
+    fn shrink<'long: 'short, 'short>(item: Ref<'long, T>) -> Ref<'short, T> {
+        item
+    }
+    fn shrink_slices<'long: 'short, 'short>(slices: &'long [T]) -> &'short [T] {
+        slices
+    }
+    type Marks = ();
+    fn new_marks(_: &Self::Fetch<'_>) {}
+    unsafe fn redirect_marks(_: &mut Self::Fetch<'_>, _: *mut ()) {}
+    fn flush_marks(_: &Self::Fetch<'_>, _: &()) {}
+}
+
+// SAFETY: records no writes.
+unsafe impl<T: Component> ReadOnlyQueryData for Ref<'_, T> {}
+
+/// Query data that says whether the entity has component `T`, without
+/// borrowing it: it records no access to `T` (so it conflicts with
+/// nothing) and matches every archetype (unlike [`crate::With`], which
+/// filters). As chunk slices it is whether the chunk's rows have `T`.
+///
+/// ```
+/// use ecs_core::prelude::*;
+///
+/// struct Pos(f32);
+/// struct Frozen;
+/// let mut world = World::new();
+/// world.spawn((Pos(0.0),)).unwrap();
+/// world.spawn((Pos(1.0), Frozen)).unwrap();
+/// let mut q = world.query::<(&Pos, Has<Frozen>)>();
+/// let frozen: Vec<bool> = q.iter(&world).map(|(_, frozen)| frozen).collect();
+/// assert_eq!(frozen.len(), 2);
+/// assert_eq!(frozen.iter().filter(|&&f| f).count(), 1);
+/// ```
+pub struct Has<T>(PhantomData<fn() -> T>);
+
+// SAFETY: reads no column (only whether the archetype has one), so it
+// records nothing; it matches every archetype and its cache looks no
+// column up.
+unsafe impl<T: Component> QueryData for Has<T> {
+    type Item<'w> = bool;
+    type Slices<'w> = bool;
+    type State = ComponentId;
+    type Cache = bool;
+    type Fetch<'w> = bool;
+
+    fn init_state(components: &mut Components) -> ComponentId {
+        components.register::<T>()
+    }
+    fn update_access(_: ComponentId, _: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
+        Ok(())
+    }
+    fn matches(_: ComponentId, _: &Archetype) -> bool {
+        true
+    }
+    fn cache(state: ComponentId, archetype: &Archetype) -> bool {
+        archetype.contains(state)
+    }
+    #[inline]
+    unsafe fn fetch<'w>(cache: bool, _: &'w Archetype, _: usize, _: TickWindow) -> Self::Fetch<'w> {
+        cache
+    }
+    #[inline]
+    unsafe fn item<'w>(fetch: &Self::Fetch<'w>, _: usize) -> Self::Item<'w> {
+        *fetch
+    }
+    #[inline]
+    unsafe fn slices<'w>(fetch: &Self::Fetch<'w>, _: usize) -> Self::Slices<'w> {
+        *fetch
+    }
+    fn shrink<'long: 'short, 'short>(item: bool) -> bool {
+        item
+    }
+    fn shrink_slices<'long: 'short, 'short>(slices: bool) -> bool {
+        slices
+    }
+    type Marks = ();
+    fn new_marks(_: &bool) {}
+    unsafe fn redirect_marks(_: &mut bool, _: *mut ()) {}
+    fn flush_marks(_: &bool, _: &()) {}
+}
+
+// SAFETY: records no writes.
+unsafe impl<T: Component> ReadOnlyQueryData for Has<T> {}
 
 // SAFETY: reads only the entity column, which no query writes.
 unsafe impl QueryData for Entity {
@@ -255,7 +531,7 @@ unsafe impl QueryData for Entity {
     }
     fn cache(_: (), _: &Archetype) {}
     #[inline]
-    unsafe fn fetch<'w>(_: (), archetype: &'w Archetype, chunk: usize, _: Tick) -> Self::Fetch<'w> {
+    unsafe fn fetch<'w>(_: (), archetype: &'w Archetype, chunk: usize, _: TickWindow) -> Self::Fetch<'w> {
         archetype.chunks[chunk].entities_ptr()
     }
     #[inline]
@@ -304,7 +580,12 @@ unsafe impl<T: Component> QueryData for Option<&T> {
         archetype.column_of(state)
     }
     #[inline]
-    unsafe fn fetch<'w>(cache: Option<usize>, archetype: &'w Archetype, chunk: usize, _: Tick) -> Self::Fetch<'w> {
+    unsafe fn fetch<'w>(
+        cache: Option<usize>,
+        archetype: &'w Archetype,
+        chunk: usize,
+        _: TickWindow,
+    ) -> Self::Fetch<'w> {
         cache.map(|col| archetype.column_ptr(col, chunk).cast::<T>().cast_const())
     }
     #[inline]
@@ -358,9 +639,9 @@ macro_rules! tuple_data {
                 ($($name::cache(_state.$idx, _archetype),)*)
             }
             #[inline]
-            unsafe fn fetch<'w>(_cache: Self::Cache, _archetype: &'w Archetype, _chunk: usize, _this_run: Tick) -> Self::Fetch<'w> {
+            unsafe fn fetch<'w>(_cache: Self::Cache, _archetype: &'w Archetype, _chunk: usize, _window: TickWindow) -> Self::Fetch<'w> {
                 // SAFETY: forwarded contract.
-                ($( unsafe { $name::fetch(_cache.$idx, _archetype, _chunk, _this_run) },)*)
+                ($( unsafe { $name::fetch(_cache.$idx, _archetype, _chunk, _window) },)*)
             }
             #[inline]
             unsafe fn item<'w>(_fetch: &Self::Fetch<'w>, _row: usize) -> Self::Item<'w> {

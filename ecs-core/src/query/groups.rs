@@ -58,7 +58,7 @@ use crate::query::filter::QueryFilter;
 use crate::query::{QueryError, QueryState};
 use crate::storage::archetype::ArchetypeId;
 use crate::storage::entity::{Entity, EntityLocation};
-use crate::storage::tick::Tick;
+use crate::storage::tick::TickWindow;
 use crate::world::World;
 
 /// A location no entity has: forces a lookup on first access.
@@ -258,7 +258,7 @@ pub struct GroupRows<'w, Q: QueryData + 'static, F: QueryFilter + 'static> {
     entities: &'w [Entity],
     locations: &'w [EntityLocation],
     group: usize,
-    this_run: Tick,
+    window: TickWindow,
     current: Option<Current<'w, Q>>,
 }
 
@@ -279,9 +279,9 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> GroupRows<'w, Q, F> {
         entities: &'w [Entity],
         locations: &'w [EntityLocation],
         group: usize,
-        this_run: Tick,
+        window: TickWindow,
     ) -> Self {
-        GroupRows { world, state, entities, locations, group, this_run, current: None }
+        GroupRows { world, state, entities, locations, group, window, current: None }
     }
 
     /// The group's index.
@@ -372,7 +372,7 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> GroupRows<'w, Q, F> {
             // SAFETY: the archetype matched the query (`cache_of`), the
             // chunk is in range (it holds the entity), and the system that
             // owns the `Query` holds its access for `'w`.
-            let fetch = unsafe { Q::fetch(cache, archetype, loc.chunk as usize, self.this_run) };
+            let fetch = unsafe { Q::fetch(cache, archetype, loc.chunk as usize, self.window) };
             let marks = Q::new_marks(&fetch);
             let entities = archetype.chunk_entities(loc.chunk as usize);
             self.current = Some(Current { archetype: loc.archetype, chunk: loc.chunk, entities, fetch, marks });

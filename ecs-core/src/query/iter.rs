@@ -25,7 +25,7 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
     f: &mut impl FnMut(Q::Item<'_>),
 ) {
     // SAFETY: forwarded contract.
-    let mut data = unsafe { Q::fetch(m.data, archetype, chunk, window.this_run()) };
+    let mut data = unsafe { Q::fetch(m.data, archetype, chunk, window) };
     let filter = F::fetch(m.filter, archetype, chunk, window);
     let mut marks = Q::new_marks(&data);
     // SAFETY: `marks` lives until the guard below flushes it, and `f`
@@ -118,7 +118,7 @@ impl<'w, Q: QueryData, F: QueryFilter> QueryIter<'w, '_, Q, F> {
             }
             // SAFETY: matched archetype, chunk in range; the iterator's
             // creator holds the access and hands out each row once.
-            let data = unsafe { Q::fetch(m.data, archetype, chunk, self.window.this_run()) };
+            let data = unsafe { Q::fetch(m.data, archetype, chunk, self.window) };
             let filter = F::fetch(m.filter, archetype, chunk, self.window);
             self.all_pass = F::ARCHETYPAL || F::all_rows_pass(&filter);
             self.fetch = Some((data, filter));

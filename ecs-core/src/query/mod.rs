@@ -19,6 +19,8 @@ mod view;
 
 pub use access::{Access, ConflictKind};
 pub use change::Mut;
+pub use change::{DetectChanges, DetectChangesMut, Ref};
+pub use fetch::Has;
 pub use fetch::{QueryData, ReadOnlyQueryData};
 pub use filter::{Added, Changed, Disabled, Or, QueryFilter, With, Without};
 pub use groups::{EntityGroups, GroupRows};

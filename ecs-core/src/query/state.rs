@@ -514,15 +514,16 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     {
         let (cache, loc) = self.matched_cache(world, entity)?;
         let archetype = &world.archetypes()[loc.archetype.index()];
+        let window = TickWindow::new(self.last_run, world.change_tick());
         // SAFETY: read-only data, live row, matched archetype.
         unsafe {
-            let fetch = Q::fetch(cache, archetype, loc.chunk as usize, world.now());
+            let fetch = Q::fetch(cache, archetype, loc.chunk as usize, window);
             Ok(Q::item(&fetch, loc.row as usize))
         }
     }
 
-    /// One entity's item through a shared world borrow, writes stamped
-    /// `this_run`.
+    /// One entity's item through a shared world borrow, for a run that
+    /// sees `window` (writes stamped `window.this_run()`).
     ///
     /// # Safety
     /// As [`QueryState::iter_unchecked`], and no other item for the entity's
@@ -531,13 +532,13 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         &self,
         world: &'w World,
         entity: Entity,
-        this_run: crate::Tick,
+        window: TickWindow,
     ) -> Result<Q::Item<'w>, QueryError> {
         let (cache, loc) = self.matched_cache(world, entity)?;
         let archetype = &world.archetypes()[loc.archetype.index()];
         // SAFETY: forwarded contract; live row, matched archetype.
         unsafe {
-            let fetch = Q::fetch(cache, archetype, loc.chunk as usize, this_run);
+            let fetch = Q::fetch(cache, archetype, loc.chunk as usize, window);
             Ok(Q::item(&fetch, loc.row as usize))
         }
     }
@@ -546,11 +547,11 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// world's current tick. Errors as [`QueryState::get`].
     pub fn get_mut<'w>(&self, world: &'w mut World, entity: Entity) -> Result<Q::Item<'w>, QueryError> {
         let (cache, loc) = self.matched_cache(world, entity)?;
-        let now = world.now();
+        let window = TickWindow::new(self.last_run, world.change_tick());
         let archetype = &world.archetypes()[loc.archetype.index()];
         // SAFETY: `&mut World` is exclusive; live row, matched archetype.
         unsafe {
-            let fetch = Q::fetch(cache, archetype, loc.chunk as usize, now);
+            let fetch = Q::fetch(cache, archetype, loc.chunk as usize, window);
             Ok(Q::item(&fetch, loc.row as usize))
         }
     }

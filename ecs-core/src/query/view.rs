@@ -32,7 +32,7 @@ impl<'w, Q: QueryData, F: QueryFilter> ChunkView<'w, Q, F> {
         window: TickWindow,
     ) -> Self {
         // SAFETY: forwarded contract.
-        let data = unsafe { Q::fetch(data, archetype, chunk, window.this_run()) };
+        let data = unsafe { Q::fetch(data, archetype, chunk, window) };
         let filter = F::fetch(filter, archetype, chunk, window);
         ChunkView { archetype, chunk, len, data, filter, all_pass: F::ARCHETYPAL || F::all_rows_pass(&filter), window }
     }

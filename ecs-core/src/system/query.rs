@@ -82,7 +82,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     pub fn get_mut(&mut self, entity: Entity) -> Result<Q::Item<'_>, QueryError> {
         // SAFETY: the system holds the query's access; `&mut self` keeps the
         // item unique.
-        unsafe { self.state.get_unchecked(self.world, entity, self.window.this_run()) }
+        unsafe { self.state.get_unchecked(self.world, entity, self.window) }
     }
 
     /// Chunk counts of this run so far.
@@ -241,12 +241,12 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
         }
         let world = self.world;
         let state: &QueryState<Q, F> = self.state;
-        let this_run = self.window.this_run();
+        let window = self.window;
         let run = |scratch: &mut T, (group, part): &mut (u32, &mut [U])| {
             let g = *group as usize;
             let range = groups.starts[g] as usize..groups.starts[g + 1] as usize;
             let mut rows =
-                GroupRows::new(world, state, &groups.entities[range.clone()], &groups.locations[range], g, this_run);
+                GroupRows::new(world, state, &groups.entities[range.clone()], &groups.locations[range], g, window);
             // Dropping `rows` stamps the chunk ticks of the last chunk
             // written, also when `f` panics.
             f(scratch, &mut rows, part);
