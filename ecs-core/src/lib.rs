@@ -108,6 +108,7 @@ pub use query::{
     QueryError, QueryFilter, QueryIter, QueryState, ReadOnlyQueryData, With, Without,
 };
 pub use query::{DetectChanges, DetectChangesMut, Has, Ref};
+pub use schedule::SkippedSystem;
 pub use schedule::{CommandError, IntoSystemConfig, IntoSystemConfigs, Schedule, ScheduleError, SystemConfig};
 pub use storage::{
     Archetype, ArchetypeId, Bundle, CHUNK_ALIGN, CHUNK_SIZE, Component, ComponentId, ComponentInfo, Components, Entity,

@@ -19,6 +19,17 @@
 //! systems are applied in the order the systems were added, so the result
 //! does not depend on which thread finished first, and every system sees the
 //! commands' effects and any direct world writes made before the next run.
+//!
+//! ## Skipped systems
+//! A system that cannot run (a `Res<T>`, `ResMut<T>` or event type it
+//! requires is missing) is skipped; the others run as usual, systems ordered
+//! after it included, and [`Schedule::run`] returns `Ok`. Each skip is
+//! listed in [`Schedule::skipped_systems`] until the next run, with an error
+//! naming the system and what it lacks. A skipped system keeps its last-run
+//! tick, so when it runs again its `Changed`/`Added` windows cover
+//! everything since its previous run, exactly as if it had not been
+//! scheduled in between. Take `Option<Res<T>>` / `Option<ResMut<T>>` for a
+//! system that should run without the resource.
 
 use std::any::TypeId;
 use std::sync::Mutex;
@@ -183,7 +194,9 @@ pub enum ScheduleError {
         /// The missing one.
         target: &'static str,
     },
-    /// A system cannot run now (a resource or event type is missing).
+    /// A system cannot run now (a resource or event type is missing; the
+    /// message names the system and what it lacks). [`Schedule::run`] skips
+    /// such a system and reports this in [`Schedule::skipped_systems`].
     Unavailable(String),
     /// The schedule was built for another world.
     WrongWorld,
@@ -213,6 +226,44 @@ pub struct CommandError {
     pub error: StoreError,
 }
 
+/// A system that [`Schedule::run`] skipped because it could not run.
+///
+/// ```
+/// use ecs_core::prelude::*;
+///
+/// struct Gravity(f32);
+/// struct Pos(f32);
+/// fn fall(mut q: Query<&mut Pos>, g: Res<Gravity>) {
+///     q.for_each_mut(|mut p| p.0 -= g.0);
+/// }
+/// fn count(mut q: Query<&Pos>, mut n: Local<usize>) {
+///     *n = q.iter().count();
+/// }
+/// let mut world = World::new();
+/// world.spawn((Pos(0.0),)).unwrap();
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems((fall, count));
+/// schedule.run(&mut world).unwrap(); // `count` ran; `fall` was skipped
+/// let skipped = schedule.skipped_systems();
+/// assert_eq!(skipped.len(), 1);
+/// assert!(skipped[0].system.ends_with("fall"));
+/// assert!(skipped[0].error.to_string().contains("Gravity"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedSystem {
+    /// The system's name.
+    pub system: String,
+    /// Why: a [`ScheduleError::Unavailable`] naming the system and the
+    /// missing resource or event type.
+    pub error: ScheduleError,
+}
+
+impl std::fmt::Display for SkippedSystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "skipped: {}", self.error)
+    }
+}
+
 /// Systems, their order, and the stages they run in.
 #[derive(Default)]
 pub struct Schedule {
@@ -225,6 +276,8 @@ pub struct Schedule {
     predecessors: Vec<usize>,
     built_for: Option<u64>,
     command_errors: Vec<CommandError>,
+    /// Systems the latest run skipped.
+    skipped: Vec<SkippedSystem>,
 }
 
 impl std::fmt::Debug for Schedule {
@@ -348,8 +401,15 @@ impl Schedule {
         Ok(())
     }
 
-    /// Runs every system once (building first if needed). Nothing runs if a
-    /// system cannot (a missing resource); the error names it.
+    /// Runs every system once (building first if needed). A system that
+    /// cannot run (a missing resource) is skipped and listed in
+    /// [`Schedule::skipped_systems`]; the others run (see the
+    /// [module docs](self)).
+    ///
+    /// # Errors
+    /// When the schedule cannot be built ([`ScheduleError::Conflict`],
+    /// [`ScheduleError::Cycle`], [`ScheduleError::UnknownSystem`]) or was
+    /// built for another world; nothing runs then.
     pub fn run(&mut self, world: &mut World) -> Result<(), ScheduleError> {
         match self.built_for {
             None => self.build(world)?,
@@ -357,21 +417,31 @@ impl Schedule {
             Some(_) => {}
         }
         world.update_events();
-        for config in &self.configs {
-            config.system.validate(world).map_err(ScheduleError::Unavailable)?;
-        }
+        self.skipped.clear();
+        let runnable: Vec<bool> = self
+            .configs
+            .iter()
+            .map(|config| match config.system.validate(world) {
+                Ok(()) => true,
+                Err(message) => {
+                    let system = config.system.meta().name.clone();
+                    self.skipped.push(SkippedSystem { system, error: ScheduleError::Unavailable(message) });
+                    false
+                }
+            })
+            .collect();
         self.command_errors.clear();
         if self.stages.iter().all(|stage| stage.len() <= 1) {
             // Nothing can overlap: run in order on this thread.
             for stage in &self.stages {
-                for &i in stage {
+                for &i in stage.iter().filter(|&&i| runnable[i]) {
                     let this_run = world.increment_change_tick();
                     // SAFETY: `&mut World` is exclusive and one system runs.
                     unsafe { self.configs[i].system.run_unsafe(world, this_run) };
                 }
             }
         } else {
-            self.run_parallel(world);
+            self.run_parallel(world, &runnable);
         }
         // Everything from here on (the commands, and direct writes before the
         // next run) is stamped newer than every system's run, so each system
@@ -387,12 +457,14 @@ impl Schedule {
         Ok(())
     }
 
-    /// Runs the systems on rayon, each as soon as its predecessors are done.
-    fn run_parallel(&mut self, world: &World) {
+    /// Runs the systems on rayon, each as soon as its predecessors are done
+    /// (a system that is not `runnable` is passed over, releasing its
+    /// successors at once).
+    fn run_parallel(&mut self, world: &World, runnable: &[bool]) {
         let remaining: Vec<AtomicUsize> = self.predecessors.iter().map(|&p| AtomicUsize::new(p)).collect();
         let systems: Vec<Mutex<&mut Box<dyn System>>> =
             self.configs.iter_mut().map(|c| Mutex::new(&mut c.system)).collect();
-        let run = Run { world, systems: &systems, successors: &self.successors, remaining: &remaining };
+        let run = Run { world, systems: &systems, successors: &self.successors, remaining: &remaining, runnable };
         let roots: Vec<usize> = (0..self.predecessors.len()).filter(|&i| self.predecessors[i] == 0).collect();
         // The calling thread runs the first ready system itself (no wake-up
         // to wait for); the pool takes the others and everything after it.
@@ -422,6 +494,13 @@ impl Schedule {
     pub fn command_errors(&self) -> &[CommandError] {
         &self.command_errors
     }
+
+    /// Systems the latest run skipped because they could not run (a
+    /// missing resource or event type), in the order they were added; empty
+    /// when every system ran. See [`SkippedSystem`].
+    pub fn skipped_systems(&self) -> &[SkippedSystem] {
+        &self.skipped
+    }
 }
 
 /// Shared state of one parallel run.
@@ -430,6 +509,8 @@ struct Run<'a> {
     systems: &'a [Mutex<&'a mut Box<dyn System>>],
     successors: &'a [Vec<usize>],
     remaining: &'a [AtomicUsize],
+    /// Whether each system runs (false: skipped, see `Schedule::run`).
+    runnable: &'a [bool],
 }
 
 impl<'a> Run<'a> {
@@ -442,7 +523,7 @@ impl<'a> Run<'a> {
     {
         let mut i = first;
         loop {
-            {
+            if self.runnable[i] {
                 let mut system = self.systems[i].lock().unwrap_or_else(|e| e.into_inner());
                 let this_run = self.world.increment_change_tick_shared();
                 // SAFETY: every system that conflicts with this one is ordered

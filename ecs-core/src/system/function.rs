@@ -14,7 +14,9 @@ pub trait System: Send + Sync + 'static {
     fn initialize(&mut self, world: &mut World);
     /// Name, access, and any problem found by `initialize`.
     fn meta(&self) -> &SystemMeta;
-    /// Whether the system can run on `world` now (resources present).
+    /// Whether the system can run on `world` now (resources present). The
+    /// error names the system and what it lacks; a schedule skips the
+    /// system then (see [`crate::Schedule::skipped_systems`]).
     fn validate(&self, world: &World) -> Result<(), String>;
     /// Runs once at tick `this_run` (which the caller took from the world).
     ///
@@ -45,7 +47,9 @@ pub trait System: Send + Sync + 'static {
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<crate::StoreError>);
     /// Figures of the latest run.
     fn stats(&self) -> &SystemStats;
-    /// The world tick of the latest run.
+    /// The world tick of the latest run. Only a run moves it: a system that
+    /// was skipped or not scheduled keeps it, so its next run's window
+    /// covers everything since the run before.
     fn last_run(&self) -> u64;
 }
 

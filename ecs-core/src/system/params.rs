@@ -1,10 +1,12 @@
-//! System parameters besides `Query`: resources (`Res`, `ResMut`),
-//! `Commands`, `Local`, events, and tuples of parameters.
+//! System parameters besides `Query`: resources (`Res`, `ResMut`, and
+//! `Option` of either for resources that may be missing), `Commands`,
+//! `Local`, events, and tuples of parameters.
 
 use std::any::TypeId;
 use std::ops::{Deref, DerefMut};
 
 use crate::query::ChunkStats;
+use crate::query::change::{DetectChanges, DetectChangesMut};
 use crate::storage::tick::{AtomicTick, Tick, TickWindow};
 use crate::system::command::{CommandQueue, Commands};
 use crate::system::event::{EventReader, EventWriter, Events};
@@ -13,16 +15,63 @@ use crate::world::World;
 use crate::system::{SystemMeta, SystemParam};
 
 /// Shared access to resource `T`.
+///
+/// A system with a `Res<T>` parameter is skipped (and the skip reported,
+/// see [`crate::Schedule::skipped_systems`]) while `T` is not in the world;
+/// take `Option<Res<T>>` to run either way.
+///
+/// ```
+/// use ecs_core::prelude::*;
+///
+/// struct Gravity(f32);
+/// fn report(g: Res<Gravity>, mut seen: Local<u32>) {
+///     if g.is_changed() {
+///         *seen += 1;
+///     }
+///     assert!(g.0 < 0.0);
+/// }
+/// let mut world = World::new();
+/// world.insert_resource(Gravity(-9.8));
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems(report);
+/// schedule.run(&mut world).unwrap();
+/// ```
 pub struct Res<'w, T: Send + Sync + 'static> {
     value: &'w T,
+    added: Tick,
     changed: Tick,
     window: TickWindow,
 }
 
-impl<T: Send + Sync + 'static> Res<'_, T> {
-    /// Whether the resource was written since the system last ran.
+impl<'w, T: Send + Sync + 'static> Res<'w, T> {
+    /// The resource as seen by a run with `window`, if present.
+    fn fetch(world: &'w World, window: TickWindow) -> Option<Self> {
+        let value = world.resource::<T>()?;
+        let (added, changed) = world.resource_ticks::<T>().unwrap_or_default();
+        Some(Res { value, added, changed, window })
+    }
+
+    /// Whether the resource was written (or inserted) since the system last
+    /// ran (the same as [`DetectChanges::is_changed`]).
     pub fn is_changed(&self) -> bool {
         self.window.contains(self.changed)
+    }
+
+    /// The plain borrow, for the whole of `'w`.
+    pub fn into_inner(self) -> &'w T {
+        self.value
+    }
+}
+
+impl<T: Send + Sync + 'static> DetectChanges for Res<'_, T> {
+    fn is_changed(&self) -> bool {
+        self.window.contains(self.changed)
+    }
+    fn is_added(&self) -> bool {
+        self.window.contains(self.added)
+    }
+    fn last_changed(&self) -> Tick {
+        self.changed
     }
 }
 
@@ -49,17 +98,110 @@ unsafe impl<T: Send + Sync + 'static> SystemParam for Res<'_, T> {
         world.contains_resource::<T>().then_some(()).ok_or_else(missing_resource::<T>)
     }
     unsafe fn get_param<'w, 's>(_: &'s mut (), world: &'w World, window: TickWindow) -> Self::Item<'w, 's> {
-        let value = world.resource::<T>().unwrap_or_else(|| panic!("{}", missing_resource::<T>()));
-        let changed = world.resource_ticks::<T>().map_or(Tick::default(), |(_, c)| c);
-        Res { value, changed, window }
+        Res::fetch(world, window).unwrap_or_else(|| panic!("{}", missing_resource::<T>()))
+    }
+}
+
+/// `Res<T>` when `T` is present, `None` when it is not: the system runs
+/// either way. The read of `T` is recorded whether or not it is present, so
+/// the system still conflicts with writers of `T`.
+///
+/// ```
+/// use ecs_core::prelude::*;
+///
+/// struct Debug;
+/// fn draw(debug: Option<Res<Debug>>, mut frames: Local<u32>) {
+///     *frames += 1;
+///     if debug.is_some() { /* draw the overlay */ }
+/// }
+/// let mut world = World::new();
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems(draw);
+/// schedule.run(&mut world).unwrap(); // runs without the resource
+/// assert!(schedule.skipped_systems().is_empty());
+/// ```
+// SAFETY: records a read of `T` and only reads it.
+unsafe impl<T: Send + Sync + 'static> SystemParam for Option<Res<'_, T>> {
+    type State = ();
+    type Item<'w, 's> = Option<Res<'w, T>>;
+
+    fn init_state(_: &mut World, meta: &mut SystemMeta) {
+        meta.add_resource(TypeId::of::<T>(), std::any::type_name::<T>(), false);
+    }
+    unsafe fn get_param<'w, 's>(_: &'s mut (), world: &'w World, window: TickWindow) -> Self::Item<'w, 's> {
+        Res::fetch(world, window)
     }
 }
 
 /// Exclusive access to resource `T`; stamped changed when written through.
+///
+/// A system with a `ResMut<T>` parameter is skipped (and the skip
+/// reported) while `T` is not in the world; take `Option<ResMut<T>>` to run
+/// either way.
+///
+/// ```
+/// use ecs_core::prelude::*;
+///
+/// #[derive(PartialEq)]
+/// struct Score(u32);
+/// fn keep(mut score: ResMut<Score>) {
+///     score.set_if_neq(Score(3)); // marks only when the value differs
+/// }
+/// let mut world = World::new();
+/// world.insert_resource(Score(3));
+/// let before = world.resource_ticks::<Score>().unwrap().1;
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems(keep);
+/// schedule.run(&mut world).unwrap();
+/// assert_eq!(world.resource_ticks::<Score>().unwrap().1, before);
+/// ```
 pub struct ResMut<'w, T: Send + Sync + 'static> {
     value: &'w mut T,
     changed: &'w AtomicTick,
+    added: Tick,
     window: TickWindow,
+}
+
+impl<'w, T: Send + Sync + 'static> ResMut<'w, T> {
+    /// The resource as seen by a run with `window`, if present.
+    ///
+    /// # Safety
+    /// For `'w` nothing else reads or writes `T`.
+    unsafe fn fetch(world: &'w World, window: TickWindow) -> Option<Self> {
+        let added = world.resource_ticks::<T>()?.0;
+        // SAFETY: forwarded contract.
+        let (value, changed) = unsafe { world.resource_unchecked_parts::<T>() }?;
+        Some(ResMut { value, changed, added, window })
+    }
+
+    /// Gives up the wrapper, marking the resource changed (the caller may
+    /// write through the returned borrow).
+    pub fn into_inner(self) -> &'w mut T {
+        self.changed.store(self.window.this_run());
+        self.value
+    }
+}
+
+impl<T: Send + Sync + 'static> DetectChanges for ResMut<'_, T> {
+    fn is_changed(&self) -> bool {
+        self.window.contains(self.changed.load())
+    }
+    fn is_added(&self) -> bool {
+        self.window.contains(self.added)
+    }
+    fn last_changed(&self) -> Tick {
+        self.changed.load()
+    }
+}
+
+impl<T: Send + Sync + 'static> DetectChangesMut for ResMut<'_, T> {
+    type Inner = T;
+    fn set_changed(&mut self) {
+        self.changed.store(self.window.this_run());
+    }
+    fn bypass_change_detection(&mut self) -> &mut T {
+        self.value
+    }
 }
 
 impl<T: Send + Sync + 'static> Deref for ResMut<'_, T> {
@@ -90,9 +232,43 @@ unsafe impl<T: Send + Sync + 'static> SystemParam for ResMut<'_, T> {
     }
     unsafe fn get_param<'w, 's>(_: &'s mut (), world: &'w World, window: TickWindow) -> Self::Item<'w, 's> {
         // SAFETY: the recorded write access makes this the only user of `T`.
-        let (value, changed) =
-            unsafe { world.resource_unchecked_parts::<T>() }.unwrap_or_else(|| panic!("{}", missing_resource::<T>()));
-        ResMut { value, changed, window }
+        unsafe { ResMut::fetch(world, window) }.unwrap_or_else(|| panic!("{}", missing_resource::<T>()))
+    }
+}
+
+/// `ResMut<T>` when `T` is present, `None` when it is not: the system runs
+/// either way. The write of `T` is recorded whether or not it is present,
+/// so the system still conflicts with every other user of `T`.
+///
+/// ```
+/// use ecs_core::prelude::*;
+///
+/// struct Score(u32);
+/// fn add(score: Option<ResMut<Score>>) {
+///     if let Some(mut score) = score {
+///         score.0 += 1;
+///     }
+/// }
+/// let mut world = World::new();
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems(add);
+/// schedule.run(&mut world).unwrap(); // nothing to add to
+/// world.insert_resource(Score(0));
+/// schedule.run(&mut world).unwrap();
+/// assert_eq!(world.resource::<Score>().unwrap().0, 1);
+/// ```
+// SAFETY: records a write of `T`; the scheduler never runs another user of
+// `T` at the same time.
+unsafe impl<T: Send + Sync + 'static> SystemParam for Option<ResMut<'_, T>> {
+    type State = ();
+    type Item<'w, 's> = Option<ResMut<'w, T>>;
+
+    fn init_state(_: &mut World, meta: &mut SystemMeta) {
+        meta.add_resource(TypeId::of::<T>(), std::any::type_name::<T>(), true);
+    }
+    unsafe fn get_param<'w, 's>(_: &'s mut (), world: &'w World, window: TickWindow) -> Self::Item<'w, 's> {
+        // SAFETY: the recorded write access makes this the only user of `T`.
+        unsafe { ResMut::fetch(world, window) }
     }
 }
 
