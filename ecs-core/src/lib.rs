@@ -118,6 +118,7 @@ pub use system::{
     CommandQueue, Commands, EventReader, EventWriter, Events, IntoSystem, Local, Query, Res, ResMut, Resources, System,
     SystemAccess, SystemMeta, SystemParam, SystemParamFunction, SystemStats,
 };
+pub use system::{GetManyError, QueryCombinations, QueryCombinationsMut, QuerySingleError};
 pub use world::World;
 
 // The derives name `::ecs_core`; this lets them work inside this crate too.

@@ -170,4 +170,5 @@ pub use event::{EventReader, EventWriter, Events};
 pub use function::{FunctionSystem, IntoSystem, System, SystemParamFunction};
 pub use params::{Local, Res, ResMut};
 pub use query::Query;
+pub use query::{GetManyError, QueryCombinations, QueryCombinationsMut, QuerySingleError};
 pub use resource::Resources;

@@ -1,10 +1,14 @@
 //! The `Query` system parameter, with every method it has: iteration with
-//! the system's tick window, lookups by entity, and parallel access to
-//! disjoint entity groups.
+//! the system's tick window, lookups by entity (one, several at once, or
+//! the only match), combinations of rows, and parallel access to disjoint
+//! entity groups.
+
+use std::ops::ControlFlow;
 
 use crate::query::fetch::{QueryData, ReadOnlyQueryData};
 use crate::query::filter::QueryFilter;
 use crate::query::{ChunkStats, ChunkView, QueryError, QueryIter, QueryState};
+use crate::storage::archetype::Archetype;
 use crate::storage::entity::Entity;
 use crate::storage::tick::TickWindow;
 use crate::world::World;
@@ -93,6 +97,510 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     /// The system's tick window.
     pub fn window(&self) -> TickWindow {
         self.window
+    }
+}
+
+/// Why [`Query::single`] or [`Query::single_mut`] found no answer. Both
+/// variants name the query's type (data and filter).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QuerySingleError {
+    /// No row matched the query.
+    NoEntities(&'static str),
+    /// More than one row matched the query.
+    MultipleEntities(&'static str),
+}
+
+impl std::fmt::Display for QuerySingleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QuerySingleError::NoEntities(query) => {
+                write!(f, "query {query} matched no entity; single() needs exactly one")
+            }
+            QuerySingleError::MultipleEntities(query) => {
+                write!(f, "query {query} matched more than one entity; single() needs exactly one")
+            }
+        }
+    }
+}
+
+impl std::error::Error for QuerySingleError {}
+
+/// Why [`Query::get_many`] or [`Query::get_many_mut`] refused a set of
+/// entities. Nothing is fetched when any entity is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GetManyError {
+    /// The entity was asked for twice by `get_many_mut`: two `Mut`s to one
+    /// row would alias.
+    Duplicate(Entity),
+    /// The entity is not alive.
+    NoSuchEntity(Entity),
+    /// The entity is alive but does not match the query (its data or its
+    /// archetype-level filters).
+    NoMatch(Entity),
+}
+
+impl std::fmt::Display for GetManyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GetManyError::Duplicate(e) => {
+                write!(f, "entity {e} was asked for twice; get_many_mut needs distinct entities")
+            }
+            GetManyError::NoSuchEntity(e) => write!(f, "entity {e} does not exist"),
+            GetManyError::NoMatch(e) => write!(f, "entity {e} does not match the query"),
+        }
+    }
+}
+
+impl std::error::Error for GetManyError {}
+
+/// Where one matching row lives: its archetype, the query's column cache
+/// for that archetype, its chunk and its row.
+type RowAt<'w, Q> = (&'w Archetype, <Q as QueryData>::Cache, usize, usize);
+
+/// The matching rows of one query run, gathered for combination loops: one
+/// fetch per chunk and `(fetch index, row)` per row, each row once.
+struct Gathered<'w, Q: QueryData> {
+    fetches: Vec<Q::Fetch<'w>>,
+    rows: Vec<(u32, u32)>,
+}
+
+impl<'w, Q: QueryData> Gathered<'w, Q> {
+    /// One row's item.
+    ///
+    /// # Safety
+    /// `index < self.rows.len()`, the gatherer's caller holds the query's
+    /// access for `'w`, and for mutable data no other item of that row is
+    /// alive.
+    #[inline]
+    unsafe fn item(&self, index: usize) -> Q::Item<'w> {
+        let (fetch, row) = self.rows[index];
+        // SAFETY: forwarded contract; the row was live when gathered and
+        // no structural change can happen while the access is held.
+        unsafe { Q::item(&self.fetches[fetch as usize], row as usize) }
+    }
+}
+
+/// The position of the next `K`-combination of `0..n` in lexicographic
+/// order (indices strictly increasing), or `None` after the last.
+fn first_combination<const K: usize>(n: usize) -> Option<[usize; K]> {
+    (K > 0 && K <= n).then(|| std::array::from_fn(|j| j))
+}
+
+fn next_combination<const K: usize>(index: &mut [usize; K], n: usize) -> bool {
+    // The last position that can still move right.
+    let Some(j) = (0..K).rev().find(|&j| index[j] < n - K + j) else {
+        return false;
+    };
+    index[j] += 1;
+    for l in j + 1..K {
+        index[l] = index[l - 1] + 1;
+    }
+    true
+}
+
+/// Read-only combinations of a query's rows: every set of `K` distinct
+/// matching rows once, as `[item; K]` in iteration order (see
+/// [`Query::iter_combinations`]).
+pub struct QueryCombinations<'w, Q: QueryData, const K: usize> {
+    gathered: Gathered<'w, Q>,
+    next: Option<[usize; K]>,
+}
+
+impl<'w, Q: ReadOnlyQueryData, const K: usize> Iterator for QueryCombinations<'w, Q, K> {
+    type Item = [Q::Item<'w>; K];
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let index = self.next?;
+        // SAFETY: every index is below the row count (`first_combination`
+        // and `next_combination` keep them there); the data is read-only,
+        // so items of one row may coexist.
+        let items = std::array::from_fn(|j| unsafe { self.gathered.item(index[j]) });
+        let mut following = index;
+        self.next = next_combination(&mut following, self.gathered.rows.len()).then_some(following);
+        Some(items)
+    }
+}
+
+/// Mutable combinations of a query's rows, handed out one set at a time by
+/// [`QueryCombinationsMut::fetch_next`] (see
+/// [`Query::iter_combinations_mut`]).
+///
+/// It is not an [`Iterator`]: the items of one set borrow the loop itself,
+/// so they are gone before the next set is fetched, and the `K` items of a
+/// set are always `K` distinct rows. No two `Mut`s to one row can exist:
+///
+/// ```compile_fail,E0499
+/// use ecs_core::prelude::*;
+/// struct Pos(f32);
+/// fn keep_two(mut q: Query<&mut Pos>) {
+///     let mut pairs = q.iter_combinations_mut();
+///     let [a, _] = pairs.fetch_next().unwrap();
+///     let [b, _] = pairs.fetch_next().unwrap(); // error: `pairs` is still borrowed by `a`
+///     drop((a, b));
+/// }
+/// # let mut schedule = Schedule::new();
+/// # schedule.add_systems(keep_two);
+/// ```
+pub struct QueryCombinationsMut<'w, Q: QueryData, const K: usize> {
+    gathered: Gathered<'w, Q>,
+    next: Option<[usize; K]>,
+}
+
+impl<Q: QueryData, const K: usize> QueryCombinationsMut<'_, Q, K> {
+    /// The next set of `K` distinct rows, or `None` when every set was
+    /// handed out. The items borrow `self` until they are dropped.
+    pub fn fetch_next(&mut self) -> Option<[Q::Item<'_>; K]> {
+        let index = self.next?;
+        let mut following = index;
+        self.next = next_combination(&mut following, self.gathered.rows.len()).then_some(following);
+        let gathered = &self.gathered;
+        // SAFETY: the indices are distinct and below the row count, and each
+        // gathered row is a distinct row, so the `K` items are `K` distinct
+        // rows; the items of the previous set borrowed `self` mutably and
+        // are gone, so no other item of these rows is alive; the `Query`
+        // this was made from is borrowed mutably for the loop's lifetime
+        // and holds the query's access.
+        Some(std::array::from_fn(|j| Q::shrink(unsafe { gathered.item(index[j]) })))
+    }
+}
+
+impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, F> {
+    /// The query's type, for messages.
+    fn type_name() -> &'static str {
+        std::any::type_name::<(Q, F)>()
+    }
+
+    /// Calls `visit` with every row that passes the query's filter (data,
+    /// archetype, chunk and row level, with the system's window), in
+    /// iteration order, until it breaks. Chunk counts are not touched.
+    fn visit_rows(&self, mut visit: impl FnMut(RowAt<'w, Q>) -> ControlFlow<()>) {
+        let archetypes = self.world.archetypes();
+        let window = self.window;
+        for m in &self.state.matched {
+            let archetype = &archetypes[m.archetype.index()];
+            let count = archetype.chunk_count();
+            let mut chunk = 0;
+            loop {
+                chunk = F::next_passing_chunk(m.filter, archetype, chunk, count, window);
+                if chunk >= count {
+                    break;
+                }
+                let len = archetype.chunk_len(chunk);
+                let filter = F::fetch(m.filter, archetype, chunk, window);
+                let all_pass = F::ARCHETYPAL || F::all_rows_pass(&filter);
+                for row in 0..len {
+                    // SAFETY: `row` is below the chunk's length.
+                    if (all_pass || unsafe { F::row_passes(&filter, row) })
+                        && visit((archetype, m.data, chunk, row)).is_break()
+                    {
+                        return;
+                    }
+                }
+                chunk += 1;
+            }
+        }
+    }
+
+    /// The one matching row, or why there is not exactly one.
+    fn single_row(&self) -> Result<RowAt<'w, Q>, QuerySingleError> {
+        let mut found = None;
+        let mut many = false;
+        self.visit_rows(|at| {
+            if found.is_some() {
+                many = true;
+                ControlFlow::Break(())
+            } else {
+                found = Some(at);
+                ControlFlow::Continue(())
+            }
+        });
+        match found {
+            None => Err(QuerySingleError::NoEntities(Self::type_name())),
+            Some(_) if many => Err(QuerySingleError::MultipleEntities(Self::type_name())),
+            Some(at) => Ok(at),
+        }
+    }
+
+    /// The item of the only row that matches the query (every filter
+    /// applied, ticks included), read-only.
+    ///
+    /// # Errors
+    /// [`QuerySingleError::NoEntities`] when no row matches,
+    /// [`QuerySingleError::MultipleEntities`] when more than one does.
+    ///
+    /// ```
+    /// use ecs_core::prelude::*;
+    ///
+    /// struct Player;
+    /// struct Hp(u32);
+    /// fn show(q: Query<&Hp, With<Player>>) {
+    ///     match q.single() {
+    ///         Ok(hp) => assert_eq!(hp.0, 3),
+    ///         Err(e) => panic!("{e}"),
+    ///     }
+    /// }
+    /// let mut world = World::new();
+    /// world.spawn((Player, Hp(3))).unwrap();
+    /// world.spawn((Hp(7),)).unwrap();
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(show);
+    /// schedule.run(&mut world).unwrap();
+    /// ```
+    pub fn single(&self) -> Result<Q::Item<'_>, QuerySingleError>
+    where
+        Q: ReadOnlyQueryData,
+    {
+        let (archetype, cache, chunk, row) = self.single_row()?;
+        // SAFETY: the row passed the query in a matched archetype, the
+        // chunk is in range and the row below its length; the data is
+        // read-only and the system holds the query's access.
+        let item = unsafe { Q::item(&Q::fetch(cache, archetype, chunk, self.window), row) };
+        Ok(Q::shrink(item))
+    }
+
+    /// The item of the only row that matches the query, mutably (writes
+    /// mark the row as any `Mut<T>` does).
+    ///
+    /// # Errors
+    /// As [`Query::single`].
+    ///
+    /// ```
+    /// use ecs_core::prelude::*;
+    ///
+    /// struct Player;
+    /// struct Hp(u32);
+    /// fn heal(mut q: Query<&mut Hp, With<Player>>) {
+    ///     if let Ok(mut hp) = q.single_mut() {
+    ///         hp.0 += 1;
+    ///     }
+    /// }
+    /// let mut world = World::new();
+    /// let p = world.spawn((Player, Hp(3))).unwrap();
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(heal);
+    /// schedule.run(&mut world).unwrap();
+    /// assert_eq!(world.get::<Hp>(p).unwrap().0, 4);
+    /// ```
+    pub fn single_mut(&mut self) -> Result<Q::Item<'_>, QuerySingleError> {
+        let (archetype, cache, chunk, row) = self.single_row()?;
+        // SAFETY: as in `single`; `&mut self` keeps this the only item of
+        // the query alive, and the system holds the query's access.
+        let item = unsafe { Q::item(&Q::fetch(cache, archetype, chunk, self.window), row) };
+        Ok(Q::shrink(item))
+    }
+
+    /// Where `entity`'s row is, if it is alive and matches the query
+    /// (archetype level, as [`Query::get`]).
+    fn locate(&self, entity: Entity) -> Result<RowAt<'w, Q>, GetManyError> {
+        let world = self.world;
+        let loc = world.location(entity).map_err(|_| GetManyError::NoSuchEntity(entity))?;
+        let cache = self.state.cache_of(loc.archetype).ok_or(GetManyError::NoMatch(entity))?;
+        Ok((&world.archetypes()[loc.archetype.index()], cache, loc.chunk as usize, loc.row as usize))
+    }
+
+    /// The rows of `entities`, all located before any item is made.
+    fn locate_all<const N: usize>(&self, entities: [Entity; N]) -> Result<[RowAt<'w, Q>; N], GetManyError> {
+        let mut rows: [Option<RowAt<'w, Q>>; N] = [None; N];
+        for (slot, &entity) in rows.iter_mut().zip(&entities) {
+            *slot = Some(self.locate(entity)?);
+        }
+        Ok(rows.map(|row| row.expect("every slot was filled above")))
+    }
+
+    /// The data of several entities at once, read-only (archetype-level
+    /// filters only, as [`Query::get`]). An entity may appear more than once.
+    ///
+    /// # Errors
+    /// [`GetManyError::NoSuchEntity`] or [`GetManyError::NoMatch`] for the
+    /// first entity that is dead or does not match.
+    pub fn get_many<const N: usize>(&self, entities: [Entity; N]) -> Result<[Q::Item<'_>; N], GetManyError>
+    where
+        Q: ReadOnlyQueryData,
+    {
+        let rows = self.locate_all(entities)?;
+        Ok(rows.map(|(archetype, cache, chunk, row)| {
+            // SAFETY: each row is live in a matched archetype (located
+            // above, and nothing moves while the system holds the query's
+            // access); the data is read-only, so items of one row may
+            // coexist.
+            let item = unsafe { Q::item(&Q::fetch(cache, archetype, chunk, self.window), row) };
+            Q::shrink(item)
+        }))
+    }
+
+    /// The data of several distinct entities at once, mutably: e.g. both
+    /// sides of a collision. Writes mark their rows as any `Mut<T>` does.
+    ///
+    /// # Errors
+    /// [`GetManyError::Duplicate`] if an entity appears twice (two `Mut`s
+    /// to one row would alias), else [`GetManyError::NoSuchEntity`] or
+    /// [`GetManyError::NoMatch`] for the first entity that is dead or does
+    /// not match. Nothing is fetched then.
+    ///
+    /// ```
+    /// use ecs_core::prelude::*;
+    ///
+    /// struct Hp(i32);
+    /// #[derive(Default)]
+    /// struct Hits(Vec<(Entity, Entity)>);
+    /// fn trade(mut q: Query<&mut Hp>, hits: Res<Hits>) {
+    ///     for &(a, b) in &hits.0 {
+    ///         if let Ok([mut a, mut b]) = q.get_many_mut([a, b]) {
+    ///             a.0 -= 1;
+    ///             b.0 -= 1;
+    ///         }
+    ///     }
+    /// }
+    /// let mut world = World::new();
+    /// let a = world.spawn((Hp(5),)).unwrap();
+    /// let b = world.spawn((Hp(5),)).unwrap();
+    /// world.insert_resource(Hits(vec![(a, b), (a, a)])); // (a, a) is refused
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(trade);
+    /// schedule.run(&mut world).unwrap();
+    /// assert_eq!((world.get::<Hp>(a).unwrap().0, world.get::<Hp>(b).unwrap().0), (4, 4));
+    /// ```
+    pub fn get_many_mut<const N: usize>(&mut self, entities: [Entity; N]) -> Result<[Q::Item<'_>; N], GetManyError> {
+        for (i, &entity) in entities.iter().enumerate() {
+            if entities[..i].contains(&entity) {
+                return Err(GetManyError::Duplicate(entity));
+            }
+        }
+        let rows = self.locate_all(entities)?;
+        Ok(rows.map(|(archetype, cache, chunk, row)| {
+            // SAFETY: the entities are distinct, so the rows are distinct
+            // (an alive entity has one row); each row is live in a matched
+            // archetype; `&mut self` keeps these the only items of the query
+            // alive, and the system holds the query's access.
+            let item = unsafe { Q::item(&Q::fetch(cache, archetype, chunk, self.window), row) };
+            Q::shrink(item)
+        }))
+    }
+
+    /// Gathers every matching row once, in iteration order.
+    fn gather(&self) -> Gathered<'w, Q> {
+        let mut gathered = Gathered { fetches: Vec::new(), rows: Vec::new() };
+        let mut current: Option<(*const Archetype, usize)> = None;
+        self.visit_rows(|(archetype, cache, chunk, row)| {
+            let here = (std::ptr::from_ref(archetype), chunk);
+            if current != Some(here) {
+                current = Some(here);
+                // SAFETY: a matched archetype and a chunk in range; the
+                // system holds the query's access for `'w`, and the fetch
+                // only makes items through `Gathered::item`'s contract.
+                gathered.fetches.push(unsafe { Q::fetch(cache, archetype, chunk, self.window) });
+            }
+            gathered.rows.push(((gathered.fetches.len() - 1) as u32, row as u32));
+            ControlFlow::Continue(())
+        });
+        gathered
+    }
+
+    /// Every set of `K` distinct matching rows once (unordered: `[a, b]`
+    /// and never also `[b, a]`), read-only, as arrays in iteration order.
+    /// `K` is usually inferred from the pattern: `for [a, b] in ...` walks
+    /// the `n * (n - 1) / 2` pairs. The matching rows are gathered once
+    /// when this is called (all filters applied, ticks included); chunk
+    /// counts are not touched.
+    ///
+    /// ```
+    /// use ecs_core::prelude::*;
+    ///
+    /// struct Pos(f32);
+    /// fn closest(q: Query<(Entity, &Pos)>, mut best: Local<Option<f32>>) {
+    ///     let mut pairs = 0;
+    ///     for [(_, a), (_, b)] in q.iter_combinations() {
+    ///         let d = (a.0 - b.0).abs();
+    ///         *best = Some(best.map_or(d, |x: f32| x.min(d)));
+    ///         pairs += 1;
+    ///     }
+    ///     assert_eq!(pairs, 4 * 3 / 2);
+    ///     assert_eq!(*best, Some(1.0));
+    /// }
+    /// let mut world = World::new();
+    /// world.spawn_batch([0.0, 4.0, 5.0, 9.0].map(|x| (Pos(x),))).unwrap();
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(closest);
+    /// schedule.run(&mut world).unwrap();
+    /// ```
+    ///
+    /// # Panics
+    /// Fails to compile for `K == 0`.
+    pub fn iter_combinations<const K: usize>(&self) -> QueryCombinations<'_, Q, K>
+    where
+        Q: ReadOnlyQueryData,
+    {
+        const { assert!(K > 0, "combinations of zero rows") };
+        let gathered = self.gather();
+        let next = first_combination::<K>(gathered.rows.len());
+        QueryCombinations { gathered, next }
+    }
+
+    /// Every set of `K` distinct matching rows once, mutably, one set at a
+    /// time through [`QueryCombinationsMut::fetch_next`]: a set's items
+    /// borrow the loop and are gone before the next set is fetched, so no
+    /// two `Mut`s to one row ever exist. Rows are gathered as in
+    /// [`Query::iter_combinations`]; writes mark rows as any `Mut<T>` does.
+    ///
+    /// ```
+    /// use ecs_core::prelude::*;
+    ///
+    /// struct Charge(f32);
+    /// struct Force(f32);
+    /// fn pull(mut q: Query<(&Charge, &mut Force)>) {
+    ///     let mut pairs = q.iter_combinations_mut();
+    ///     while let Some([(qa, mut fa), (qb, mut fb)]) = pairs.fetch_next() {
+    ///         let f = qa.0 * qb.0;
+    ///         fa.0 += f;
+    ///         fb.0 -= f;
+    ///     }
+    /// }
+    /// let mut world = World::new();
+    /// world.spawn_batch((1..=3).map(|i| (Charge(i as f32), Force(0.0)))).unwrap();
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(pull);
+    /// schedule.run(&mut world).unwrap();
+    /// let mut forces = world.query::<&Force>();
+    /// let total: f32 = forces.iter(&world).map(|f| f.0).sum();
+    /// assert_eq!(total, 0.0); // every pair pushed equally both ways
+    /// ```
+    ///
+    /// # Panics
+    /// Fails to compile for `K == 0`.
+    pub fn iter_combinations_mut<const K: usize>(&mut self) -> QueryCombinationsMut<'_, Q, K> {
+        const { assert!(K > 0, "combinations of zero rows") };
+        let gathered = self.gather();
+        let next = first_combination::<K>(gathered.rows.len());
+        QueryCombinationsMut { gathered, next }
+    }
+
+    /// Runs `f` on every set of `K` distinct matching rows once, mutably:
+    /// the closure form of [`Query::iter_combinations_mut`] (the closure
+    /// cannot keep the items).
+    ///
+    /// ```
+    /// use ecs_core::prelude::*;
+    ///
+    /// struct Hp(u32);
+    /// fn duel(mut q: Query<&mut Hp>) {
+    ///     q.for_each_combination_mut(|[mut a, mut b]| {
+    ///         a.0 -= 1;
+    ///         b.0 -= 1;
+    ///     });
+    /// }
+    /// let mut world = World::new();
+    /// let e = world.spawn_batch((0..4).map(|_| (Hp(10),))).unwrap();
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems(duel);
+    /// schedule.run(&mut world).unwrap();
+    /// // Each of 4 entities is in 3 of the 6 pairs.
+    /// assert!(e.iter().all(|&e| world.get::<Hp>(e).unwrap().0 == 7));
+    /// ```
+    pub fn for_each_combination_mut<const K: usize>(&mut self, mut f: impl FnMut([Q::Item<'_>; K])) {
+        let mut combinations = self.iter_combinations_mut::<K>();
+        while let Some(items) = combinations.fetch_next() {
+            f(items);
+        }
     }
 }
 
@@ -256,6 +764,37 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
             parts.iter_mut().for_each(|part| run(&mut scratch, part));
         } else {
             parts.par_iter_mut().for_each_init(&init, run);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{first_combination, next_combination};
+
+    fn all<const K: usize>(n: usize) -> Vec<[usize; K]> {
+        let mut out = Vec::new();
+        let mut next = first_combination::<K>(n);
+        while let Some(index) = next {
+            out.push(index);
+            let mut following = index;
+            next = next_combination(&mut following, n).then_some(following);
+        }
+        out
+    }
+
+    #[test]
+    fn combinations_are_every_increasing_index_set_once_in_order() {
+        assert_eq!(all::<2>(4), [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]);
+        assert_eq!(all::<3>(4), [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]]);
+        assert_eq!(all::<1>(3), [[0], [1], [2]]);
+        assert!(all::<2>(1).is_empty() && all::<2>(0).is_empty() && all::<3>(2).is_empty());
+        assert_eq!(all::<4>(4), [[0, 1, 2, 3]]);
+        for n in 0..12 {
+            assert_eq!(all::<2>(n).len(), n * n.saturating_sub(1) / 2);
+            let sets = all::<3>(n);
+            assert!(sets.windows(2).all(|w| w[0] < w[1]), "lexicographic, no repeats");
+            assert!(sets.iter().all(|s| s[0] < s[1] && s[1] < s[2] && s[2] < n));
         }
     }
 }
