@@ -795,6 +795,47 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.walk_rows_wide(lo, hi, rows, &mut f)
     }
 
+    /// [`walk_rows`](Self::walk_rows) over the rows of the box after row
+    /// `own = [y, z]` in key order (the later rows of its layer, then the
+    /// layers above); `own` must lie in the box.
+    #[inline(always)]
+    pub(crate) fn walk_rows_after(
+        &self,
+        lo: [i32; 3],
+        hi: [i32; 3],
+        [y0, z0]: [i32; 2],
+        mut f: impl FnMut(usize, usize),
+    ) -> u64 {
+        let rows = (hi[1] - y0) as u64 + (hi[2] - z0) as u64 * (hi[1] - lo[1] + 1) as u64;
+        if self.use_dense && rows <= ROWS_FREE {
+            // As `dense_rows`, from the row after `own`.
+            let x = self.dense_columns(lo, hi);
+            let mut row = |y: i32, z: i32| {
+                let (s, e) = self.dense_run(y, z, x);
+                if s < e {
+                    f(s, e);
+                }
+            };
+            for y in y0 + 1..=hi[1] {
+                row(y, z0);
+            }
+            for z in z0 + 1..=hi[2] {
+                for y in lo[1]..=hi[1] {
+                    row(y, z);
+                }
+            }
+            return rows;
+        }
+        let mut probes = 0;
+        if y0 < hi[1] {
+            probes += self.walk_rows([lo[0], y0 + 1, z0], [hi[0], hi[1], z0], &mut f);
+        }
+        if z0 < hi[2] {
+            probes += self.walk_rows([lo[0], lo[1], z0 + 1], hi, &mut f);
+        }
+        probes
+    }
+
     /// [`for_each_row`](Self::for_each_row) without the dense table or for a
     /// box of many rows.
     #[inline(never)]
@@ -818,16 +859,29 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// [`for_each_row`](Self::for_each_row) by one dense-table lookup per row.
     #[inline(always)]
     fn dense_rows(&self, lo: [i32; 3], hi: [i32; 3], f: &mut impl FnMut(usize, usize)) {
-        let (x0, x1) = ((lo[0] - self.min[0]) as usize, (hi[0] - self.min[0]) as usize + 1);
+        let x = self.dense_columns(lo, hi);
         for z in lo[2]..=hi[2] {
             for y in lo[1]..=hi[1] {
-                let row = self.span[0] * ((y - self.min[1]) as usize + self.span[1] * (z - self.min[2]) as usize);
-                let (s, e) = (self.dense[row + x0] as usize, self.dense[row + x1] as usize);
+                let (s, e) = self.dense_run(y, z, x);
                 if s < e {
                     f(s, e);
                 }
             }
         }
+    }
+
+    /// The box's first and one-past-last `x` as offsets into a dense row.
+    #[inline(always)]
+    fn dense_columns(&self, lo: [i32; 3], hi: [i32; 3]) -> (usize, usize) {
+        ((lo[0] - self.min[0]) as usize, (hi[0] - self.min[0]) as usize + 1)
+    }
+
+    /// The sorted-slot range of the cells `x` ([`dense_columns`](Self::dense_columns))
+    /// of row `(y, z)`, from the dense table.
+    #[inline(always)]
+    fn dense_run(&self, y: i32, z: i32, (x0, x1): (usize, usize)) -> (usize, usize) {
+        let row = self.span[0] * ((y - self.min[1]) as usize + self.span[1] * (z - self.min[2]) as usize);
+        (self.dense[row + x0] as usize, self.dense[row + x1] as usize)
     }
 
     /// [`for_each_row`](Self::for_each_row) for a box of few rows in a grid

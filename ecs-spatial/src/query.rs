@@ -487,9 +487,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// larger than a cell scan more rings.
     pub fn for_each_pair_within(&self, radius: f32, mut f: impl FnMut(I, I)) {
         let mut rows = Vec::new();
+        let mut probes = 0;
         for c in 0..self.cells().len() {
-            self.pairs_of_cell(c, radius, &mut rows, &mut f);
+            probes += self.pairs_of_cell(c, radius, &mut rows, &mut f);
         }
+        count_probes(probes);
     }
 
     /// All pairs within `radius` (see [`for_each_pair_within`](Self::for_each_pair_within)),
@@ -507,37 +509,30 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         (0..cells.div_ceil(CELL_BLOCK)).into_par_iter().for_each(|block| {
             let mut g = |a, b| f(a, b);
             let mut rows = Vec::new();
+            let mut probes = 0;
             for c in block * CELL_BLOCK..((block + 1) * CELL_BLOCK).min(cells) {
-                self.pairs_of_cell(c, radius, &mut rows, &mut g);
+                probes += self.pairs_of_cell(c, radius, &mut rows, &mut g);
             }
+            count_probes(probes);
         });
     }
 
     /// The pairs whose earlier point lies in occupied cell `c`: each point
     /// scans the points after it in its own row (cells at `x >=` its own),
     /// the later rows of its layer and the layers above, over the scan box
-    /// of the whole cell (computed once for all its points).
+    /// of the whole cell (computed once for all its points). Returns the
+    /// probes made (the caller adds them to [`cell_probes`]).
     #[inline]
-    fn pairs_of_cell(&self, c: usize, r: f32, rows: &mut Vec<(usize, usize)>, f: &mut impl FnMut(I, I)) {
+    fn pairs_of_cell(&self, c: usize, r: f32, rows: &mut Vec<(usize, usize)>, f: &mut impl FnMut(I, I)) -> u64 {
         let cell = self.cells()[c];
         let (s0, e0) = (cell.start as usize, (cell.start + cell.count) as usize);
-        let Some((lo, hi)) = self.span_cells(s0, e0, r) else { return };
+        let Some((lo, hi)) = self.span_cells(s0, e0, r) else { return 0 };
         let own = cell.key.coord();
         let own = [own.x, own.y, own.z];
         let r2 = r * r;
         let own_row_end = self.row_slots(own[1], own[2], own[0], hi[0]).1;
-        let mut probes = 1;
         rows.clear();
-        // The rows after the own row in key order: the later rows of its
-        // layer, then the layers above.
-        if own[1] < hi[1] {
-            let (lo, hi) = ([lo[0], own[1] + 1, own[2]], [hi[0], hi[1], own[2]]);
-            probes += self.walk_rows(lo, hi, |from, to| rows.push((from, to)));
-        }
-        if own[2] < hi[2] {
-            probes += self.walk_rows([lo[0], lo[1], own[2] + 1], hi, |from, to| rows.push((from, to)));
-        }
-        count_probes(probes);
+        let probes = 1 + self.walk_rows_after(lo, hi, [own[1], own[2]], |from, to| rows.push((from, to)));
         // Hits are compacted branch-free into a buffer, then reported: in
         // dense regions about half the candidates are hits, which a branch
         // would mispredict.
@@ -572,6 +567,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 f(a_id, b_id);
             }
         }
+        probes
     }
 
     /// A radius query around every point, written to `out`: list `s` holds
@@ -592,6 +588,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         out.offsets.push(0);
         let r2 = radius * radius;
         let mut rows = std::mem::take(&mut out.rows);
+        let mut probes = 0;
         for c in 0..self.cells().len() {
             let cell = self.cells()[c];
             let (s0, e0) = (cell.start as usize, (cell.start + cell.count) as usize);
@@ -599,7 +596,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             rows.clear();
             let mut total = 0;
             if let Some((lo, hi)) = self.span_cells(s0, e0, radius) {
-                self.for_each_row(lo, hi, |s, e| {
+                probes += self.walk_rows(lo, hi, |s, e| {
                     rows.push((s, e));
                     total += e - s;
                 });
@@ -617,6 +614,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 out.offsets.push(out.neighbors.len() as u32);
             }
         }
+        count_probes(probes);
         out.rows = rows;
     }
 

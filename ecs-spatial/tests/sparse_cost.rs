@@ -194,6 +194,26 @@ fn dense_lookup_skips_empty_rows_too() {
 }
 
 #[test]
+fn dense_grid_with_a_large_box_keeps_the_dense_table() {
+    // A full 12^3 lattice, one point per cell: a box of 11 x 11 rows is
+    // looked up row by row through the dense table (its key range holds
+    // many more occupied cells than it has rows), equal to brute force.
+    let ps: Vec<Vec3> =
+        (0..12 * 12 * 12).map(|i| Vec3::new((i % 12) as f32, (i / 12 % 12) as f32, (i / 144) as f32) + 0.5).collect();
+    let ids: Vec<u32> = (0..ps.len() as u32).collect();
+    let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 1.0).unwrap();
+    grid.rebuild(&ids, &ps).unwrap();
+    assert!(grid.uses_dense_lookup());
+    let mut out = Vec::new();
+    let p = probes(|| grid.query_box(Vec3::splat(0.5), Vec3::splat(10.5), &mut out));
+    assert_eq!(out.len(), 11 * 11 * 11);
+    assert_eq!(p, 2 + 11 * 11, "two searches for the key range, then one dense lookup per row");
+    let c = checked_costs(Vec3::ZERO, 1.0, CellLookup::Auto, &ps, &[Vec3::splat(6.0), Vec3::ZERO], 5.0);
+    let c2 = checked_costs(Vec3::ZERO, 1.0, CellLookup::BinarySearch, &ps, &[Vec3::splat(6.0), Vec3::ZERO], 5.0);
+    assert!(c[0] <= 2 * (2 + 11 * 11) && c2[0] <= 2 * (2 + 2 * 11 * 11 + 1), "{c:?} {c2:?}");
+}
+
+#[test]
 fn a_dense_cluster_and_far_outliers() {
     // 1000 points in a 10^3 cube, and outliers across the key range.
     let mut ps: Vec<Vec3> =
