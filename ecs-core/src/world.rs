@@ -18,7 +18,7 @@ use crate::storage::bundle::{Bundle, BundleIds, BundlePtrs};
 use crate::storage::component::{Component, ComponentId, Components, TypeIdMap};
 use crate::storage::edges::MovePlan;
 use crate::storage::entity::{Entities, Entity, EntityLocation};
-use crate::storage::tick::{CHECK_TICK_THRESHOLD, Tick};
+use crate::storage::tick::{CHECK_TICK_THRESHOLD, Tick, TickWindow};
 use crate::system::resource::Resources;
 
 /// What a bundle type resolves to, cached per bundle type.
@@ -844,24 +844,30 @@ impl World {
     }
 
     /// A mutable borrow that marks the row changed at the current tick when
-    /// written through.
+    /// written through. Its [`crate::DetectChanges`] window is the current
+    /// tick alone: `is_changed`/`is_added` say whether the value was written
+    /// or added at this tick.
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<Mut<'_, T>, StoreError> {
         let (loc, col) = self.column_for::<T>(entity)?;
-        let now = self.now();
+        let now = self.change_tick();
         let arch = &self.archetypes[loc.archetype.index()];
         let (chunk, row) = (loc.chunk as usize, loc.row as usize);
         let ptr = arch.value_ptr(col, chunk, row);
         let ticks = &arch.columns[col].ticks;
+        let i = arch.tick_index(chunk, row);
         // SAFETY: the row is live, the column holds `T`, and `&mut self`
         // makes this the only borrow of the world, so the value, the row
-        // tick and the chunk tick are ours alone for the borrow.
+        // ticks and the chunk ticks are ours alone for the borrow; the chunk
+        // tick is a shared tick cell (written atomically).
         Ok(unsafe {
-            Mut::new(
+            Mut::for_row(
                 &mut *ptr.cast::<T>(),
-                ticks.row_changed[arch.tick_index(chunk, row)].as_ptr(),
+                ticks.row_changed[i].as_ptr(),
                 ticks.chunk_changed[chunk].as_ptr(),
                 false,
-                now,
+                TickWindow::new(now.saturating_sub(1), now),
+                ticks.row_added[i].as_ptr(),
+                &ticks.chunk_all_changed[chunk],
             )
         })
     }

@@ -187,7 +187,15 @@ unsafe impl<E: Event> SystemParam for On<'_, E> {
     type State = ();
     type Item<'w, 's> = On<'w, E>;
 
-    fn init_state(_: &mut World, _: &mut SystemMeta) {}
+    /// Observers are initialized while their first trigger runs; anywhere
+    /// else (a schedule) the system is refused when it is built.
+    fn init_state(world: &mut World, meta: &mut SystemMeta) {
+        let observing =
+            matches!(&world.lifecycle.trigger, Some(slot) if E::event_key(world.components()) == Some(slot.key));
+        if !observing {
+            meta.refuse(format!("system {} is refused: {}", meta.name, not_in_observer::<E>()));
+        }
+    }
 
     fn validate(_: &(), world: &World) -> Result<(), String> {
         match &world.lifecycle.trigger {

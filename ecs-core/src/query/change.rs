@@ -142,10 +142,9 @@ pub struct Mut<'w, T> {
     value: &'w mut T,
     row_changed: *mut u32,
     chunk_mark: *mut u32,
-    /// The row's added stamp; null when the maker did not provide it
-    /// ([`Mut::new`]).
+    /// The row's added stamp.
     row_added: *const u32,
-    /// The chunk's whole-column changed stamp; null when not provided.
+    /// The chunk's whole-column changed stamp.
     chunk_all_changed: *const AtomicTick,
     /// The window of the run that fetched the row; its `this_run` is the
     /// tick writes are stamped with.
@@ -157,51 +156,17 @@ pub struct Mut<'w, T> {
 }
 
 impl<'w, T> Mut<'w, T> {
-    /// A `Mut` without an added stamp or a whole-column stamp to consult:
-    /// its window is the current tick alone (`(this_run - 1, this_run]`),
-    /// so `is_changed` means "written at this tick", `is_added` is always
-    /// false and `last_changed` is the row stamp. Used for one-off borrows
-    /// outside a run (e.g. `World::get_mut`); queries use
-    /// [`Mut::for_row`].
+    /// A `Mut` for one row fetched by a run with `window`; writes are
+    /// stamped `window.this_run()`.
     ///
     /// # Safety
     /// For `'w`: `row_changed` points to a live, aligned row tick that only
     /// this `Mut` reads or writes; `chunk_mark` points either to the chunk's
     /// tick cell (an [`AtomicTick`], only ever accessed atomically;
     /// `local_mark` false) or to a mark local to one loop on this thread
-    /// that outlives the item (`local_mark` true).
-    #[inline]
-    pub(crate) unsafe fn new(
-        value: &'w mut T,
-        row_changed: *mut u32,
-        chunk_mark: *mut u32,
-        local_mark: bool,
-        this_run: Tick,
-    ) -> Self {
-        // `(this_run - 1, this_run]` as full ticks: only the low 32 bits and
-        // the distance matter, so a base of 2^32 keeps the subtraction from
-        // underflowing at tick 0.
-        let now = (1u64 << 32) | u64::from(this_run.get());
-        let window = TickWindow::new(now - 1, now);
-        Mut {
-            value,
-            row_changed,
-            chunk_mark,
-            row_added: std::ptr::null(),
-            chunk_all_changed: std::ptr::null(),
-            window,
-            local_mark,
-            _ticks: PhantomData,
-        }
-    }
-
-    /// A `Mut` for one row fetched by a run with `window`; writes are
-    /// stamped `window.this_run()`.
-    ///
-    /// # Safety
-    /// As [`Mut::new`], and for `'w`: `row_added` points to the row's live
-    /// added stamp and `chunk_all_changed` to its chunk's whole-column
-    /// stamp, which no one writes while the `Mut` lives.
+    /// that outlives the item (`local_mark` true); `row_added` points to the
+    /// row's live added stamp and `chunk_all_changed` to its chunk's
+    /// whole-column stamp, which no one writes while the `Mut` lives.
     #[inline]
     pub(crate) unsafe fn for_row(
         value: &'w mut T,
@@ -219,7 +184,7 @@ impl<'w, T> Mut<'w, T> {
     #[inline]
     pub fn set_changed(&mut self) {
         let tick = self.window.this_run().get();
-        // SAFETY: `Mut::new`'s contract: the row tick is ours alone; the
+        // SAFETY: `Mut::for_row`'s contract: the row tick is ours alone; the
         // chunk mark is loop-local (ours alone on this thread) or a shared
         // tick cell that is only ever accessed atomically.
         unsafe {

@@ -67,7 +67,7 @@ pub struct SystemMeta {
 }
 
 impl SystemMeta {
-    fn refuse(&mut self, message: String) {
+    pub(crate) fn refuse(&mut self, message: String) {
         if self.error.is_none() {
             self.error = Some(message);
         }
