@@ -183,11 +183,25 @@ fn a_missing_resource_of_a_derived_param_is_reported() {
     fn motion(_: Motion) {}
     let err = run(&mut world, &mut motion.into_system()).unwrap_err();
     assert!(err.contains("Time"), "{err}");
+    // A schedule skips the system and names what it lacks.
     let mut schedule = Schedule::new();
     schedule.add_systems(motion);
-    assert!(schedule.run(&mut world).is_err());
+    schedule.run(&mut world).unwrap();
+    let skipped = schedule.skipped_systems();
+    assert_eq!(skipped.len(), 1);
+    assert!(skipped[0].system.ends_with("motion") && skipped[0].error.to_string().contains("Time"));
     world.insert_resource(Time(1.0));
     schedule.run(&mut world).unwrap();
+    assert!(schedule.skipped_systems().is_empty());
+    // An optional resource inside a derived param is not required.
+    #[derive(SystemParam)]
+    struct Maybe<'w> {
+        frames: Option<Res<'w, Frames>>,
+    }
+    fn maybe(m: Maybe) {
+        assert!(m.frames.is_none());
+    }
+    run(&mut world, &mut maybe.into_system()).unwrap();
 }
 
 #[test]

@@ -110,6 +110,12 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             const COMPONENT_COUNT: usize = #offset;
 
             fn register_components(__components: &mut #components, __ids: &mut #module::BundleIds) {
+                const {
+                    ::core::assert!(
+                        <Self as #bundle>::COMPONENT_COUNT <= #module::MAX_BUNDLE_COMPONENTS,
+                        "a bundle holds at most ecs_core::storage::bundle::MAX_BUNDLE_COMPONENTS components",
+                    )
+                };
                 #(#register)*
             }
 

@@ -3,8 +3,9 @@
 //! A bundle is a tuple of up to [`MAX_BUNDLE`] components, `()` for none,
 //! or a struct with `#[derive(Bundle)]` whose fields are components and
 //! nested bundles (`#[bundle]` fields and tuple-typed fields), flattened in
-//! declaration order. Nesting lifts the limit of 12: a derived bundle holds
-//! as many components as a chunk row fits.
+//! declaration order. Nesting lifts the limit of 12: a bundle holds up to
+//! [`MAX_BUNDLE_COMPONENTS`] (128) components, as long as one row of them
+//! fits in a chunk.
 //!
 //! ```
 //! use ecs_core::{Bundle, StoreError, World};
@@ -64,6 +65,8 @@
 //! A struct deriving `Bundle` is a component in the same way and cannot be
 //! told from one inside a tuple: nest it as a `#[bundle]` field instead.
 
+use std::mem::MaybeUninit;
+
 use smallvec::SmallVec;
 
 use crate::storage::component::{Component, ComponentId, Components};
@@ -75,28 +78,41 @@ pub type BundleIds = SmallVec<[ComponentId; 8]>;
 /// (see the [module docs](self)).
 pub const MAX_BUNDLE: usize = 12;
 
-/// Column pointers of one bundle, in bundle order; on the stack up to
-/// [`MAX_BUNDLE`] of them, so spawning a tuple never allocates.
-#[derive(Clone)]
+/// The most components one bundle can hold, nested ones included.
+pub const MAX_BUNDLE_COMPONENTS: usize = 128;
+
+/// Column pointers of one bundle, in bundle order, on the stack. Room for
+/// [`MAX_BUNDLE_COMPONENTS`] costs nothing until used (the array is not
+/// initialised), and the type has no destructor, so spawning or inserting
+/// keeps its pointers in registers.
+#[derive(Clone, Copy)]
 pub(crate) struct BundlePtrs {
-    ptrs: SmallVec<[*mut u8; MAX_BUNDLE]>,
+    /// The first `len` are initialised.
+    ptrs: [MaybeUninit<*mut u8>; MAX_BUNDLE_COMPONENTS],
+    len: usize,
 }
 
 impl BundlePtrs {
     #[inline]
     pub(crate) fn new() -> Self {
-        BundlePtrs { ptrs: SmallVec::new() }
+        BundlePtrs { ptrs: [const { MaybeUninit::uninit() }; MAX_BUNDLE_COMPONENTS], len: 0 }
     }
 
-    /// Appends one pointer.
+    /// Appends one pointer. Bundles hold at most [`MAX_BUNDLE_COMPONENTS`]
+    /// (checked when a bundle type is first registered, before the world
+    /// changes), so this never overflows.
     #[inline]
     pub(crate) fn push(&mut self, ptr: *mut u8) {
-        self.ptrs.push(ptr);
+        self.ptrs[self.len].write(ptr);
+        self.len += 1;
     }
 
     #[inline]
     pub(crate) fn as_slice(&self) -> &[*mut u8] {
-        &self.ptrs
+        let init = &self.ptrs[..self.len];
+        // SAFETY: `push` writes an element before it counts it, so the
+        // first `len` are initialised; `MaybeUninit<T>` has `T`'s layout.
+        unsafe { std::slice::from_raw_parts(init.as_ptr().cast::<*mut u8>(), init.len()) }
     }
 }
 
@@ -106,8 +122,8 @@ impl BundlePtrs {
 ///
 /// # Safety
 /// `register_components` and `component_ids` list the same component ids,
-/// [`Bundle::COMPONENT_COUNT`] of them, in one fixed order (the bundle
-/// order). `write` must write exactly those components, in that order, the
+/// [`Bundle::COMPONENT_COUNT`] of them (at most [`MAX_BUNDLE_COMPONENTS`]),
+/// in one fixed order (the bundle order). `write` must write exactly those components, in that order, the
 /// `i`-th to `columns[i]` at `row`; `read` the inverse.
 pub unsafe trait Bundle: Send + Sync + Sized + 'static {
     /// How many components the bundle holds, nested ones included.
@@ -117,7 +133,8 @@ pub unsafe trait Bundle: Send + Sync + Sized + 'static {
     ///
     /// # Panics
     /// If a tuple (or `()`) stands where a component belongs (see the
-    /// [module docs](self)).
+    /// [module docs](self)), or the bundle holds more than
+    /// [`MAX_BUNDLE_COMPONENTS`].
     fn register_components(components: &mut Components, ids: &mut BundleIds);
 
     /// Lists the ids in bundle order; `Err(type name)` for the first
@@ -162,16 +179,33 @@ fn refuse_tuple<T>() -> ! {
     )
 }
 
+/// Refuses a tuple where a component belongs, and a bundle past
+/// [`MAX_BUNDLE_COMPONENTS`]; `ids` are the bundle's ids listed so far.
+#[inline]
+fn check_component<T>(ids: &BundleIds) {
+    if is_tuple::<T>() {
+        refuse_tuple::<T>();
+    }
+    if ids.len() >= MAX_BUNDLE_COMPONENTS {
+        too_many_components();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn too_many_components() -> ! {
+    panic!("a bundle holds at most {MAX_BUNDLE_COMPONENTS} components")
+}
+
 /// Registers component `T` of a bundle and appends its id: the step
 /// `register_components` takes for each component (derived bundles call it).
 ///
 /// # Panics
-/// If `T` is a tuple (see the [module docs](self)).
+/// If `T` is a tuple (see the [module docs](self)), or `ids` already holds
+/// [`MAX_BUNDLE_COMPONENTS`].
 #[inline]
 pub fn register_component<T: Component>(components: &mut Components, ids: &mut BundleIds) {
-    if is_tuple::<T>() {
-        refuse_tuple::<T>();
-    }
+    check_component::<T>(ids);
     ids.push(components.register::<T>());
 }
 
@@ -180,12 +214,10 @@ pub fn register_component<T: Component>(components: &mut Components, ids: &mut B
 /// (derived bundles call it).
 ///
 /// # Panics
-/// If `T` is a tuple (see the [module docs](self)).
+/// As [`register_component`].
 #[inline]
 pub fn component_id<T: Component>(components: &Components, ids: &mut BundleIds) -> Result<(), &'static str> {
-    if is_tuple::<T>() {
-        refuse_tuple::<T>();
-    }
+    check_component::<T>(ids);
     match components.id::<T>() {
         Some(id) => {
             ids.push(id);
@@ -230,6 +262,25 @@ pub unsafe fn read_component<T: Component>(columns: &[*mut u8], index: usize, ro
     unsafe { columns[index].cast::<T>().add(row).read() }
 }
 
+/// `columns` as an array of the bundle's length: one length check where
+/// indexing a slice would check every element.
+///
+/// # Panics
+/// If `columns` has another length (which the callers' contract excludes).
+#[inline(always)]
+fn columns_array<const N: usize>(columns: &[*mut u8]) -> &[*mut u8; N] {
+    match columns.try_into() {
+        Ok(array) => array,
+        Err(_) => wrong_column_count(columns.len(), N),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_column_count(got: usize, want: usize) -> ! {
+    panic!("a bundle of {want} components was handed {got} columns")
+}
+
 /// `1` per element, for counting tuple elements in a constant.
 macro_rules! one {
     ($name:ident) => {
@@ -259,7 +310,7 @@ macro_rules! tuple_bundle {
             #[allow(non_snake_case)]
             #[inline]
             unsafe fn write(self, _columns: &[*mut u8], _row: usize) {
-                debug_assert_eq!(_columns.len(), Self::COMPONENT_COUNT);
+                let _columns: &[*mut u8; 0 $(+ one!($name))*] = columns_array(_columns);
                 let ($($name,)*) = self;
                 $(
                     // SAFETY: the caller guarantees column `$idx` holds
@@ -270,7 +321,7 @@ macro_rules! tuple_bundle {
 
             #[inline]
             unsafe fn read(_columns: &[*mut u8], _row: usize) -> Self {
-                debug_assert_eq!(_columns.len(), Self::COMPONENT_COUNT);
+                let _columns: &[*mut u8; 0 $(+ one!($name))*] = columns_array(_columns);
                 // SAFETY: the caller guarantees each column holds a live
                 // value of its type at `_row`, which becomes dead here.
                 ($( unsafe { _columns[$idx].cast::<$name>().add(_row).read() }, )*)
@@ -318,14 +369,30 @@ mod tests {
     }
 
     #[test]
-    fn pointers_spill_past_the_tuple_limit() {
+    fn pointers_go_past_the_tuple_limit() {
         let mut ptrs = BundlePtrs::new();
-        let mut cells = [0u8; 40];
+        assert!(ptrs.as_slice().is_empty());
+        let mut cells = [0u8; MAX_BUNDLE_COMPONENTS];
         let base = cells.as_mut_ptr();
         for i in 0..cells.len() {
             ptrs.push(base.wrapping_add(i));
+            assert_eq!(ptrs.as_slice().len(), i + 1);
         }
-        assert_eq!(ptrs.as_slice().len(), 40);
-        assert_eq!(ptrs.as_slice()[39], base.wrapping_add(39));
+        assert!(ptrs.as_slice().iter().enumerate().all(|(i, &p)| p == base.wrapping_add(i)));
+    }
+
+    #[test]
+    fn a_bundle_past_the_limit_is_refused_when_registered() {
+        let mut components = Components::default();
+        let mut ids = BundleIds::new();
+        for _ in 0..MAX_BUNDLE_COMPONENTS / 4 {
+            <(u8, u16, u32, u64) as Bundle>::register_components(&mut components, &mut ids);
+        }
+        assert_eq!(ids.len(), MAX_BUNDLE_COMPONENTS);
+        let refused = std::panic::catch_unwind(move || {
+            let mut components = components;
+            register_component::<u8>(&mut components, &mut ids)
+        });
+        assert!(refused.is_err());
     }
 }
