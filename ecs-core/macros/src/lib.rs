@@ -14,7 +14,8 @@
 //!   are found as for plain parameters.
 //! - [`macro@Bundle`]: a struct of components is a bundle, with nested
 //!   bundles marked `#[bundle]` (or written as tuples) flattened into it. A
-//!   bundle is no longer limited to a flat tuple of 12 components.
+//!   bundle is no longer limited to a flat tuple of 12 components (up to 128,
+//!   `ecs_core::storage::bundle::MAX_BUNDLE_COMPONENTS`).
 //!
 //! ## Why there is no `#[derive(Component)]`
 //! Every `Send + Sync + 'static` type is a component through a blanket
@@ -131,7 +132,10 @@ pub fn derive_system_param(input: TokenStream) -> TokenStream {
 /// tuples, the world refuses (with `StoreError::DuplicateComponent`) a
 /// bundle that names one component type twice, also across nesting.
 ///
-/// A bundle struct may not implement `Drop` (spawning moves its fields out).
+/// A bundle holds at most 128 components
+/// (`ecs_core::storage::bundle::MAX_BUNDLE_COMPONENTS`; a larger derived
+/// bundle fails to compile where it is used). A bundle struct may not
+/// implement `Drop` (spawning moves its fields out).
 ///
 /// ```
 /// use ecs_core::{Bundle, World};
