@@ -797,7 +797,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
 
     /// [`walk_rows`](Self::walk_rows) over the rows of the box after row
     /// `own = [y, z]` in key order (the later rows of its layer, then the
-    /// layers above); `own` must lie in the box.
+    /// layers above); `own` must lie in the box. At most [`ROWS_FREE`] such
+    /// rows are looked up one by one, more are two walks (the two boxes).
     #[inline(always)]
     pub(crate) fn walk_rows_after(
         &self,
@@ -807,11 +808,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         mut f: impl FnMut(usize, usize),
     ) -> u64 {
         let rows = (hi[1] - y0) as u64 + (hi[2] - z0) as u64 * (hi[1] - lo[1] + 1) as u64;
-        if self.use_dense && rows <= ROWS_FREE {
-            // As `dense_rows`, from the row after `own`.
+        if rows <= ROWS_FREE {
+            // As `dense_rows` or `searched_rows`, from the row after `own`.
             let x = self.dense_columns(lo, hi);
             let mut row = |y: i32, z: i32| {
-                let (s, e) = self.dense_run(y, z, x);
+                let (s, e) =
+                    if self.use_dense { self.dense_run(y, z, x) } else { self.row_slots_search(y, z, lo[0], hi[0]) };
                 if s < e {
                     f(s, e);
                 }

@@ -250,7 +250,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// any point of the sorted slots `s..e` (one cell's points): the range of
     /// their bounding box, with one margin large enough for all of them, so
     /// it contains each point's own [`radius_cells`](Self::radius_cells).
-    #[inline]
+    #[inline(always)]
     fn span_cells(&self, s: usize, e: usize, r: f32) -> Option<CellBox> {
         if s >= e || r.is_nan() || r < 0.0 {
             return None;
