@@ -262,25 +262,6 @@ pub unsafe fn read_component<T: Component>(columns: &[*mut u8], index: usize, ro
     unsafe { columns[index].cast::<T>().add(row).read() }
 }
 
-/// `columns` as an array of the bundle's length: one length check where
-/// indexing a slice would check every element.
-///
-/// # Panics
-/// If `columns` has another length (which the callers' contract excludes).
-#[inline(always)]
-fn columns_array<const N: usize>(columns: &[*mut u8]) -> &[*mut u8; N] {
-    match columns.try_into() {
-        Ok(array) => array,
-        Err(_) => wrong_column_count(columns.len(), N),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn wrong_column_count(got: usize, want: usize) -> ! {
-    panic!("a bundle of {want} components was handed {got} columns")
-}
-
 /// `1` per element, for counting tuple elements in a constant.
 macro_rules! one {
     ($name:ident) => {
@@ -310,7 +291,7 @@ macro_rules! tuple_bundle {
             #[allow(non_snake_case)]
             #[inline]
             unsafe fn write(self, _columns: &[*mut u8], _row: usize) {
-                let _columns: &[*mut u8; 0 $(+ one!($name))*] = columns_array(_columns);
+                debug_assert_eq!(_columns.len(), Self::COMPONENT_COUNT);
                 let ($($name,)*) = self;
                 $(
                     // SAFETY: the caller guarantees column `$idx` holds
@@ -321,7 +302,7 @@ macro_rules! tuple_bundle {
 
             #[inline]
             unsafe fn read(_columns: &[*mut u8], _row: usize) -> Self {
-                let _columns: &[*mut u8; 0 $(+ one!($name))*] = columns_array(_columns);
+                debug_assert_eq!(_columns.len(), Self::COMPONENT_COUNT);
                 // SAFETY: the caller guarantees each column holds a live
                 // value of its type at `_row`, which becomes dead here.
                 ($( unsafe { _columns[$idx].cast::<$name>().add(_row).read() }, )*)
