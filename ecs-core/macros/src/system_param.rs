@@ -84,6 +84,9 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     // `Query<'w, 's, &'static T>`).
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
 
+    // Every method of `SystemParam` is forwarded below, the provided ones
+    // included: a method added to the trait must be forwarded here too, or
+    // a derived param would take its default instead of its fields'.
     let param = quote!(::ecs_core::system::SystemParam);
     let fields_param = quote!(<#fields_ty as #param>);
     // SAFETY (of the generated impl): every method forwards to the tuple of
