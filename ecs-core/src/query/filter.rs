@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use crate::query::access::{Access, ConflictKind};
 use crate::storage::archetype::Archetype;
 use crate::storage::component::{Component, ComponentId, Components};
-use crate::storage::tick::{AtomicTick, Tick, TickWindow};
+use crate::storage::tick::{AtomicTick, Tick, TickWindow, low_bits};
 
 /// A query's filter part.
 ///
@@ -61,6 +61,23 @@ pub unsafe trait QueryFilter {
     /// # Safety
     /// `row` is below the chunk's length.
     unsafe fn row_passes(fetch: &Self::Fetch<'_>, row: usize) -> bool;
+    /// Which of rows `start..start + n` pass (`n <= 64`), bit `i` for row
+    /// `start + i`: the row test a block at a time, which the tick filters
+    /// answer with vector compares (the loops walk the set bits).
+    ///
+    /// # Safety
+    /// `start + n` is at most the chunk's length.
+    #[inline]
+    unsafe fn row_mask(fetch: &Self::Fetch<'_>, start: usize, n: usize) -> u64 {
+        let mut mask = 0;
+        for i in 0..n {
+            // SAFETY: `start + i < start + n`, within the chunk's length.
+            if unsafe { Self::row_passes(fetch, start + i) } {
+                mask |= 1 << i;
+            }
+        }
+        mask
+    }
 }
 
 /// Matches entities that have `T` (without borrowing it).
@@ -173,6 +190,20 @@ impl TickFetch<'_> {
         // the ticks of its own rows.
         self.all || self.window.contains(Tick::new(unsafe { *self.rows.add(row) }))
     }
+
+    /// # Safety
+    /// `start + n` is at most the chunk's capacity.
+    #[inline]
+    unsafe fn mask(&self, start: usize, n: usize) -> u64 {
+        debug_assert!(start + n <= self.capacity && n <= 64);
+        if self.all {
+            return low_bits(n);
+        }
+        // SAFETY: `rows` spans the chunk's capacity and the caller keeps
+        // `start + n` within it; plain reads are race-free as in `row`.
+        let ticks = unsafe { std::slice::from_raw_parts(self.rows.add(start), n) };
+        self.window.mask(ticks)
+    }
 }
 
 // SAFETY: reads only `T`'s ticks, recorded as a read of `T`.
@@ -226,6 +257,11 @@ unsafe impl<T: Component> QueryFilter for Changed<T> {
         // SAFETY: forwarded contract (`row` below the chunk's length).
         unsafe { fetch.row(row) }
     }
+    #[inline]
+    unsafe fn row_mask(fetch: &TickFetch<'_>, start: usize, n: usize) -> u64 {
+        // SAFETY: forwarded contract (within the chunk's length).
+        unsafe { fetch.mask(start, n) }
+    }
 }
 
 // SAFETY: reads only `T`'s ticks, recorded as a read of `T`.
@@ -278,6 +314,11 @@ unsafe impl<T: Component> QueryFilter for Added<T> {
     unsafe fn row_passes(fetch: &TickFetch<'_>, row: usize) -> bool {
         // SAFETY: forwarded contract (`row` below the chunk's length).
         unsafe { fetch.row(row) }
+    }
+    #[inline]
+    unsafe fn row_mask(fetch: &TickFetch<'_>, start: usize, n: usize) -> u64 {
+        // SAFETY: forwarded contract (within the chunk's length).
+        unsafe { fetch.mask(start, n) }
     }
 }
 
@@ -335,6 +376,17 @@ macro_rules! tuple_filter {
             unsafe fn row_passes(_fetch: &Self::Fetch<'_>, _row: usize) -> bool {
                 // SAFETY: forwarded contract.
                 true $( && unsafe { $name::row_passes(&_fetch.$idx, _row) } )*
+            }
+            #[inline]
+            #[allow(unused_mut, reason = "the empty tuple has no element to narrow the mask")]
+            unsafe fn row_mask(_fetch: &Self::Fetch<'_>, _start: usize, n: usize) -> u64 {
+                let mut mask = low_bits(n);
+                // Archetype-level elements pass every row.
+                $( if !$name::ARCHETYPAL {
+                    // SAFETY: forwarded contract.
+                    mask &= unsafe { $name::row_mask(&_fetch.$idx, _start, n) };
+                } )*
+                mask
             }
         }
 
@@ -397,6 +449,22 @@ macro_rules! tuple_filter {
             unsafe fn row_passes(_fetch: &Self::Fetch<'_>, _row: usize) -> bool {
                 // SAFETY: forwarded contract.
                 false $( || _fetch.$idx.as_ref().is_some_and(|f| unsafe { $name::row_passes(f, _row) }) )*
+            }
+            #[inline]
+            #[allow(unused_mut, reason = "the empty tuple has no element to widen the mask")]
+            unsafe fn row_mask(_fetch: &Self::Fetch<'_>, _start: usize, _n: usize) -> u64 {
+                let mut mask = 0;
+                $( if let Some(f) = &_fetch.$idx {
+                    // An element present at this chunk passes the rows of
+                    // its own mask (every row, for an archetype-level one).
+                    mask |= if $name::ARCHETYPAL {
+                        low_bits(_n)
+                    } else {
+                        // SAFETY: forwarded contract.
+                        unsafe { $name::row_mask(f, _start, _n) }
+                    };
+                } )*
+                mask
             }
         }
     };

@@ -356,6 +356,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             row: 0,
             len: 0,
             all_pass: true,
+            mask: 0,
+            mask_base: 0,
         }
     }
 
