@@ -83,7 +83,8 @@
 //!   and the write-mark rule, and the access checks.
 //! - [`system`]: function systems and their parameters (`Query`, `Res`,
 //!   `ResMut`, `Commands`, `Local`, events), resources, events and commands.
-//! - [`schedule`]: ordering, sync points and parallel runs.
+//! - [`schedule`]: ordering, sync points and parallel runs; system sets,
+//!   run conditions, exclusive and one-shot systems, the ambiguity report.
 //! - [`lifecycle`]: component hooks, observers of events (user events and
 //!   `OnAdd`/`OnInsert`/`OnReplace`/`OnRemove`), and `RemovedComponents`.
 
@@ -109,6 +110,7 @@ pub use query::{
 };
 pub use query::{DetectChanges, DetectChangesMut, Has, Ref};
 pub use schedule::SkippedSystem;
+pub use schedule::{Ambiguity, Condition, IntoSystemSetConfigs, RunCondition, SystemId, SystemSet};
 pub use schedule::{CommandError, IntoSystemConfig, IntoSystemConfigs, Schedule, ScheduleError, SystemConfig};
 pub use storage::{
     Archetype, ArchetypeId, Bundle, CHUNK_ALIGN, CHUNK_SIZE, Component, ComponentId, ComponentInfo, Components, Entity,
@@ -127,6 +129,10 @@ extern crate self as ecs_core;
 /// The items most game code needs, including the traits whose methods
 /// (`chain`, `before`, `after`) configure systems.
 pub mod prelude {
+    pub use crate::schedule::{
+        Condition, IntoSystemSetConfigs, SystemId, SystemSet, any_with_component, not, resource_added,
+        resource_changed, resource_equals, resource_exists, run_once,
+    };
     pub use crate::{
         Added, Changed, ChunkStats, Commands, Entity, EventReader, EventWriter, Events, IntoSystemConfig,
         IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Res, ResMut, Schedule, With, Without, World,

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ecs_core::{
-    Added, Changed, Commands, Entity, EventReader, EventWriter, IntoSystemConfig, IntoSystemConfigs, Local, Or, Query,
-    Res, ResMut, Schedule, ScheduleError, With, Without, World,
+    Added, Changed, Commands, Entity, EventReader, EventWriter, IntoSystemConfigs, Local, Or, Query, Res, ResMut,
+    Schedule, ScheduleError, With, Without, World,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq)]

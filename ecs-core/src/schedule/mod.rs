@@ -2,23 +2,35 @@
 //! wherever their accesses allow.
 //!
 //! ## Build
-//! [`Schedule::build`] (run on first use) initializes every system, refuses
-//! one whose own parameters conflict (naming the system and component), and
-//! orders systems by their `before`/`after` constraints (a cycle is an
-//! error). Two systems that conflict (component reads/writes, with
-//! `With`/`Without` disjointness; resource reads/writes) and are not ordered
-//! get an implicit edge in the order they were added, so conflicting systems
-//! never overlap and always run in the same order.
+//! [`Schedule::build`] (run on first use) initializes every system and run
+//! condition, refuses a system whose own parameters conflict (naming the
+//! system and component) or a condition that writes, and orders systems by
+//! their `before`/`after`/`chain` constraints and the ordering of the
+//! [sets](set) they are in (a cycle is an error naming the systems and sets
+//! on it). Two systems that conflict (component reads/writes, with
+//! `With`/`Without` disjointness; resource reads/writes; an exclusive
+//! system conflicts with every system) and are not ordered get an implicit
+//! edge in the order they were added, so conflicting systems never overlap
+//! and always run in the same order; [`Schedule::ambiguities`] lists those
+//! pairs. A run condition's reads count as its system's (a set's as each of
+//! its systems').
 //!
 //! ## Run
-//! Each run ages events, checks every system can run (resources present),
-//! then starts every system with no unfinished predecessor; a finishing
-//! system starts the successors it was the last one holding back. The world
-//! tick advances before every system run. At the end of the run (the sync
-//! point) the tick advances once more and the deferred commands of all
-//! systems are applied in the order the systems were added, so the result
-//! does not depend on which thread finished first, and every system sees the
-//! commands' effects and any direct world writes made before the next run.
+//! Each run ages events (a schedule inside an [`App`](crate::App) leaves
+//! that to the app, once per frame), checks every system can run (resources
+//! present), then starts every system with no unfinished predecessor; a
+//! finishing system starts the successors it was the last one holding back.
+//! Right before a system would start, its [run conditions](condition) are
+//! evaluated; if one says no, it is passed over. The world tick advances
+//! before every system run. At the end of the run (the sync point) the tick
+//! advances once more and the deferred commands of all systems are applied
+//! in the order the systems were added, so the result does not depend on
+//! which thread finished first, and every system sees the commands' effects
+//! and any direct world writes made before the next run.
+//!
+//! An [exclusive system](crate::system::exclusive) (`fn(&mut World)`) is a
+//! sync point of its own: the systems before it finish, their commands are
+//! applied, it runs alone, then the systems after it start.
 //!
 //! ## Skipped systems
 //! A system that cannot run (a `Res<T>`, `ResMut<T>` or event type it
@@ -29,155 +41,36 @@
 //! tick, so when it runs again its `Changed`/`Added` windows cover
 //! everything since its previous run, exactly as if it had not been
 //! scheduled in between. Take `Option<Res<T>>` / `Option<ResMut<T>>` for a
-//! system that should run without the resource.
+//! system that should run without the resource. The same holds for a system
+//! passed over by its run conditions (not listed as skipped).
 
-use std::any::TypeId;
+pub mod condition;
+mod config;
+mod graph;
+pub mod one_shot;
+pub mod set;
+
+use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+pub use condition::{
+    Condition, ConditionFunction, IsConditionFunction, RunCondition, any_with_component, not, resource_added,
+    resource_changed, resource_equals, resource_exists, run_once,
+};
+pub use config::{
+    ConfigMarker, ConfigsMarker, IntoSystemConfig, IntoSystemConfigs, IntoSystemSetConfigs, SingleMarker, SystemConfig,
+    SystemConfigs, SystemSetConfigs, TupleMarker,
+};
+pub use one_shot::{RunSystemError, SystemId};
+pub use set::{InternedSystemSet, IntoSystemSet, IsSystemFunction, IsSystemSet, SystemSet};
 
 use crate::error::StoreError;
-use crate::system::{IntoSystem, System, SystemStats};
+use crate::system::SystemStats;
 use crate::world::World;
-
-/// Identifies a system function for ordering constraints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SystemLabel {
-    id: TypeId,
-    name: &'static str,
-}
-
-impl SystemLabel {
-    fn of<T: 'static>() -> Self {
-        SystemLabel { id: TypeId::of::<T>(), name: std::any::type_name::<T>() }
-    }
-}
-
-/// A system with its ordering constraints.
-pub struct SystemConfig {
-    system: Box<dyn System>,
-    label: SystemLabel,
-    before: Vec<SystemLabel>,
-    after: Vec<SystemLabel>,
-}
-
-impl std::fmt::Debug for SystemConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SystemConfig")
-            .field("system", &self.label.name)
-            .field("before", &self.before.iter().map(|l| l.name).collect::<Vec<_>>())
-            .field("after", &self.after.iter().map(|l| l.name).collect::<Vec<_>>())
-            .finish()
-    }
-}
-
-/// Marker for [`IntoSystemConfig`] on a ready [`SystemConfig`].
-pub struct ConfigMarker;
-
-/// Something that becomes a [`SystemConfig`]: a system function, or a
-/// config with constraints already attached.
-pub trait IntoSystemConfig<Marker>: Sized {
-    /// The config.
-    fn into_config(self) -> SystemConfig;
-
-    /// Runs this system before `other` (a system function) wherever both are
-    /// in the schedule.
-    fn before<M, S: IntoSystem<M> + 'static>(self, _other: S) -> SystemConfig {
-        let mut config = self.into_config();
-        config.before.push(SystemLabel::of::<S>());
-        config
-    }
-
-    /// Runs this system after `other`.
-    fn after<M, S: IntoSystem<M> + 'static>(self, _other: S) -> SystemConfig {
-        let mut config = self.into_config();
-        config.after.push(SystemLabel::of::<S>());
-        config
-    }
-}
-
-impl<M, S: IntoSystem<M> + 'static> IntoSystemConfig<M> for S {
-    fn into_config(self) -> SystemConfig {
-        SystemConfig {
-            system: Box::new(self.into_system()),
-            label: SystemLabel::of::<S>(),
-            before: Vec::new(),
-            after: Vec::new(),
-        }
-    }
-}
-
-impl IntoSystemConfig<ConfigMarker> for SystemConfig {
-    fn into_config(self) -> SystemConfig {
-        self
-    }
-}
-
-/// Several system configs.
-#[derive(Debug)]
-pub struct SystemConfigs(Vec<SystemConfig>);
-
-/// Marker for a single config as [`IntoSystemConfigs`].
-pub struct SingleMarker;
-/// Marker for tuples of configs.
-pub struct TupleMarker;
-/// Marker for [`SystemConfigs`].
-pub struct ConfigsMarker;
-
-/// Something that becomes several system configs: one system, a tuple of
-/// them, or a chain.
-pub trait IntoSystemConfigs<Marker>: Sized {
-    /// The configs, in order.
-    fn into_configs(self) -> SystemConfigs;
-
-    /// Runs the systems one after another, in tuple order.
-    fn chain(self) -> SystemConfigs {
-        let SystemConfigs(mut configs) = self.into_configs();
-        for i in 1..configs.len() {
-            let previous = configs[i - 1].label;
-            configs[i].after.push(previous);
-        }
-        SystemConfigs(configs)
-    }
-}
-
-impl<M, S: IntoSystemConfig<M>> IntoSystemConfigs<(SingleMarker, M)> for S {
-    fn into_configs(self) -> SystemConfigs {
-        SystemConfigs(vec![self.into_config()])
-    }
-}
-
-impl IntoSystemConfigs<ConfigsMarker> for SystemConfigs {
-    fn into_configs(self) -> SystemConfigs {
-        self
-    }
-}
-
-macro_rules! tuple_configs {
-    ($($s:ident $m:ident),*) => {
-        #[allow(non_snake_case)]
-        impl<$($s: IntoSystemConfigs<$m>, $m),*> IntoSystemConfigs<(TupleMarker, $($m,)*)> for ($($s,)*) {
-            fn into_configs(self) -> SystemConfigs {
-                let ($($s,)*) = self;
-                let mut all = Vec::new();
-                $( all.extend($s.into_configs().0); )*
-                SystemConfigs(all)
-            }
-        }
-    };
-}
-
-tuple_configs!(S0 M0);
-tuple_configs!(S0 M0, S1 M1);
-tuple_configs!(S0 M0, S1 M1, S2 M2);
-tuple_configs!(S0 M0, S1 M1, S2 M2, S3 M3);
-tuple_configs!(S0 M0, S1 M1, S2 M2, S3 M3, S4 M4);
-tuple_configs!(S0 M0, S1 M1, S2 M2, S3 M3, S4 M4, S5 M5);
-tuple_configs!(S0 M0, S1 M1, S2 M2, S3 M3, S4 M4, S5 M5, S6 M6);
-tuple_configs!(S0 M0, S1 M1, S2 M2, S3 M3, S4 M4, S5 M5, S6 M6, S7 M7);
-tuple_configs!(S0 M0, S1 M1, S2 M2, S3 M3, S4 M4, S5 M5, S6 M6, S7 M7, S8 M8);
-tuple_configs!(S0 M0, S1 M1, S2 M2, S3 M3, S4 M4, S5 M5, S6 M6, S7 M7, S8 M8, S9 M9);
-tuple_configs!(S0 M0, S1 M1, S2 M2, S3 M3, S4 M4, S5 M5, S6 M6, S7 M7, S8 M8, S9 M9, S10 M10);
-tuple_configs!(S0 M0, S1 M1, S2 M2, S3 M3, S4 M4, S5 M5, S6 M6, S7 M7, S8 M8, S9 M9, S10 M10, S11 M11);
+use config::SetConfig;
+use graph::Built;
+use set::SetKey;
 
 /// Why a schedule cannot be built or run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -185,7 +78,8 @@ pub enum ScheduleError {
     /// A system's own parameters conflict (the message names the system
     /// and the component or resource).
     Conflict(String),
-    /// Ordering constraints form a cycle through these systems.
+    /// Ordering constraints (or set memberships) form a cycle: the systems
+    /// and sets on it, in order (the last is ordered before the first).
     Cycle(Vec<String>),
     /// A `before`/`after` names a system that is not in the schedule.
     UnknownSystem {
@@ -200,17 +94,26 @@ pub enum ScheduleError {
     Unavailable(String),
     /// The schedule was built for another world.
     WrongWorld,
+    /// No schedule has this label (it was never added, or it is running:
+    /// a schedule cannot run itself).
+    NotFound(String),
 }
 
 impl std::fmt::Display for ScheduleError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ScheduleError::Conflict(m) | ScheduleError::Unavailable(m) => f.write_str(m),
-            ScheduleError::Cycle(names) => write!(f, "ordering constraints form a cycle: {}", names.join(" -> ")),
+            ScheduleError::Cycle(names) => {
+                let first = names.first().map_or("", String::as_str);
+                write!(f, "ordering constraints form a cycle: {} -> {first}", names.join(" -> "))
+            }
             ScheduleError::UnknownSystem { system, target } => {
                 write!(f, "system {system} is ordered against {target}, which is not in the schedule")
             }
             ScheduleError::WrongWorld => f.write_str("the schedule was built for another world"),
+            ScheduleError::NotFound(label) => {
+                write!(f, "no schedule {label} (never added, or running: a schedule cannot run itself)")
+            }
         }
     }
 }
@@ -264,17 +167,107 @@ impl std::fmt::Display for SkippedSystem {
     }
 }
 
+/// A conflicting pair of systems with no order between them (see
+/// [`Schedule::ambiguities`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ambiguity {
+    /// The system that runs first (the one added first, unless other
+    /// constraints put it later).
+    pub first: String,
+    /// The other system.
+    pub second: String,
+    /// What they both touch.
+    pub conflict: String,
+}
+
+impl std::fmt::Display for Ambiguity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} and {} conflict ({}) with no order between them; they run in the order they were added",
+            self.first, self.second, self.conflict
+        )
+    }
+}
+
+/// A set's configuration, merged over every `configure_sets` call and the
+/// unnamed groups `run_if` made.
+pub(crate) struct SetEntry {
+    pub(crate) key: SetKey,
+    pub(crate) parents: Vec<SetKey>,
+    pub(crate) before: Vec<SetKey>,
+    pub(crate) after: Vec<SetKey>,
+    /// Evaluated once per run, by the first member about to run.
+    pub(crate) conditions: Mutex<Vec<RunCondition>>,
+    /// This run's verdict: [`UNKNOWN`], [`PASS`] or [`FAIL`].
+    result: AtomicU8,
+}
+
+const UNKNOWN: u8 = 0;
+const PASS: u8 = 1;
+const FAIL: u8 = 2;
+
+impl SetEntry {
+    /// Whether the set's conditions pass this run: evaluated by the first
+    /// caller, remembered for the others.
+    ///
+    /// # Safety
+    /// The caller holds the access of a member of the set (which includes
+    /// the conditions' reads), so nothing writes what they read.
+    unsafe fn passes(&self, world: &World) -> bool {
+        match self.result.load(Ordering::Acquire) {
+            PASS => return true,
+            FAIL => return false,
+            _ => {}
+        }
+        let mut conditions = self.conditions.lock().unwrap_or_else(|e| e.into_inner());
+        match self.result.load(Ordering::Acquire) {
+            PASS => return true,
+            FAIL => return false,
+            _ => {}
+        }
+        let mut pass = true;
+        for condition in conditions.iter_mut() {
+            // SAFETY: forwarded contract.
+            pass &= unsafe { condition.evaluate(world) };
+        }
+        self.result.store(if pass { PASS } else { FAIL }, Ordering::Release);
+        pass
+    }
+}
+
 /// Systems, their order, and the stages they run in.
+///
+/// ```
+/// use ecs_core::prelude::*;
+///
+/// struct Pos(f32);
+/// struct Vel(f32);
+/// fn integrate(mut q: Query<(&mut Pos, &Vel)>) {
+///     q.for_each_mut(|(mut p, v)| p.0 += v.0);
+/// }
+/// fn clamp(mut q: Query<&mut Pos>) {
+///     q.for_each_mut(|mut p| p.0 = p.0.min(10.0));
+/// }
+/// let mut world = World::new();
+/// world.spawn((Pos(9.0), Vel(2.0))).unwrap();
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems((integrate, clamp).chain());
+/// schedule.run(&mut world).unwrap();
+/// assert!(schedule.ambiguities().is_empty());
+/// ```
 #[derive(Default)]
 pub struct Schedule {
     configs: Vec<SystemConfig>,
-    /// Groups of systems that may run at the same time (for inspection).
-    stages: Vec<Vec<usize>>,
-    /// Successors of each system: explicit order plus conflict edges.
-    successors: Vec<Vec<usize>>,
-    /// Predecessor count of each system.
-    predecessors: Vec<usize>,
+    sets: Vec<SetEntry>,
+    set_index: HashMap<SetKey, usize>,
+    built: Built,
     built_for: Option<u64>,
+    /// Whether each run ages the world's events (off inside an `App`, which
+    /// ages them once per frame).
+    no_event_updates: bool,
+    /// Per-system scratch of one run: whether it can run.
+    runnable: Vec<bool>,
     command_errors: Vec<CommandError>,
     /// Systems the latest run skipped.
     skipped: Vec<SkippedSystem>,
@@ -282,7 +275,7 @@ pub struct Schedule {
 
 impl std::fmt::Debug for Schedule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Schedule").field("systems", &self.configs).field("stages", &self.stages).finish()
+        f.debug_struct("Schedule").field("systems", &self.configs).field("stages", &self.built.stages).finish()
     }
 }
 
@@ -292,119 +285,105 @@ impl Schedule {
         Self::default()
     }
 
-    /// Adds systems (a function, a config, a tuple, or a chain).
+    /// Adds systems (a function, a config, a tuple, or a chain; see
+    /// [`IntoSystemConfigs`]).
     pub fn add_systems<M>(&mut self, systems: impl IntoSystemConfigs<M>) -> &mut Self {
-        self.configs.extend(systems.into_configs().0);
+        let configs = systems.into_configs();
+        self.configs.extend(configs.configs);
+        for set in configs.sets {
+            self.merge_set(set);
+        }
         self.built_for = None;
         self
     }
 
-    /// Initializes the systems, checks their accesses and ordering, and
-    /// packs them into stages.
+    /// Configures sets: their order against other sets and systems, their
+    /// nesting and their run conditions (see [`IntoSystemSetConfigs`]).
+    /// Calls add up.
+    pub fn configure_sets(&mut self, sets: impl IntoSystemSetConfigs) -> &mut Self {
+        let configs = sets.into_set_configs();
+        for set in configs.sets.into_iter().chain(configs.extra) {
+            self.merge_set(set);
+        }
+        self.built_for = None;
+        self
+    }
+
+    fn merge_set(&mut self, set: SetConfig) {
+        let k = *self.set_index.entry(set.key.clone()).or_insert_with(|| {
+            self.sets.push(SetEntry {
+                key: set.key.clone(),
+                parents: Vec::new(),
+                before: Vec::new(),
+                after: Vec::new(),
+                conditions: Mutex::new(Vec::new()),
+                result: AtomicU8::new(UNKNOWN),
+            });
+            self.sets.len() - 1
+        });
+        let entry = &mut self.sets[k];
+        entry.parents.extend(set.parents);
+        entry.before.extend(set.before);
+        entry.after.extend(set.after);
+        entry.conditions.get_mut().unwrap_or_else(|e| e.into_inner()).extend(set.conditions);
+    }
+
+    /// Whether each run ages the world's events (on by default; an `App`
+    /// turns it off and ages them once per frame).
+    pub(crate) fn set_event_updates(&mut self, on: bool) {
+        self.no_event_updates = !on;
+    }
+
+    /// How many systems the schedule holds.
+    pub fn len(&self) -> usize {
+        self.configs.len()
+    }
+
+    /// Whether the schedule holds no system.
+    pub fn is_empty(&self) -> bool {
+        self.configs.is_empty()
+    }
+
+    /// Whether the schedule is built for `world` (no system added since).
+    pub fn is_built_for(&self, world: &World) -> bool {
+        self.built_for == Some(world.id())
+    }
+
+    /// Initializes the systems and run conditions, checks their accesses
+    /// and ordering, and packs them into stages.
+    ///
+    /// # Errors
+    /// [`ScheduleError::Conflict`] for a system whose own parameters
+    /// conflict or a run condition that writes, [`ScheduleError::Cycle`]
+    /// naming the systems and sets on an ordering cycle,
+    /// [`ScheduleError::UnknownSystem`] for an order against a system
+    /// function that is not in the schedule.
+    ///
+    /// ```
+    /// use ecs_core::ScheduleError;
+    /// use ecs_core::prelude::*;
+    ///
+    /// fn a() {}
+    /// fn b() {}
+    /// let mut world = World::new();
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems((a.after(b), b.after(a)));
+    /// let error = schedule.build(&mut world).unwrap_err();
+    /// assert!(matches!(error, ScheduleError::Cycle(_)));
+    /// assert!(error.to_string().contains("::a -> ") && error.to_string().contains("::b -> "));
+    /// ```
     pub fn build(&mut self, world: &mut World) -> Result<(), ScheduleError> {
-        for config in &mut self.configs {
-            config.system.initialize(world);
-            if let Some(error) = &config.system.meta().error {
-                return Err(ScheduleError::Conflict(error.clone()));
-            }
-        }
-        let n = self.configs.len();
-        // Edges: predecessors of each system.
-        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (i, config) in self.configs.iter().enumerate() {
-            for (targets, i_first) in [(&config.before, true), (&config.after, false)] {
-                for target in targets {
-                    let matches: Vec<usize> = (0..n).filter(|&j| self.configs[j].label.id == target.id).collect();
-                    if matches.is_empty() {
-                        return Err(ScheduleError::UnknownSystem {
-                            system: config.system.meta().name.clone(),
-                            target: target.name,
-                        });
-                    }
-                    for j in matches {
-                        if i_first { preds[j].push(i) } else { preds[i].push(j) }
-                    }
-                }
-            }
-        }
-        // Kahn's algorithm, taking ready systems in insertion order.
-        let mut indegree: Vec<usize> = preds.iter().map(Vec::len).collect();
-        let mut order = Vec::with_capacity(n);
-        let mut done = vec![false; n];
-        while order.len() < n {
-            let Some(next) = (0..n).find(|&i| !done[i] && indegree[i] == 0) else {
-                let names = (0..n).filter(|&i| !done[i]).map(|i| self.configs[i].system.meta().name.clone()).collect();
-                return Err(ScheduleError::Cycle(names));
-            };
-            done[next] = true;
-            order.push(next);
-            for (i, p) in preds.iter().enumerate() {
-                indegree[i] -= p.iter().filter(|&&x| x == next).count();
-            }
-        }
-        // Stage packing.
-        let mut stage_of = vec![0usize; n];
-        let mut stages: Vec<Vec<usize>> = Vec::new();
-        for &i in &order {
-            let earliest = preds[i].iter().map(|&p| stage_of[p] + 1).max().unwrap_or(0);
-            let access = &self.configs[i].system.meta().access;
-            let fits = |stage: &Vec<usize>| {
-                stage.iter().all(|&j| {
-                    let other = &self.configs[j].system.meta().access;
-                    access.conflict_with(other, world.components()).is_none()
-                })
-            };
-            let stage = (earliest..stages.len()).find(|&s| fits(&stages[s])).unwrap_or(stages.len());
-            if stage == stages.len() {
-                stages.push(Vec::new());
-            }
-            stages[stage].push(i);
-            stage_of[i] = stage;
-        }
-        for stage in &mut stages {
-            stage.sort_unstable();
-        }
-        // Dependency graph: explicit predecessors, plus an edge between every
-        // conflicting pair in topological (then insertion) order.
-        let mut position = vec![0usize; n];
-        for (k, &i) in order.iter().enumerate() {
-            position[i] = k;
-        }
-        let mut successors: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (i, p) in preds.iter().enumerate() {
-            for &j in p {
-                if !successors[j].contains(&i) {
-                    successors[j].push(i);
-                }
-            }
-        }
-        for a in 0..n {
-            for b in 0..n {
-                if position[a] < position[b] && !successors[a].contains(&b) {
-                    let (x, y) = (&self.configs[a].system.meta().access, &self.configs[b].system.meta().access);
-                    if x.conflict_with(y, world.components()).is_some() {
-                        successors[a].push(b);
-                    }
-                }
-            }
-        }
-        let mut predecessors = vec![0usize; n];
-        for list in &successors {
-            for &b in list {
-                predecessors[b] += 1;
-            }
-        }
-        self.successors = successors;
-        self.predecessors = predecessors;
-        self.stages = stages;
+        self.built_for = None;
+        self.built = graph::build(&mut self.configs, &mut self.sets, world)?;
+        self.runnable = vec![false; self.configs.len()];
         self.built_for = Some(world.id());
         Ok(())
     }
 
     /// Runs every system once (building first if needed). A system that
     /// cannot run (a missing resource) is skipped and listed in
-    /// [`Schedule::skipped_systems`]; the others run (see the
-    /// [module docs](self)).
+    /// [`Schedule::skipped_systems`]; one whose run condition says no is
+    /// passed over; the others run (see the [module docs](self)).
     ///
     /// # Errors
     /// When the schedule cannot be built ([`ScheduleError::Conflict`],
@@ -416,56 +395,127 @@ impl Schedule {
             Some(id) if id != world.id() => return Err(ScheduleError::WrongWorld),
             Some(_) => {}
         }
-        world.update_events();
+        if !self.no_event_updates {
+            world.update_events();
+        }
         self.skipped.clear();
-        let runnable: Vec<bool> = self
-            .configs
-            .iter()
-            .map(|config| match config.system.validate(world) {
-                Ok(()) => true,
-                Err(message) => {
-                    let system = config.system.meta().name.clone();
-                    self.skipped.push(SkippedSystem { system, error: ScheduleError::Unavailable(message) });
-                    false
-                }
-            })
-            .collect();
         self.command_errors.clear();
-        if self.stages.iter().all(|stage| stage.len() <= 1) {
-            // Nothing can overlap: run in order on this thread.
-            for stage in &self.stages {
-                for &i in stage.iter().filter(|&&i| runnable[i]) {
+        for &k in &self.built.conditioned_sets {
+            *self.sets[k].result.get_mut() = UNKNOWN;
+        }
+        for s in 0..self.built.segments.len() {
+            self.run_segment(world, s);
+            if let Some(e) = self.built.segments[s].exclusive {
+                // A sync point: the commands so far apply first, so the
+                // exclusive system sees them.
+                world.increment_change_tick();
+                self.apply_deferred(world);
+                // SAFETY: `&mut World` is exclusive and nothing else runs.
+                if self.validate(world, e) && unsafe { self.should_run(world, e) } {
                     let this_run = world.increment_change_tick();
-                    // SAFETY: `&mut World` is exclusive and one system runs.
-                    unsafe { self.configs[i].system.run_unsafe(world, this_run) };
+                    self.configs[e].system.run_exclusive(world, this_run);
                 }
             }
-        } else {
-            self.run_parallel(world, &runnable);
         }
         // Everything from here on (the commands, and direct writes before the
         // next run) is stamped newer than every system's run, so each system
         // sees it next time.
         world.increment_change_tick();
-        let mut errors = Vec::new();
-        for config in &mut self.configs {
-            config.system.apply_deferred(world, &mut errors);
-            let name = &config.system.meta().name;
-            self.command_errors.extend(errors.drain(..).map(|error| CommandError { system: name.clone(), error }));
-        }
+        self.apply_deferred(world);
         world.check_change_ticks();
         Ok(())
     }
 
-    /// Runs the systems on rayon, each as soon as its predecessors are done
-    /// (a system that is not `runnable` is passed over, releasing its
-    /// successors at once).
-    fn run_parallel(&mut self, world: &World, runnable: &[bool]) {
-        let remaining: Vec<AtomicUsize> = self.predecessors.iter().map(|&p| AtomicUsize::new(p)).collect();
-        let systems: Vec<Mutex<&mut Box<dyn System>>> =
-            self.configs.iter_mut().map(|c| Mutex::new(&mut c.system)).collect();
-        let run = Run { world, systems: &systems, successors: &self.successors, remaining: &remaining, runnable };
-        let roots: Vec<usize> = (0..self.predecessors.len()).filter(|&i| self.predecessors[i] == 0).collect();
+    /// Whether system `i` can run now; records a skip if not.
+    fn validate(&mut self, world: &World, i: usize) -> bool {
+        match self.configs[i].system.validate(world) {
+            Ok(()) => true,
+            Err(message) => {
+                let system = self.configs[i].system.meta().name.clone();
+                self.skipped.push(SkippedSystem { system, error: ScheduleError::Unavailable(message) });
+                false
+            }
+        }
+    }
+
+    /// Evaluates the run conditions of system `i` (its sets' first, every
+    /// one of them) on this thread.
+    ///
+    /// # Safety
+    /// Nothing writes what system `i` or its conditions read meanwhile.
+    unsafe fn should_run(&mut self, world: &World, i: usize) -> bool {
+        let mut pass = true;
+        for &k in &self.built.set_conditions_of[i] {
+            // SAFETY: forwarded contract.
+            pass &= unsafe { self.sets[k].passes(world) };
+        }
+        for condition in &mut self.configs[i].conditions {
+            // SAFETY: forwarded contract.
+            pass &= unsafe { condition.evaluate(world) };
+        }
+        pass
+    }
+
+    /// Runs the systems of segment `s` (not its exclusive system).
+    fn run_segment(&mut self, world: &mut World, s: usize) {
+        let segment = std::mem::take(&mut self.built.segments[s]);
+        for &i in &segment.order {
+            self.runnable[i] = self.validate(world, i);
+        }
+        if segment.sequential {
+            // Nothing can overlap: run in order on this thread.
+            for &i in &segment.order {
+                // SAFETY: `&mut World` is exclusive and one system runs.
+                if self.runnable[i] && unsafe { self.should_run(world, i) } {
+                    let this_run = world.increment_change_tick();
+                    // SAFETY: as above.
+                    unsafe { self.configs[i].system.run_unsafe(world, this_run) };
+                }
+            }
+        } else {
+            self.run_parallel(world, &segment.roots);
+        }
+        self.built.segments[s] = segment;
+    }
+
+    /// Applies the deferred commands of every system (and condition) in
+    /// the order they were added, recording the failures.
+    fn apply_deferred(&mut self, world: &mut World) {
+        let mut errors = Vec::new();
+        for config in &mut self.configs {
+            config.system.apply_deferred(world, &mut errors);
+            for condition in &mut config.conditions {
+                condition.apply_deferred(world, &mut errors);
+            }
+            if !errors.is_empty() {
+                let name = &config.system.meta().name;
+                self.command_errors.extend(errors.drain(..).map(|error| CommandError { system: name.clone(), error }));
+            }
+        }
+        for &k in &self.built.conditioned_sets {
+            for condition in self.sets[k].conditions.get_mut().unwrap_or_else(|e| e.into_inner()) {
+                condition.apply_deferred(world, &mut errors);
+                let name = condition.name();
+                self.command_errors.extend(errors.drain(..).map(|error| CommandError { system: name.clone(), error }));
+            }
+        }
+    }
+
+    /// Runs the systems reachable from `roots` on rayon, each as soon as its
+    /// predecessors are done (a system that is not runnable, or whose
+    /// conditions say no, is passed over, releasing its successors at once).
+    fn run_parallel(&mut self, world: &World, roots: &[usize]) {
+        let remaining: Vec<AtomicUsize> = self.built.predecessors.iter().map(|&p| AtomicUsize::new(p)).collect();
+        let systems: Vec<Mutex<&mut SystemConfig>> = self.configs.iter_mut().map(Mutex::new).collect();
+        let run = Run {
+            world,
+            systems: &systems,
+            successors: &self.built.successors,
+            remaining: &remaining,
+            runnable: &self.runnable,
+            sets: &self.sets,
+            set_conditions_of: &self.built.set_conditions_of,
+        };
         // The calling thread runs the first ready system itself (no wake-up
         // to wait for); the pool takes the others and everything after it.
         rayon::in_place_scope(|scope| {
@@ -486,7 +536,45 @@ impl Schedule {
 
     /// The stages, as system names (for inspection and tests).
     pub fn stage_names(&self) -> Vec<Vec<String>> {
-        self.stages.iter().map(|s| s.iter().map(|&i| self.configs[i].system.meta().name.clone()).collect()).collect()
+        self.built
+            .stages
+            .iter()
+            .map(|s| s.iter().map(|&i| self.configs[i].system.meta().name.clone()).collect())
+            .collect()
+    }
+
+    /// Pairs of systems that conflict (one writes what the other reads or
+    /// writes, or one is exclusive) with no order between them from
+    /// `before`/`after`/`chain`/sets, found by the latest
+    /// [`build`](Schedule::build) (empty before the first). Such a pair
+    /// never overlaps and runs in the order the systems were added, so a run
+    /// is deterministic, but that order is an accident of how the app was
+    /// put together (which plugin came first): order the pair, or mark it
+    /// with [`ambiguous_with`](IntoSystemConfigs::ambiguous_with) when the
+    /// order does not matter.
+    ///
+    /// ```
+    /// use ecs_core::prelude::*;
+    ///
+    /// struct Score(u32);
+    /// fn add_one(mut s: ResMut<Score>) {
+    ///     s.0 += 1;
+    /// }
+    /// fn double(mut s: ResMut<Score>) {
+    ///     s.0 *= 2;
+    /// }
+    /// let mut world = World::new();
+    /// world.insert_resource(Score(1));
+    /// let mut schedule = Schedule::new();
+    /// schedule.add_systems((add_one, double));
+    /// schedule.build(&mut world).unwrap();
+    /// let found = schedule.ambiguities();
+    /// assert_eq!(found.len(), 1);
+    /// assert!(found[0].first.ends_with("add_one") && found[0].second.ends_with("double"));
+    /// assert!(found[0].conflict.contains("Score"));
+    /// ```
+    pub fn ambiguities(&self) -> &[Ambiguity] {
+        &self.built.ambiguities
     }
 
     /// Commands that failed in the latest run (stale entities and the
@@ -497,7 +585,8 @@ impl Schedule {
 
     /// Systems the latest run skipped because they could not run (a
     /// missing resource or event type), in the order they were added; empty
-    /// when every system ran. See [`SkippedSystem`].
+    /// when every system ran. See [`SkippedSystem`]. Systems passed over by
+    /// their run conditions are not listed.
     pub fn skipped_systems(&self) -> &[SkippedSystem] {
         &self.skipped
     }
@@ -506,11 +595,13 @@ impl Schedule {
 /// Shared state of one parallel run.
 struct Run<'a> {
     world: &'a World,
-    systems: &'a [Mutex<&'a mut Box<dyn System>>],
+    systems: &'a [Mutex<&'a mut SystemConfig>],
     successors: &'a [Vec<usize>],
     remaining: &'a [AtomicUsize],
-    /// Whether each system runs (false: skipped, see `Schedule::run`).
+    /// Whether each system can run (false: skipped, see `Schedule::run`).
     runnable: &'a [bool],
+    sets: &'a [SetEntry],
+    set_conditions_of: &'a [Vec<usize>],
 }
 
 impl<'a> Run<'a> {
@@ -524,12 +615,26 @@ impl<'a> Run<'a> {
         let mut i = first;
         loop {
             if self.runnable[i] {
-                let mut system = self.systems[i].lock().unwrap_or_else(|e| e.into_inner());
-                let this_run = self.world.increment_change_tick_shared();
-                // SAFETY: every system that conflicts with this one is ordered
-                // before or after it (conflict edges added in `build`), so
-                // none runs meanwhile and this one holds its access alone.
-                unsafe { system.run_unsafe(self.world, this_run) };
+                let mut config = self.systems[i].lock().unwrap_or_else(|e| e.into_inner());
+                // SAFETY (for the conditions and the system): every system
+                // that conflicts with this one, its run conditions included,
+                // is ordered before or after it (conflict edges added in
+                // `build`), so none runs meanwhile and this one holds its
+                // access alone.
+                let mut pass = true;
+                for &k in &self.set_conditions_of[i] {
+                    // SAFETY: see above.
+                    pass &= unsafe { self.sets[k].passes(self.world) };
+                }
+                for condition in &mut config.conditions {
+                    // SAFETY: see above.
+                    pass &= unsafe { condition.evaluate(self.world) };
+                }
+                if pass {
+                    let this_run = self.world.increment_change_tick_shared();
+                    // SAFETY: see above.
+                    unsafe { config.system.run_unsafe(self.world, this_run) };
+                }
             }
             // Off the pool (the thread that called `Schedule::run`), every
             // successor goes to the pool: a system run here whose own

@@ -45,6 +45,20 @@ pub trait System: Send + Sync + 'static {
     }
     /// Applies deferred commands; appends their errors.
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<crate::StoreError>);
+    /// Whether the system needs the whole world (an exclusive
+    /// `fn(&mut World)` system): a schedule runs it alone, through
+    /// [`System::run_exclusive`], never through [`System::run_unsafe`].
+    fn is_exclusive(&self) -> bool {
+        false
+    }
+    /// Runs once at tick `this_run` with exclusive world access (what a
+    /// schedule calls for an exclusive system; for any other system the same
+    /// as [`System::run_unsafe`], which exclusive access makes safe).
+    fn run_exclusive(&mut self, world: &mut World, this_run: u64) {
+        // SAFETY: `&mut World` is exclusive, so nothing else uses what the
+        // system's access records.
+        unsafe { self.run_unsafe(world, this_run) }
+    }
     /// Figures of the latest run.
     fn stats(&self) -> &SystemStats;
     /// The world tick of the latest run. Only a run moves it: a system that
@@ -185,7 +199,11 @@ pub trait IntoSystem<Marker>: Sized {
     fn into_system(self) -> Self::System;
 }
 
-impl<Marker: 'static, F: SystemParamFunction<Marker>> IntoSystem<Marker> for F {
+/// Marker of [`IntoSystem`] for functions of system parameters (kept apart
+/// from the marker of exclusive `fn(&mut World)` systems).
+pub struct IsFunctionSystem;
+
+impl<Marker: 'static, F: SystemParamFunction<Marker>> IntoSystem<(IsFunctionSystem, Marker)> for F {
     type System = FunctionSystem<Marker, F>;
 
     fn into_system(self) -> Self::System {

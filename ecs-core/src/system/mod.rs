@@ -160,6 +160,7 @@ pub type SystemParamItem<'w, 's, P> = <P as SystemParam>::Item<'w, 's>;
 
 pub mod command;
 pub mod event;
+pub mod exclusive;
 mod function;
 mod params;
 mod query;
@@ -167,7 +168,8 @@ pub mod resource;
 
 pub use command::{CommandQueue, Commands};
 pub use event::{EventReader, EventWriter, Events};
-pub use function::{FunctionSystem, IntoSystem, System, SystemParamFunction};
+pub use exclusive::{ExclusiveFunctionSystem, IsExclusiveFunctionSystem};
+pub use function::{FunctionSystem, IntoSystem, IsFunctionSystem, System, SystemParamFunction};
 pub use params::{Local, Res, ResMut};
 pub use query::Query;
 pub use query::{GetManyError, QueryCombinations, QueryCombinationsMut, QuerySingleError};
