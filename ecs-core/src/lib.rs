@@ -9,7 +9,9 @@
 //! chunks that may have changed: static parts of a world cost almost nothing.
 //!
 //! Priorities: skipping unchanged data, fast chunk iteration, clear errors for
-//! bad input. It is a library, not a framework: no app loop, no rendering.
+//! bad input. No rendering, windows or assets; the [`app`] module adds the
+//! game layer (an [`App`] with labelled schedules, time and a fixed step,
+//! states, run conditions and plugins) on top of the store and schedules.
 //!
 //! ```
 //! use ecs_core::{Changed, World};
@@ -87,7 +89,11 @@
 //!   run conditions, exclusive and one-shot systems, the ambiguity report.
 //! - [`lifecycle`]: component hooks, observers of events (user events and
 //!   `OnAdd`/`OnInsert`/`OnReplace`/`OnRemove`), and `RemovedComponents`.
+//! - [`app`]: [`App`], plugins, labelled schedules and the frame order,
+//!   [`app::time`] (clocks and the fixed step), [`app::state`] (states and
+//!   their transition schedules).
 
+pub mod app;
 pub mod error;
 pub mod lifecycle;
 pub mod query;
@@ -96,13 +102,14 @@ pub mod storage;
 pub mod system;
 pub mod world;
 
+pub use app::{App, Plugin, ScheduleLabel, States};
 /// Derive macros (`#[derive(SystemParam)]`, `#[derive(Bundle)]`), named like
 /// the traits they implement.
 pub use ecs_core_macros::{Bundle, SystemParam};
 pub use error::StoreError;
 pub use lifecycle::{
     ComponentHook, ComponentHooks, DeferredWorld, Event, LifecycleKind, ObserverId, On, OnAdd, OnInsert, OnRemove,
-    OnReplace, RemovedComponents,
+    OnReplace, RemovedComponents, RemovedReader,
 };
 pub use query::{
     Access, Added, Changed, ChunkStats, ChunkView, ConflictKind, Disabled, EntityGroups, GroupRows, Mut, Or, QueryData,
@@ -129,6 +136,12 @@ extern crate self as ecs_core;
 /// The items most game code needs, including the traits whose methods
 /// (`chain`, `before`, `after`) configure systems.
 pub mod prelude {
+    pub use crate::app::{
+        App, First, Fixed, FixedFirst, FixedLast, FixedPostUpdate, FixedPreUpdate, FixedUpdate, Last, NextState,
+        OnEnter, OnExit, OnTransition, Plugin, PostStartup, PostUpdate, PreStartup, PreUpdate, Real, RunFixedMainLoop,
+        ScheduleLabel, Startup, State, StateScoped, StateTransition, States, Time, TimeUpdateStrategy, Timer,
+        TimerMode, Update, Virtual, in_state, on_timer, state_changed,
+    };
     pub use crate::schedule::{
         Condition, IntoSystemSetConfigs, SystemId, SystemSet, any_with_component, not, resource_added,
         resource_changed, resource_equals, resource_exists, run_once,
