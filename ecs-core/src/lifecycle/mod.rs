@@ -44,7 +44,7 @@ use std::sync::atomic::AtomicU64;
 
 pub use hooks::{ComponentHook, ComponentHooks, DeferredWorld};
 pub use observer::{Event, ObserverId, On, OnAdd, OnInsert, OnRemove, OnReplace};
-pub use removed::RemovedComponents;
+pub use removed::{RemovedComponents, RemovedReader};
 
 use crate::storage::component::ComponentId;
 use crate::storage::entity::Entity;

@@ -54,7 +54,60 @@ impl RemovedLog {
     }
 }
 
+/// Removal detection outside systems (code that drives the world by hand,
+/// like `QueryState`): each call to [`RemovedReader::read`] returns the
+/// entities that lost `T` since the previous call (the first call: since
+/// the reader was made).
+///
+/// ```
+/// use ecs_core::World;
+/// struct Pos(f32);
+/// let mut world = World::new();
+/// let mut reader = world.removed_reader::<Pos>();
+/// let e = world.spawn((Pos(1.0),)).unwrap();
+/// world.remove_one::<Pos>(e).unwrap();
+/// assert_eq!(reader.read(&world).collect::<Vec<_>>(), vec![e]);
+/// assert_eq!(reader.read(&world).count(), 0);
+/// ```
+pub struct RemovedReader<T: Component> {
+    world_id: u64,
+    state: RemovedState,
+    _marker: PhantomData<fn() -> T>,
+}
+
+impl<T: Component> RemovedReader<T> {
+    /// The entities that lost `T` since the previous call, in removal order.
+    ///
+    /// # Panics
+    /// If `world` is not the world the reader was made for.
+    pub fn read<'w>(&mut self, world: &'w World) -> impl Iterator<Item = Entity> + 'w {
+        assert_eq!(self.world_id, world.id(), "a RemovedReader was used with a world it was not made for");
+        // Removals are stamped with the world tick at the time; everything
+        // stamped up to now is covered, and the tick moves on so later
+        // removals are stamped newer (as a query run does).
+        let this_run = world.change_tick();
+        world.increment_change_tick_shared();
+        let last_run = std::mem::replace(&mut self.state.last_run, this_run);
+        self.state.reader.store(this_run, Ordering::Relaxed);
+        let entries = world.lifecycle.removed.get(self.state.component.index()).map_or(&[][..], |log| &log.entries[..]);
+        let start = entries.partition_point(|&(_, t)| t <= last_run);
+        entries[start..].iter().take_while(move |&&(_, t)| t <= this_run).map(|&(e, _)| e)
+    }
+}
+
 impl World {
+    /// A reader of the removals of `T` from now on (see [`RemovedReader`]).
+    pub fn removed_reader<T: Component>(&mut self) -> RemovedReader<T> {
+        let component = self.register::<T>();
+        let reader = self.lifecycle.add_removal_reader(component);
+        self.lifecycle.component_mut(component).removal_tracked = true;
+        self.refresh_lifecycle_flags(component);
+        let last_run = self.change_tick();
+        reader.store(last_run, Ordering::Relaxed);
+        self.increment_change_tick();
+        RemovedReader { world_id: self.id(), state: RemovedState { component, reader, last_run }, _marker: PhantomData }
+    }
+
     /// How many removals of `T` the log keeps now (entries not yet passed
     /// by every reader, plus at most as many again awaiting the next trim).
     pub fn removed_log_len<T: Component>(&self) -> usize {
