@@ -32,7 +32,7 @@
 //! its `LocalTransform` marked changed, so the next propagation recomputes
 //! the entity and, through it, its subtree.
 
-use ecs_core::{Commands, DeferredWorld, Entity, StoreError, World};
+use ecs_core::{Commands, DeferredWorld, Entity, FromWorld, StoreError, World};
 use smallvec::smallvec;
 
 use crate::components::{ChildOf, Children, LocalTransform};
@@ -152,6 +152,20 @@ pub trait WorldHierarchyExt {
 
 /// Marks that the hierarchy hooks are registered in a world.
 struct HierarchyHooks;
+
+/// Proof that a world has the hierarchy hooks: as a system's
+/// `Local<HierarchyHooksInstalled>` it registers them (and repairs the
+/// lists) when the system is initialized, so a schedule that propagates
+/// keeps [`Children`] in step from its first run.
+#[derive(Debug)]
+pub struct HierarchyHooksInstalled(());
+
+impl FromWorld for HierarchyHooksInstalled {
+    fn from_world(world: &mut World) -> Self {
+        init_hierarchy(world);
+        HierarchyHooksInstalled(())
+    }
+}
 
 /// Registers the hooks that keep [`Children`] in step with [`ChildOf`] (once
 /// per world; later calls return at once) and rebuilds every `Children`

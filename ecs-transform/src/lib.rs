@@ -53,7 +53,8 @@ pub mod propagate;
 
 pub use components::{ChildOf, Children, GlobalTransform, LocalTransform, transform_bundle};
 pub use hierarchy::{
-    CommandsHierarchyExt, DespawnMode, HierarchyError, HierarchyErrors, WorldHierarchyExt, init_hierarchy,
+    CommandsHierarchyExt, DespawnMode, HierarchyError, HierarchyErrors, HierarchyHooksInstalled, WorldHierarchyExt,
+    init_hierarchy,
 };
 pub use propagate::{PropagationScratch, add_transform_systems, propagate_transforms};
 

@@ -65,6 +65,7 @@ use ecs_core::{
 use glam::Affine3A;
 
 use crate::components::{ChildOf, Children, GlobalTransform, LocalTransform};
+use crate::hierarchy::HierarchyHooksInstalled;
 use crate::hierarchy::{HierarchyError, HierarchyErrors};
 
 /// The roots with children whose global may need recomputing.
@@ -726,7 +727,12 @@ fn report(s: &mut PropagationScratch, commands: &mut Commands) {
 /// schedule.run(&mut world).unwrap();
 /// assert_eq!(world.get::<GlobalTransform>(child).unwrap().translation(), Vec3::new(1.0, 2.0, 0.0));
 /// ```
-pub fn propagate_transforms(mut q: TransformQueries, mut commands: Commands, mut scratch: Local<PropagationScratch>) {
+pub fn propagate_transforms(
+    mut q: TransformQueries,
+    mut commands: Commands,
+    mut scratch: Local<PropagationScratch>,
+    _hooks: Local<HierarchyHooksInstalled>,
+) {
     let s = &mut *scratch;
     // Step 1: structure check, from the child count here and from the
     // `ChildOf` chunk ticks of the chunks step 2 visits anyway (a written

@@ -421,3 +421,22 @@ fn despawning_parents_leaves_no_dangling_link() {
     assert_eq!(translation(&world, nodes[7]), Vec3::new(0.0, 0.0, 1.0));
     assert_eq!(translation(&world, nodes[16]), Vec3::new(0.0, 0.0, 0.0));
 }
+
+/// `ChildOf` bundles spawned before anything installed the hooks: the
+/// propagation system installs them on its first run and repairs the lists.
+#[test]
+fn child_of_bundles_work_without_calling_anything_first() {
+    let mut world = World::new();
+    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(5.0, 0.0, 0.0))).unwrap();
+    let early =
+        world.spawn((LocalTransform::from_xyz(0.0, 1.0, 0.0), GlobalTransform::IDENTITY, ChildOf(root))).unwrap();
+    let mut schedule = schedule();
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.children_of(root), &[early]);
+    assert_eq!(translation(&world, early), Vec3::new(5.0, 1.0, 0.0));
+    let late =
+        world.spawn((LocalTransform::from_xyz(0.0, 0.0, 2.0), GlobalTransform::IDENTITY, ChildOf(early))).unwrap();
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.children_of(early), &[late]);
+    assert_eq!(translation(&world, late), Vec3::new(5.0, 1.0, 2.0));
+}

@@ -170,7 +170,7 @@ pub use command::{CommandQueue, Commands};
 pub use event::{EventReader, EventWriter, Events};
 pub use exclusive::{ExclusiveFunctionSystem, IsExclusiveFunctionSystem};
 pub use function::{FunctionSystem, IntoSystem, IsFunctionSystem, System, SystemParamFunction};
-pub use params::{Local, Res, ResMut};
+pub use params::{FromWorld, Local, Res, ResMut};
 pub use query::Query;
 pub use query::{GetManyError, QueryCombinations, QueryCombinationsMut, QuerySingleError};
 pub use resource::Resources;

@@ -291,29 +291,46 @@ unsafe impl SystemParam for Commands<'_, '_> {
     }
 }
 
-/// State private to one system, kept between its runs.
-pub struct Local<'s, T: Default + Send + Sync + 'static>(&'s mut T);
+/// A value built from the world: what a system's [`Local`] state starts
+/// as. Every `Default` type is one; implement it (instead of `Default`) for
+/// state that must look at or prepare the world first, e.g. register hooks.
+pub trait FromWorld {
+    /// Builds the value; may change the world (it runs when the system is
+    /// initialized, with exclusive access).
+    fn from_world(world: &mut World) -> Self;
+}
 
-impl<T: Default + Send + Sync + 'static> Deref for Local<'_, T> {
+impl<T: Default> FromWorld for T {
+    fn from_world(_: &mut World) -> Self {
+        T::default()
+    }
+}
+
+/// State private to one system, kept between its runs; it starts as
+/// [`FromWorld::from_world`] (`Default` for most types).
+pub struct Local<'s, T: FromWorld + Send + Sync + 'static>(&'s mut T);
+
+impl<T: FromWorld + Send + Sync + 'static> Deref for Local<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
         self.0
     }
 }
 
-impl<T: Default + Send + Sync + 'static> DerefMut for Local<'_, T> {
+impl<T: FromWorld + Send + Sync + 'static> DerefMut for Local<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         self.0
     }
 }
 
-// SAFETY: touches nothing in the world.
-unsafe impl<T: Default + Send + Sync + 'static> SystemParam for Local<'_, T> {
+// SAFETY: touches nothing in the world while the system runs (`from_world`
+// runs at initialization, with exclusive access).
+unsafe impl<T: FromWorld + Send + Sync + 'static> SystemParam for Local<'_, T> {
     type State = T;
     type Item<'w, 's> = Local<'s, T>;
 
-    fn init_state(_: &mut World, _: &mut SystemMeta) -> T {
-        T::default()
+    fn init_state(world: &mut World, _: &mut SystemMeta) -> T {
+        T::from_world(world)
     }
     unsafe fn get_param<'w, 's>(state: &'s mut T, _: &'w World, _: TickWindow) -> Self::Item<'w, 's> {
         Local(state)
