@@ -124,8 +124,8 @@ pub use storage::{
     EntityLocation, Tick, TickWindow, chunk_pool_len, set_chunk_pool_limit,
 };
 pub use system::{
-    CommandQueue, Commands, EventReader, EventWriter, Events, IntoSystem, Local, Query, Res, ResMut, Resources, System,
-    SystemAccess, SystemMeta, SystemParam, SystemParamFunction, SystemStats,
+    CommandQueue, Commands, EventReader, EventWriter, Events, FromWorld, IntoSystem, Local, Query, Res, ResMut,
+    Resources, System, SystemAccess, SystemMeta, SystemParam, SystemParamFunction, SystemStats,
 };
 pub use system::{GetManyError, QueryCombinations, QueryCombinationsMut, QuerySingleError};
 pub use world::World;
