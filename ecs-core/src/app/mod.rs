@@ -81,21 +81,8 @@ pub use time::{Fixed, FixedTime, Real, Time, TimeUpdateStrategy, Timer, TimerMod
 use crate::lifecycle::ObserverId;
 use crate::lifecycle::observer::ObserverParams;
 use crate::schedule::{Ambiguity, IntoSystemConfigs, IntoSystemSetConfigs, Schedule, ScheduleError, SystemId};
-use crate::system::{IntoSystem, SystemParamFunction};
+use crate::system::{FromWorld, IntoSystem, SystemParamFunction};
 use crate::world::World;
-
-/// A value made from the world (a resource that needs other resources);
-/// every `Default` type is one.
-pub trait FromWorld {
-    /// Makes the value.
-    fn from_world(world: &mut World) -> Self;
-}
-
-impl<T: Default> FromWorld for T {
-    fn from_world(_: &mut World) -> Self {
-        T::default()
-    }
-}
 
 /// A part of an app: one crate's systems, resources, events and states.
 /// `build` runs once, when the plugin is added.
