@@ -143,7 +143,7 @@ pub mod prelude {
         TimerMode, Update, Virtual, in_state, on_timer, state_changed,
     };
     pub use crate::schedule::{
-        Condition, IntoSystemSetConfigs, SystemId, SystemSet, any_with_component, not, resource_added,
+        Condition, IntoSystemSetConfigs, SystemId, SystemSet, any_with_component, apply_deferred, not, resource_added,
         resource_changed, resource_equals, resource_exists, run_once,
     };
     pub use crate::{

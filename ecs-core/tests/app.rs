@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ecs_core::app::{AppError, InternedScheduleLabel, StateTransitionEvent};
 use ecs_core::prelude::*;
+use ecs_core::schedule::ExecutorKind;
 use ecs_core::{RemovedComponents, ScheduleError};
 
 fn ms(n: u64) -> Duration {
@@ -815,6 +816,7 @@ fn exclusive_systems_run_alone_in_order_and_see_earlier_commands() {
         count_then_spawn,
         other,
     ));
+    schedule.set_executor(ExecutorKind::MultiThreaded);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     pool.install(|| schedule.run(&mut world)).unwrap();
     assert_eq!(log(&world), ["exclusive saw 1", "after saw 2 new", "other"]);
@@ -1014,7 +1016,7 @@ fn systems_with_conditions_run_in_parallel_without_conflicts() {
         flip,
         (|mut q: Query<&mut Pos>| q.for_each_mut(|mut p| p.0 += 1.0)).run_if(flag_set),
     ));
-    schedule.build(&mut world).unwrap();
+    schedule.set_executor(ExecutorKind::MultiThreaded).build(&mut world).unwrap();
     assert!(schedule.ambiguities().iter().any(|a| a.conflict.contains("Flag")));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     for _ in 0..10 {
@@ -1036,4 +1038,90 @@ fn a_build_error_names_the_schedule_and_nothing_runs() {
     let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| app.update())).unwrap_err();
     let message = panic.downcast_ref::<String>().unwrap();
     assert!(message.starts_with("schedule PostUpdate: "), "{message}");
+}
+
+#[test]
+fn a_set_condition_is_evaluated_once_per_run_while_members_run_in_parallel() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    struct Left(u32);
+    struct Right(u32);
+    let evaluations = Arc::new(AtomicU32::new(0));
+    let counter = evaluations.clone();
+    let mut world = World::new();
+    world.insert_resource(Left(0));
+    world.insert_resource(Right(0));
+    let mut schedule = Schedule::new();
+    schedule.configure_sets(Phase::Physics.run_if(move || counter.fetch_add(1, Ordering::SeqCst).is_multiple_of(2)));
+    schedule.add_systems(
+        ((|mut l: ResMut<Left>| l.0 += 1), (|mut r: ResMut<Right>| r.0 += 1), (|mut l: ResMut<Left>| l.0 += 10))
+            .in_set(Phase::Physics),
+    );
+    schedule.set_executor(ExecutorKind::MultiThreaded);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    for _ in 0..40 {
+        pool.install(|| schedule.run(&mut world)).unwrap();
+    }
+    assert_eq!(evaluations.load(Ordering::SeqCst), 40);
+    assert_eq!(world.resource::<Left>().unwrap().0, 20 * 11);
+    assert_eq!(world.resource::<Right>().unwrap().0, 20);
+}
+
+#[test]
+fn consecutive_exclusive_systems_and_apply_deferred() {
+    fn spawn(mut commands: Commands) {
+        commands.spawn((Pos(0.0),));
+    }
+    fn count(mut q: Query<&Pos>, mut l: ResMut<Log>) {
+        l.0.push(format!("count {}", q.iter().count()));
+    }
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems(
+        (
+            spawn,
+            apply_deferred,
+            count,
+            |w: &mut World| w.resource_mut::<Log>().unwrap().0.push("x1".into()),
+            |w: &mut World| w.resource_mut::<Log>().unwrap().0.push("x2".into()),
+            count.after(apply_deferred),
+        )
+            .chain(),
+    );
+    schedule.set_executor(ExecutorKind::MultiThreaded);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    pool.install(|| schedule.run(&mut world)).unwrap();
+    pool.install(|| schedule.run(&mut world)).unwrap();
+    assert_eq!(log(&world), ["count 1", "x1", "x2", "count 1", "count 2", "x1", "x2", "count 2"]);
+}
+
+#[test]
+fn tiny_systems_stay_on_the_calling_thread_after_the_first_run() {
+    let threads = Arc::new(Mutex::new(Vec::new()));
+    let mut schedule = Schedule::new();
+    for k in 0..4 {
+        let t = threads.clone();
+        // Non-conflicting: each has its own Local.
+        schedule.add_systems(move |mut n: Local<u32>| {
+            *n += 1;
+            t.lock().unwrap().push((k, rayon::current_thread_index()));
+        });
+    }
+    let mut world = World::new();
+    // Called from outside any pool: the first run (no timings yet) hands
+    // systems to the global pool.
+    schedule.run(&mut world).unwrap();
+    let first: Vec<_> = std::mem::take(&mut *threads.lock().unwrap());
+    assert_eq!(first.len(), 4);
+    for _ in 0..5 {
+        schedule.run(&mut world).unwrap();
+    }
+    let later = std::mem::take(&mut *threads.lock().unwrap());
+    assert_eq!(later.len(), 20);
+    assert!(later.iter().all(|(_, thread)| thread.is_none()), "{later:?}");
+    assert_eq!(later.iter().take(4).map(|(k, _)| *k).collect::<Vec<_>>(), [0, 1, 2, 3], "in the order added");
+    // Forced parallel: the pool takes some.
+    schedule.set_executor(ExecutorKind::MultiThreaded);
+    schedule.run(&mut world).unwrap();
+    assert!(threads.lock().unwrap().iter().any(|(_, thread)| thread.is_some()));
 }

@@ -418,6 +418,8 @@ fn after_the_first_system_the_calling_thread_hands_everything_to_the_pool() {
     let other = move |_q: Query<&Vel>| t3.0.lock().unwrap().push(("other", rayon::current_thread_index()));
     schedule.add_systems((first, after).chain());
     schedule.add_systems(other);
+    // Tiny systems: by default later runs would stay on the calling thread.
+    schedule.set_executor(ecs_core::schedule::ExecutorKind::MultiThreaded);
     for _ in 0..20 {
         schedule.run(&mut world).unwrap();
     }

@@ -28,6 +28,11 @@
 //! which thread finished first, and every system sees the commands' effects
 //! and any direct world writes made before the next run.
 //!
+//! Systems between two sync points whose latest runs added up to less than
+//! [`ExecutorKind::AUTO_PARALLEL_MIN`] run in order on the calling thread
+//! instead (waking other threads would cost more than they do); see
+//! [`Schedule::set_executor`].
+//!
 //! An [exclusive system](crate::system::exclusive) (`fn(&mut World)`) is a
 //! sync point of its own: the systems before it finish, their commands are
 //! applied, it runs alone, then the systems after it start.
@@ -53,6 +58,7 @@ pub mod set;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::time::Duration;
 
 pub use condition::{
     Condition, ConditionFunction, IsConditionFunction, RunCondition, any_with_component, not, resource_added,
@@ -167,6 +173,29 @@ impl std::fmt::Display for SkippedSystem {
     }
 }
 
+/// An exclusive system that does nothing: a sync point. The commands of the
+/// systems ordered before it are applied when it runs, so the systems after
+/// it see them in the same run.
+///
+/// ```
+/// use ecs_core::prelude::*;
+///
+/// struct Pos(f32);
+/// fn spawn(mut commands: Commands) {
+///     commands.spawn((Pos(0.0),));
+/// }
+/// fn count(mut q: Query<&Pos>, mut n: ResMut<usize>) {
+///     *n = q.iter().count();
+/// }
+/// let mut world = World::new();
+/// world.insert_resource(0usize);
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems((spawn, apply_deferred, count).chain());
+/// schedule.run(&mut world).unwrap();
+/// assert_eq!(world.resource::<usize>(), Some(&1)); // seen in the same run
+/// ```
+pub fn apply_deferred(_world: &mut World) {}
+
 /// A conflicting pair of systems with no order between them (see
 /// [`Schedule::ambiguities`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -188,6 +217,29 @@ impl std::fmt::Display for Ambiguity {
             self.first, self.second, self.conflict
         )
     }
+}
+
+/// How a [`Schedule`] runs its systems (see [`Schedule::set_executor`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExecutorKind {
+    /// In parallel where accesses allow, unless the systems' latest runs
+    /// added up to less than [`ExecutorKind::AUTO_PARALLEL_MIN`]: then in
+    /// order on the calling thread, since starting systems on other threads
+    /// costs more than they do. The first run, with no timings yet, is
+    /// parallel.
+    #[default]
+    Auto,
+    /// Always in order on the calling thread.
+    SingleThreaded,
+    /// Always in parallel where accesses allow.
+    MultiThreaded,
+}
+
+impl ExecutorKind {
+    /// Below this much work (the latest run times of the systems between
+    /// two sync points, added up) [`ExecutorKind::Auto`] runs them on the
+    /// calling thread.
+    pub const AUTO_PARALLEL_MIN: Duration = Duration::from_micros(10);
 }
 
 /// A set's configuration, merged over every `configure_sets` call and the
@@ -266,6 +318,7 @@ pub struct Schedule {
     /// Whether each run ages the world's events (off inside an `App`, which
     /// ages them once per frame).
     no_event_updates: bool,
+    executor: ExecutorKind,
     /// Per-system scratch of one run: whether it can run.
     runnable: Vec<bool>,
     command_errors: Vec<CommandError>,
@@ -332,6 +385,43 @@ impl Schedule {
     /// turns it off and ages them once per frame).
     pub(crate) fn set_event_updates(&mut self, on: bool) {
         self.no_event_updates = !on;
+    }
+
+    /// Chooses how the systems run (default [`ExecutorKind::Auto`]). The
+    /// results do not depend on it: conflicting systems run in the same
+    /// order and commands apply in the same order either way.
+    ///
+    /// ```
+    /// use ecs_core::prelude::*;
+    /// use ecs_core::schedule::ExecutorKind;
+    ///
+    /// let mut schedule = Schedule::new();
+    /// schedule.set_executor(ExecutorKind::SingleThreaded);
+    /// assert_eq!(schedule.executor(), ExecutorKind::SingleThreaded);
+    /// ```
+    pub fn set_executor(&mut self, executor: ExecutorKind) -> &mut Self {
+        self.executor = executor;
+        self
+    }
+
+    /// How the systems run.
+    pub fn executor(&self) -> ExecutorKind {
+        self.executor
+    }
+
+    /// Whether the systems of `order` are too little work to be worth other
+    /// threads, judging by their latest runs (unknown before any ran).
+    fn too_small_for_threads(&self, order: &[usize]) -> bool {
+        let mut known = false;
+        let mut total = Duration::ZERO;
+        for &i in order {
+            let stats = self.configs[i].system.stats();
+            if stats.runs > 0 {
+                known = true;
+                total += stats.time;
+            }
+        }
+        known && total < ExecutorKind::AUTO_PARALLEL_MIN
     }
 
     /// How many systems the schedule holds.
@@ -462,8 +552,15 @@ impl Schedule {
         for &i in &segment.order {
             self.runnable[i] = self.validate(world, i);
         }
-        if segment.sequential {
-            // Nothing can overlap: run in order on this thread.
+        let sequential = segment.sequential
+            || match self.executor {
+                ExecutorKind::Auto => self.too_small_for_threads(&segment.order),
+                ExecutorKind::SingleThreaded => true,
+                ExecutorKind::MultiThreaded => false,
+            };
+        if sequential {
+            // Nothing can overlap (or nothing is worth another thread): run
+            // in order on this thread.
             for &i in &segment.order {
                 // SAFETY: `&mut World` is exclusive and one system runs.
                 if self.runnable[i] && unsafe { self.should_run(world, i) } {
