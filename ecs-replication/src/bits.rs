@@ -116,7 +116,7 @@ impl BitWriter {
 
     /// Writes a signed value zigzag-encoded as a varint.
     pub fn write_signed_varint(&mut self, value: i64) {
-        self.write_varint(((value << 1) ^ (value >> 63)) as u64);
+        self.write_varint(zigzag(value));
     }
 
     /// Drops everything written after the first `bits` bits (no-op if
@@ -211,8 +211,7 @@ impl<'a> BitReader<'a> {
 
     /// Reads a zigzag varint.
     pub fn read_signed_varint(&mut self) -> Result<i64, BitError> {
-        let v = self.read_varint()?;
-        Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
+        Ok(unzigzag(self.read_varint()?))
     }
 
     /// Reads a length and refuses it above `max` (so a caller never sizes
@@ -221,6 +220,28 @@ impl<'a> BitReader<'a> {
         let len = self.read_varint()?;
         if len > max { Err(BitError::TooLong { len, max }) } else { Ok(len) }
     }
+}
+
+/// Bits a [`BitWriter::write_varint`] of `value` takes: 8 per started
+/// group of 7 significant bits (at least one group).
+///
+/// ```
+/// use ecs_replication::bits::varint_bits;
+/// assert_eq!((varint_bits(0), varint_bits(127), varint_bits(128)), (8, 8, 16));
+/// ```
+pub fn varint_bits(value: u64) -> usize {
+    ((64 - value.leading_zeros()).max(1) as usize).div_ceil(7) * 8
+}
+
+/// Zigzag encoding of a signed value (0, -1, 1, -2, ... become 0, 1, 2,
+/// 3, ...), as [`BitWriter::write_signed_varint`] writes it.
+pub fn zigzag(value: i64) -> u64 {
+    ((value << 1) ^ (value >> 63)) as u64
+}
+
+/// The inverse of [`zigzag`].
+pub fn unzigzag(value: u64) -> i64 {
+    ((value >> 1) as i64) ^ -((value & 1) as i64)
 }
 
 const fn crc_table() -> [u32; 256] {

@@ -35,10 +35,10 @@ use ecs_core::{Entity, World};
 use glam::{Quat, Vec3};
 
 use crate::ack::Ack;
-use crate::codec::{DecodeError, Entry, EntryKind, FieldCodec, Limits, Schema, Value, decode};
+use crate::codec::{DecodeError, Entry, EntryKind, FieldCodec, Limits, NetId, Schema, Value, decode};
 use crate::interpolation::InterpolationBuffer;
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
-use crate::registry::{Column, NetId, Registry};
+use crate::registry::{Column, Registry};
 use crate::tick::{tick_diff, tick_newer};
 
 /// Ticks of position history kept per entity (baselines the server may
@@ -51,16 +51,16 @@ pub enum ClientError {
     /// The bytes are not a valid packet.
     Decode(DecodeError),
     /// An update for an entity this client does not have.
-    UnknownEntity(u64),
+    UnknownEntity(NetId),
     /// A position delta whose baseline tick this client does not hold.
     MissingBaseline {
         /// The entity.
-        net_id: u64,
+        net_id: NetId,
         /// The baseline tick named.
         tick: u32,
     },
     /// A delta that lands outside the quantizer's range.
-    DeltaOutOfRange(u64),
+    DeltaOutOfRange(NetId),
     /// A packet of tick 0, which is never a tick (0 means "none").
     ZeroTick,
     /// An entry that contradicts the state the packet's earlier entries
@@ -69,7 +69,7 @@ pub enum ClientError {
         /// The entry's position in the packet (from 0).
         entry: usize,
         /// The entity.
-        net_id: u64,
+        net_id: NetId,
         /// What is contradicted.
         problem: Inconsistency,
     },
@@ -175,7 +175,7 @@ pub struct Client {
     rotation: Option<(usize, RotationQuantizer)>,
     last_applied: u32,
     applied_mask: u32,
-    known: HashMap<u64, Known>,
+    known: HashMap<NetId, Known>,
     interpolation: InterpolationBuffer,
     counters: ClientCounters,
 }
@@ -214,12 +214,12 @@ impl Client {
     }
 
     /// The local entity of a server entity.
-    pub fn local_entity(&self, net_id: u64) -> Option<Entity> {
+    pub fn local_entity(&self, net_id: NetId) -> Option<Entity> {
         self.known.get(&net_id).map(|k| k.local)
     }
 
     /// The held entities: network id and quantized values in schema order.
-    pub fn entities(&self) -> impl Iterator<Item = (u64, &[Option<Value>])> + '_ {
+    pub fn entities(&self) -> impl Iterator<Item = (NetId, &[Option<Value>])> + '_ {
         self.known.iter().map(|(id, k)| (*id, k.values.as_slice()))
     }
 
@@ -299,7 +299,7 @@ impl Client {
     fn resolve(&self, tick: u32, entries: Vec<Entry>) -> Result<Vec<Entry>, ClientError> {
         let mut out = Vec::with_capacity(entries.len());
         // What the earlier entries of this packet left each entity as.
-        let mut seen: HashMap<u64, Seen> = HashMap::new();
+        let mut seen: HashMap<NetId, Seen> = HashMap::new();
         for (index, mut entry) in entries.into_iter().enumerate() {
             let id = entry.net_id;
             let held = self.known.get(&id);
@@ -383,7 +383,7 @@ impl Client {
                     k
                 }
                 std::collections::hash_map::Entry::Vacant(slot) => {
-                    let Ok(local) = world.spawn((NetId(entry.net_id),)) else { return };
+                    let Ok(local) = world.spawn((entry.net_id,)) else { return };
                     slot.insert(Known { local, values: vec![None; width], history: VecDeque::new() })
                 }
             },

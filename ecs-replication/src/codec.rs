@@ -29,7 +29,7 @@
 //! holds (no update after a despawn of the same entity, no second spawn, ...)
 //! is checked by [`crate::client::Client`] before it applies anything.
 
-use crate::bits::{BitError, BitReader, BitWriter};
+use crate::bits::{BitError, BitReader, BitWriter, varint_bits, zigzag};
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
 
 const MAGIC: u16 = 0xEC5A;
@@ -38,6 +38,19 @@ pub const WIRE_VERSION: u8 = 2;
 
 /// How far back (in ticks) a position delta's baseline may lie.
 pub const MAX_DELTA_BACK: u32 = 255;
+
+/// The server's id of a replicated entity: what packets name, never an
+/// ECS handle. Ids start at 1 and are not reused (a 40-bit space, see
+/// [`Limits::max_net_id`]). On a client it is also a component of every
+/// replicated entity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NetId(pub u64);
+
+impl std::fmt::Display for NetId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
 
 /// How one component type is put on the wire.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -179,7 +192,7 @@ pub struct Entry {
     /// Spawn, update or despawn.
     pub kind: EntryKind,
     /// The server's id for the entity (not an ECS handle).
-    pub net_id: u64,
+    pub net_id: NetId,
     /// `(schema index, value)`, ascending by index.
     pub components: Vec<(u8, Value)>,
 }
@@ -323,7 +336,7 @@ impl<'s> Encoder<'s> {
             self.body.truncate(start);
             return Err(e);
         }
-        let bits = self.writer.bit_len() + varint_bit_len(self.entries + 1) + self.body.bit_len();
+        let bits = self.writer.bit_len() + varint_bits(self.entries + 1) + self.body.bit_len();
         if bits.div_ceil(8) > max_bytes {
             self.body.truncate(start);
             return Ok(false);
@@ -334,7 +347,7 @@ impl<'s> Encoder<'s> {
 
     /// Bytes the packet would take now.
     pub fn byte_len(&self) -> usize {
-        (self.writer.bit_len() + varint_bit_len(self.entries) + self.body.bit_len()).div_ceil(8)
+        (self.writer.bit_len() + varint_bits(self.entries) + self.body.bit_len()).div_ceil(8)
     }
 
     /// Entries pushed.
@@ -362,7 +375,7 @@ fn write_entry(schema: &Schema, w: &mut BitWriter, entry: &Entry) -> Result<(), 
         EntryKind::Despawn => 2,
     };
     w.write_bits(kind, 2);
-    w.write_varint(entry.net_id);
+    w.write_varint(entry.net_id.0);
     if entry.kind != EntryKind::Despawn {
         let mut mask = 0u64;
         let mut last: Option<u8> = None;
@@ -402,9 +415,27 @@ fn write_entry(schema: &Schema, w: &mut BitWriter, entry: &Entry) -> Result<(), 
     Ok(())
 }
 
-/// Bits of a varint.
-fn varint_bit_len(v: u64) -> usize {
-    ((64 - v.leading_zeros()).max(1) as usize).div_ceil(7) * 8
+/// Bits `value` takes on the wire as a component of an update entry,
+/// delta flag not counted; `None` if it does not fit `codec`. The server
+/// sizes its choices (delta or absolute) with this.
+///
+/// ```
+/// use ecs_replication::codec::{FieldCodec, Value, value_bits};
+/// use ecs_replication::quantize::PositionQuantizer;
+/// let codec = FieldCodec::Position(PositionQuantizer::new(0.01, 20).unwrap());
+/// assert_eq!(value_bits(codec, &Value::Position([0; 3])), Some(60));
+/// assert_eq!(value_bits(codec, &Value::PositionDelta { back: 1, delta: [1, 0, -1] }), Some(32));
+/// ```
+pub fn value_bits(codec: FieldCodec, value: &Value) -> Option<usize> {
+    match (codec, value) {
+        (FieldCodec::Bytes(n), Value::Bytes(b)) if b.len() == n as usize => Some(8 * n as usize),
+        (FieldCodec::Position(q), Value::Position(_)) => Some(3 * q.bits() as usize),
+        (FieldCodec::Position(_), Value::PositionDelta { back, delta }) => {
+            Some(varint_bits(*back as u64) + delta.iter().map(|d| varint_bits(zigzag(*d as i64))).sum::<usize>())
+        }
+        (FieldCodec::Rotation(r), Value::Rotation(_)) => Some(r.total_bits() as usize),
+        _ => None,
+    }
 }
 
 /// The CRC-32 of a packet's bytes other than the hash field (bytes 3..7).
@@ -455,6 +486,7 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
         if net_id > limits.max_net_id {
             return Err(DecodeError::NetIdOutOfRange(net_id));
         }
+        let net_id = NetId(net_id);
         let mut components = Vec::new();
         if kind != EntryKind::Despawn {
             let width = schema.len() as u32;
@@ -554,7 +586,7 @@ mod tests {
                         components.push((2, Value::Bytes(h.to_vec())));
                     }
                 }
-                Entry { kind, net_id, components }
+                Entry { kind, net_id: NetId(net_id), components }
             })
     }
 
@@ -619,34 +651,35 @@ mod tests {
         assert!(matches!(decode(&bytes, &schema, Limits::default()), Err(DecodeError::Bits(BitError::TooLong { .. }))));
 
         let mut enc = Encoder::new(&schema, 1, 0);
-        enc.push(&Entry { kind: EntryKind::Despawn, net_id: 1 << 41, components: vec![] }).unwrap();
+        enc.push(&Entry { kind: EntryKind::Despawn, net_id: NetId(1 << 41), components: vec![] }).unwrap();
         assert_eq!(decode(&enc.finish(), &schema, Limits::default()), Err(DecodeError::NetIdOutOfRange(1 << 41)));
 
         let mut enc = Encoder::new(&schema, 1, 0);
-        let wrong = Entry { kind: EntryKind::Spawn, net_id: 1, components: vec![(2, Value::Bytes(vec![1, 2, 3]))] };
+        let wrong =
+            Entry { kind: EntryKind::Spawn, net_id: NetId(1), components: vec![(2, Value::Bytes(vec![1, 2, 3]))] };
         assert_eq!(enc.push(&wrong), Err(EncodeError::WrongValue { index: 2 }));
         let unordered = Entry {
             kind: EntryKind::Spawn,
-            net_id: 1,
+            net_id: NetId(1),
             components: vec![(1, Value::Rotation(0)), (0, Value::Position([0; 3]))],
         };
         assert_eq!(enc.push(&unordered), Err(EncodeError::BadIndex(0)));
         let spawn_delta = Entry {
             kind: EntryKind::Spawn,
-            net_id: 1,
+            net_id: NetId(1),
             components: vec![(0, Value::PositionDelta { back: 1, delta: [1, 2, 3] })],
         };
         assert_eq!(enc.push(&spawn_delta), Err(EncodeError::WrongValue { index: 0 }));
         let zero_back = Entry {
             kind: EntryKind::Update,
-            net_id: 1,
+            net_id: NetId(1),
             components: vec![(0, Value::PositionDelta { back: 0, delta: [1, 2, 3] })],
         };
         assert_eq!(enc.push(&zero_back), Err(EncodeError::WrongValue { index: 0 }));
         assert_eq!(enc.entries(), 0);
 
         // The budget is honoured exactly and a refused entry writes nothing.
-        let big = Entry { kind: EntryKind::Spawn, net_id: 1, components: vec![(0, Value::Position([5; 3]))] };
+        let big = Entry { kind: EntryKind::Spawn, net_id: NetId(1), components: vec![(0, Value::Position([5; 3]))] };
         let mut enc = Encoder::new(&schema, 1, 0);
         assert_eq!(enc.push_within(&big, 10), Ok(false));
         assert_eq!(enc.entries(), 0);

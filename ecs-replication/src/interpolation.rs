@@ -5,6 +5,7 @@ use std::collections::{HashMap, VecDeque};
 
 use glam::{Quat, Vec3};
 
+use crate::codec::NetId;
 use crate::tick::tick_newer;
 
 /// One received state of one entity.
@@ -23,20 +24,21 @@ pub struct Sample {
 /// is bridged).
 ///
 /// ```
+/// use ecs_replication::codec::NetId;
 /// use ecs_replication::interpolation::InterpolationBuffer;
 /// use glam::{Quat, Vec3};
 /// let mut buffer = InterpolationBuffer::new(4);
-/// buffer.push(1, 10, Vec3::ZERO, Quat::IDENTITY);
-/// buffer.push(1, 12, Vec3::new(2.0, 0.0, 0.0), Quat::IDENTITY);
-/// let (p, _) = buffer.sample(1, 11.0).unwrap();
+/// buffer.push(NetId(1), 10, Vec3::ZERO, Quat::IDENTITY);
+/// buffer.push(NetId(1), 12, Vec3::new(2.0, 0.0, 0.0), Quat::IDENTITY);
+/// let (p, _) = buffer.sample(NetId(1), 11.0).unwrap();
 /// assert!((p.x - 1.0).abs() < 1e-6);
-/// assert_eq!(buffer.sample(1, 50.0).unwrap().0.x, 2.0); // holds the newest
-/// assert!(buffer.sample(2, 11.0).is_none());
+/// assert_eq!(buffer.sample(NetId(1), 50.0).unwrap().0.x, 2.0); // holds the newest
+/// assert!(buffer.sample(NetId(2), 11.0).is_none());
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct InterpolationBuffer {
     capacity: usize,
-    samples: HashMap<u64, VecDeque<Sample>>,
+    samples: HashMap<NetId, VecDeque<Sample>>,
 }
 
 impl InterpolationBuffer {
@@ -47,7 +49,7 @@ impl InterpolationBuffer {
 
     /// Adds a sample; samples not newer than the newest held (in serial
     /// number order, [`crate::tick`]) are ignored.
-    pub fn push(&mut self, net_id: u64, tick: u32, position: Vec3, rotation: Quat) {
+    pub fn push(&mut self, net_id: NetId, tick: u32, position: Vec3, rotation: Quat) {
         let ring = self.samples.entry(net_id).or_default();
         if ring.back().is_some_and(|s| !tick_newer(tick, s.tick)) {
             return;
@@ -59,7 +61,7 @@ impl InterpolationBuffer {
     }
 
     /// Forgets an entity.
-    pub fn remove(&mut self, net_id: u64) {
+    pub fn remove(&mut self, net_id: NetId) {
         self.samples.remove(&net_id);
     }
 
@@ -81,7 +83,7 @@ impl InterpolationBuffer {
     /// value nearest the newest sample, so a render tick computed as e.g.
     /// `last_applied as f64 - 2.5` works across the wrap (-1.5 is
     /// `u32::MAX - 0.5`). A tick that is not finite gives the newest sample.
-    pub fn sample(&self, net_id: u64, tick: f64) -> Option<(Vec3, Quat)> {
+    pub fn sample(&self, net_id: NetId, tick: f64) -> Option<(Vec3, Quat)> {
         const TURN: f64 = 4_294_967_296.0; // 2^32
         let ring = self.samples.get(&net_id)?;
         let last = ring.back()?;

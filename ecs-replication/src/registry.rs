@@ -20,9 +20,7 @@ use crate::quantize::{PositionQuantizer, QuantizeError, RotationQuantizer};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Replicated;
 
-/// On a client: the server's network id of a replicated entity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct NetId(pub u64);
+pub use crate::codec::NetId;
 
 /// Turns one component type into wire values and back.
 pub trait ComponentCodec<T>: Send + Sync + 'static {

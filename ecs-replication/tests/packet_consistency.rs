@@ -42,27 +42,31 @@ fn health(v: u32) -> Value {
 
 /// A spawn with a position and a health (no rotation).
 fn spawn(id: u64, x: i32, hp: u32) -> Entry {
-    Entry { kind: EntryKind::Spawn, net_id: id, components: vec![(0, Value::Position([x, 0, 0])), (2, health(hp))] }
+    Entry {
+        kind: EntryKind::Spawn,
+        net_id: NetId(id),
+        components: vec![(0, Value::Position([x, 0, 0])), (2, health(hp))],
+    }
 }
 
 fn set_hp(id: u64, hp: u32) -> Entry {
-    Entry { kind: EntryKind::Update, net_id: id, components: vec![(2, health(hp))] }
+    Entry { kind: EntryKind::Update, net_id: NetId(id), components: vec![(2, health(hp))] }
 }
 
 fn set_x(id: u64, x: i32) -> Entry {
-    Entry { kind: EntryKind::Update, net_id: id, components: vec![(0, Value::Position([x, 0, 0]))] }
+    Entry { kind: EntryKind::Update, net_id: NetId(id), components: vec![(0, Value::Position([x, 0, 0]))] }
 }
 
 fn delta_x(id: u64, back: u32, dx: i32) -> Entry {
     Entry {
         kind: EntryKind::Update,
-        net_id: id,
+        net_id: NetId(id),
         components: vec![(0, Value::PositionDelta { back, delta: [dx, 0, 0] })],
     }
 }
 
 fn despawn(id: u64) -> Entry {
-    Entry { kind: EntryKind::Despawn, net_id: id, components: Vec::new() }
+    Entry { kind: EntryKind::Despawn, net_id: NetId(id), components: Vec::new() }
 }
 
 /// A client holding entities 1, 2 and 3 (position, rotation, health), all
@@ -73,7 +77,7 @@ fn setup() -> (World, Client) {
     let spawns: Vec<Entry> = (1..=3u64)
         .map(|id| Entry {
             kind: EntryKind::Spawn,
-            net_id: id,
+            net_id: NetId(id),
             components: vec![(0, Value::Position([id as i32 * 100, 0, 0])), (1, rotation()), (2, health(id as u32))],
         })
         .collect();
@@ -87,18 +91,18 @@ type Components = (Option<Vec3>, Option<Quat>, Option<u32>);
 /// Everything observable about a client and its world.
 #[derive(Debug, PartialEq)]
 struct Snapshot {
-    held: BTreeMap<u64, Vec<Option<Value>>>,
-    locals: BTreeMap<u64, Entity>,
-    world: BTreeMap<u64, Components>,
+    held: BTreeMap<NetId, Vec<Option<Value>>>,
+    locals: BTreeMap<NetId, Entity>,
+    world: BTreeMap<NetId, Components>,
     world_len: u32,
     last_applied: u32,
     ack: (u32, u32),
-    samples: BTreeMap<u64, Option<Vec3>>,
+    samples: BTreeMap<NetId, Option<Vec3>>,
 }
 
 fn snapshot(cw: &World, client: &Client) -> Snapshot {
     let held = held(client);
-    let locals: BTreeMap<u64, Entity> = held.keys().map(|id| (*id, client.local_entity(*id).unwrap())).collect();
+    let locals: BTreeMap<NetId, Entity> = held.keys().map(|id| (*id, client.local_entity(*id).unwrap())).collect();
     let world = locals
         .iter()
         .map(|(id, e)| {
@@ -109,6 +113,7 @@ fn snapshot(cw: &World, client: &Client) -> Snapshot {
         })
         .collect();
     let samples = (1..=9u64)
+        .map(NetId)
         .map(|id| (id, client.interpolation().sample(id, client.last_applied() as f64).map(|s| s.0)))
         .collect();
     let ack = client.ack();
@@ -148,7 +153,10 @@ fn despawn_then_update_in_one_packet_is_refused_whole() {
     // The reported case: the update used to resurrect the entity as a new
     // local entity holding only the updated component.
     let error = assert_refused_whole(&[despawn(1), set_hp(1, 5)]);
-    assert_eq!(error, ClientError::Inconsistent { entry: 1, net_id: 1, problem: Inconsistency::UpdateAfterDespawn });
+    assert_eq!(
+        error,
+        ClientError::Inconsistent { entry: 1, net_id: NetId(1), problem: Inconsistency::UpdateAfterDespawn }
+    );
     assert_eq!(
         error.to_string(),
         "refused packet: entry 1, entity 1: updated after an earlier entry of the packet despawned it"
@@ -157,7 +165,10 @@ fn despawn_then_update_in_one_packet_is_refused_whole() {
     assert_refused_whole(&[despawn(1), set_x(1, 7)]);
     assert_refused_whole(&[despawn(1), delta_x(1, 1, 3)]);
     let error = assert_refused_whole(&[despawn(1), set_hp(2, 9), set_x(3, 1), set_hp(1, 5)]);
-    assert_eq!(error, ClientError::Inconsistent { entry: 3, net_id: 1, problem: Inconsistency::UpdateAfterDespawn });
+    assert_eq!(
+        error,
+        ClientError::Inconsistent { entry: 3, net_id: NetId(1), problem: Inconsistency::UpdateAfterDespawn }
+    );
     // Also when the earlier incarnation was spawned in the same packet, or
     // re-created and despawned again, or never held at all.
     assert_refused_whole(&[spawn(9, 1, 1), despawn(9), set_hp(9, 1)]);
@@ -168,7 +179,10 @@ fn despawn_then_update_in_one_packet_is_refused_whole() {
 #[test]
 fn a_second_despawn_of_one_entity_in_one_packet_is_refused() {
     let error = assert_refused_whole(&[despawn(1), despawn(1)]);
-    assert_eq!(error, ClientError::Inconsistent { entry: 1, net_id: 1, problem: Inconsistency::DuplicateDespawn });
+    assert_eq!(
+        error,
+        ClientError::Inconsistent { entry: 1, net_id: NetId(1), problem: Inconsistency::DuplicateDespawn }
+    );
     assert_refused_whole(&[despawn(1), set_hp(2, 3), despawn(1)]);
     assert_refused_whole(&[despawn(4), despawn(4)]);
 }
@@ -176,7 +190,7 @@ fn a_second_despawn_of_one_entity_in_one_packet_is_refused() {
 #[test]
 fn a_spawn_of_an_entity_the_packet_already_made_live_is_refused() {
     let error = assert_refused_whole(&[spawn(9, 1, 1), spawn(9, 1, 1)]);
-    assert_eq!(error, ClientError::Inconsistent { entry: 1, net_id: 9, problem: Inconsistency::DuplicateSpawn });
+    assert_eq!(error, ClientError::Inconsistent { entry: 1, net_id: NetId(9), problem: Inconsistency::DuplicateSpawn });
     assert_refused_whole(&[spawn(1, 1, 1), spawn(1, 2, 2)]);
     assert_refused_whole(&[set_hp(1, 5), spawn(1, 2, 2)]);
     assert_refused_whole(&[spawn(9, 1, 1), set_hp(9, 2), spawn(9, 3, 3)]);
@@ -185,7 +199,7 @@ fn a_spawn_of_an_entity_the_packet_already_made_live_is_refused() {
 
 #[test]
 fn an_update_of_an_entity_neither_held_nor_spawned_is_refused() {
-    assert_eq!(assert_refused_whole(&[set_hp(9, 1)]), ClientError::UnknownEntity(9));
+    assert_eq!(assert_refused_whole(&[set_hp(9, 1)]), ClientError::UnknownEntity(NetId(9)));
     assert_refused_whole(&[set_hp(1, 4), set_x(9, 1)]);
     assert_refused_whole(&[spawn(8, 1, 1), delta_x(9, 1, 1)]);
 }
@@ -195,7 +209,7 @@ fn a_delta_against_an_incarnation_the_packet_despawned_is_refused() {
     // Entity 1 holds a position at tick 10, but the packet despawned that
     // incarnation: the re-created one has no history yet.
     let error = assert_refused_whole(&[despawn(1), spawn(1, 5, 5), delta_x(1, 1, 3)]);
-    assert_eq!(error, ClientError::MissingBaseline { net_id: 1, tick: SETUP });
+    assert_eq!(error, ClientError::MissingBaseline { net_id: NetId(1), tick: SETUP });
     // A fresh spawn has none either.
     assert_refused_whole(&[spawn(9, 5, 5), delta_x(9, 1, 3)]);
 }
@@ -211,20 +225,20 @@ fn consistent_sequences_are_applied() {
     // Despawn, explicit re-spawn, update: a new local entity with exactly
     // what the spawn and the update carry.
     let (mut cw, mut client) = setup();
-    let old = client.local_entity(1).unwrap();
+    let old = client.local_entity(NetId(1)).unwrap();
     let r = client.receive(&mut cw, &packet(TICK, &[despawn(1), spawn(1, 50, 7), set_hp(1, 8)]));
     assert_eq!(r, Ok(Receipt::Applied { tick: TICK, entries: 3 }));
-    let new = client.local_entity(1).unwrap();
+    let new = client.local_entity(NetId(1)).unwrap();
     assert_ne!(new, old);
     assert!(!cw.contains(old));
-    assert_eq!(held(&client)[&1], vec![Some(Value::Position([50, 0, 0])), None, Some(health(8))]);
+    assert_eq!(held(&client)[&NetId(1)], vec![Some(Value::Position([50, 0, 0])), None, Some(health(8))]);
     assert_eq!(cw.get::<Health>(new).unwrap().0, 8);
     assert!(cw.get::<Rotation>(new).is_err());
     // Its history starts at this tick: a delta against it applies, one
     // against the despawned incarnation's tick does not.
     let r = client.receive(&mut cw, &packet(TICK + 1, &[delta_x(1, 1, 5)]));
     assert_eq!(r, Ok(Receipt::Applied { tick: TICK + 1, entries: 1 }));
-    assert_eq!(held(&client)[&1][0], Some(Value::Position([55, 0, 0])));
+    assert_eq!(held(&client)[&NetId(1)][0], Some(Value::Position([55, 0, 0])));
     assert!(client.receive(&mut cw, &packet(TICK + 2, &[delta_x(1, 3, 5)])).is_err());
 
     // Spawn then update of a new entity; spawn then despawn; update then
@@ -233,9 +247,9 @@ fn consistent_sequences_are_applied() {
     let (mut cw, mut client) = setup();
     let entries = [spawn(9, 1, 1), set_hp(9, 3), spawn(8, 2, 2), despawn(8), set_hp(1, 5), despawn(1), despawn(4)];
     assert_eq!(client.receive(&mut cw, &packet(TICK, &entries)), Ok(Receipt::Applied { tick: TICK, entries: 7 }));
-    let ids: BTreeSet<u64> = held(&client).into_keys().collect();
-    assert_eq!(ids, BTreeSet::from([2, 3, 9]));
-    assert_eq!(held(&client)[&9], vec![Some(Value::Position([1, 0, 0])), None, Some(health(3))]);
+    let ids: BTreeSet<NetId> = held(&client).into_keys().collect();
+    assert_eq!(ids, BTreeSet::from([NetId(2), NetId(3), NetId(9)]));
+    assert_eq!(held(&client)[&NetId(9)], vec![Some(Value::Position([1, 0, 0])), None, Some(health(3))]);
     assert_eq!(cw.len(), 3);
 }
 
@@ -245,19 +259,19 @@ fn a_spawn_resent_for_a_held_entity_replaces_its_state_in_the_world_too() {
     // hold the entity already. A spawn carries full state, so a component
     // it lacks is gone, from the client's values and from its world.
     let (mut cw, mut client) = setup();
-    let local = client.local_entity(2).unwrap();
+    let local = client.local_entity(NetId(2)).unwrap();
     assert!(cw.get::<Rotation>(local).is_ok());
     assert_eq!(
         client.receive(&mut cw, &packet(TICK, &[spawn(2, 60, 9)])),
         Ok(Receipt::Applied { tick: TICK, entries: 1 })
     );
-    assert_eq!(client.local_entity(2), Some(local));
-    assert_eq!(held(&client)[&2], vec![Some(Value::Position([60, 0, 0])), None, Some(health(9))]);
+    assert_eq!(client.local_entity(NetId(2)), Some(local));
+    assert_eq!(held(&client)[&NetId(2)], vec![Some(Value::Position([60, 0, 0])), None, Some(health(9))]);
     assert!(cw.get::<Rotation>(local).is_err(), "the world still holds a component the spawn does not carry");
     assert_eq!(cw.get::<Health>(local).unwrap().0, 9);
     // The same incarnation: its position history stays.
     assert!(client.receive(&mut cw, &packet(TICK + 1, &[delta_x(2, 2, 1)])).is_ok());
-    assert_eq!(held(&client)[&2][0], Some(Value::Position([201, 0, 0])));
+    assert_eq!(held(&client)[&NetId(2)][0], Some(Value::Position([201, 0, 0])));
 }
 
 // A model of the rule, for random entry sequences.
@@ -270,13 +284,15 @@ enum Seen {
 
 /// What the client should hold after `entries` at [`TICK`] on top of
 /// [`setup`], or `None` if the packet must be refused.
-fn model(entries: &[Entry]) -> Option<BTreeMap<u64, Vec<Option<Value>>>> {
-    let mut held: BTreeMap<u64, Vec<Option<Value>>> = (1..=3u64)
-        .map(|id| (id, vec![Some(Value::Position([id as i32 * 100, 0, 0])), Some(rotation()), Some(health(id as u32))]))
+fn model(entries: &[Entry]) -> Option<BTreeMap<NetId, Vec<Option<Value>>>> {
+    let mut held: BTreeMap<NetId, Vec<Option<Value>>> = (1..=3u64)
+        .map(|id| {
+            (NetId(id), vec![Some(Value::Position([id as i32 * 100, 0, 0])), Some(rotation()), Some(health(id as u32))])
+        })
         .collect();
-    let mut seen: BTreeMap<u64, Seen> = BTreeMap::new();
+    let mut seen: BTreeMap<NetId, Seen> = BTreeMap::new();
     // Entities whose tick-10 position is still their history.
-    let mut history: BTreeSet<u64> = (1..=3).collect();
+    let mut history: BTreeSet<NetId> = (1..=3).map(NetId).collect();
     for e in entries {
         let state = seen.get(&e.net_id).copied();
         match e.kind {
@@ -302,7 +318,7 @@ fn model(entries: &[Entry]) -> Option<BTreeMap<u64, Vec<Option<Value>>>> {
                             if *back != 1 || !history.contains(&e.net_id) {
                                 return None;
                             }
-                            let base = e.net_id as i32 * 100;
+                            let base = e.net_id.0 as i32 * 100;
                             Value::Position([base + delta[0], delta[1], delta[2]])
                         }
                         v => v.clone(),
@@ -380,7 +396,7 @@ fn lockstep(server: &mut Server, world: &mut World, cw: &mut World, client: &mut
     let Some(bytes) = server.packet(ClientId(1)) else { return };
     let schema = registry().schema().clone();
     let decoded = ecs_replication::codec::decode(bytes, &schema, ecs_replication::codec::Limits::default()).unwrap();
-    let ids: BTreeSet<u64> = decoded.entries.iter().map(|e| e.net_id).collect();
+    let ids: BTreeSet<NetId> = decoded.entries.iter().map(|e| e.net_id).collect();
     assert_eq!(
         ids.len(),
         decoded.entries.len(),

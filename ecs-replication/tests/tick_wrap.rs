@@ -36,7 +36,7 @@ fn packet(tick: u32, entries: &[Entry]) -> Vec<u8> {
 }
 
 fn at_x(kind: EntryKind, net_id: u64, x: i32) -> Entry {
-    Entry { kind, net_id, components: vec![(0, Value::Position([x, 0, 0]))] }
+    Entry { kind, net_id: NetId(net_id), components: vec![(0, Value::Position([x, 0, 0]))] }
 }
 
 #[test]
@@ -75,18 +75,18 @@ fn the_client_applies_packets_after_tick_u32_max() {
     // in wrapping arithmetic (the server computes `back` the same way).
     let delta = Entry {
         kind: EntryKind::Update,
-        net_id: 1,
+        net_id: NetId(1),
         components: vec![(0, Value::PositionDelta { back: 3, delta: [5, 0, 0] })],
     };
     assert_eq!(client.receive(&mut cw, &packet(2, &[delta])), Ok(Receipt::Applied { tick: 2, entries: 1 }));
-    assert_eq!(held(&client)[&1][0], Some(Value::Position([25, 0, 0])));
+    assert_eq!(held(&client)[&NetId(1)][0], Some(Value::Position([25, 0, 0])));
     assert_eq!(client.last_applied(), 2);
 
     // Older packets, on either side of the wrap, are stale.
     for tick in [u32::MAX - 1, u32::MAX, 1, 2] {
         assert_eq!(client.receive(&mut cw, &packet(tick, &[])), Ok(Receipt::Stale { tick }));
     }
-    assert_eq!(held(&client)[&1][0], Some(Value::Position([25, 0, 0])));
+    assert_eq!(held(&client)[&NetId(1)][0], Some(Value::Position([25, 0, 0])));
     let ack = client.ack();
     assert_eq!(ack.newest, 2);
     assert!(ack.contains(1) && ack.contains(u32::MAX) && ack.contains(u32::MAX - 1));
@@ -279,15 +279,15 @@ fn a_client_whose_first_acknowledgements_are_lost_converges_across_the_wrap() {
 fn interpolation_keeps_order_across_the_wrap() {
     let mut buffer = InterpolationBuffer::new(8);
     let at = |x: f32| Vec3::new(x, 0.0, 0.0);
-    buffer.push(1, u32::MAX - 1, at(0.0), Quat::IDENTITY);
-    buffer.push(1, u32::MAX, at(1.0), Quat::IDENTITY);
+    buffer.push(NetId(1), u32::MAX - 1, at(0.0), Quat::IDENTITY);
+    buffer.push(NetId(1), u32::MAX, at(1.0), Quat::IDENTITY);
     // The tick after u32::MAX is 1 (0 is skipped): two ticks on.
-    buffer.push(1, 1, at(3.0), Quat::IDENTITY);
-    buffer.push(1, 2, at(4.0), Quat::IDENTITY);
+    buffer.push(NetId(1), 1, at(3.0), Quat::IDENTITY);
+    buffer.push(NetId(1), 2, at(4.0), Quat::IDENTITY);
     // Older than the newest: ignored.
-    buffer.push(1, u32::MAX, at(100.0), Quat::IDENTITY);
-    buffer.push(1, 2, at(100.0), Quat::IDENTITY);
-    let x = |tick: f64| buffer.sample(1, tick).unwrap().0.x;
+    buffer.push(NetId(1), u32::MAX, at(100.0), Quat::IDENTITY);
+    buffer.push(NetId(1), 2, at(100.0), Quat::IDENTITY);
+    let x = |tick: f64| buffer.sample(NetId(1), tick).unwrap().0.x;
     assert_eq!(x(2.0), 4.0);
     assert_eq!(x(1.0), 3.0);
     assert!((x(1.5) - 3.5).abs() < 1e-5);
@@ -304,6 +304,6 @@ fn interpolation_keeps_order_across_the_wrap() {
     assert_eq!(x(50.0), 4.0);
     // Hostile render ticks are no panic.
     for t in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e300, -1e300] {
-        let _ = buffer.sample(1, t);
+        let _ = buffer.sample(NetId(1), t);
     }
 }

@@ -123,17 +123,17 @@ impl Scene {
 
 /// What a client should hold: the server's quantized values of the
 /// entities in its interest.
-pub fn expected(server: &Server, id: ClientId) -> BTreeMap<u64, Vec<Option<Value>>> {
+pub fn expected(server: &Server, id: ClientId) -> BTreeMap<NetId, Vec<Option<Value>>> {
     server.entities().filter(|(net, _, _)| server.in_interest(id, *net)).map(|(net, _, v)| (net, v.to_vec())).collect()
 }
 
 /// What a client holds.
-pub fn held(client: &Client) -> BTreeMap<u64, Vec<Option<Value>>> {
+pub fn held(client: &Client) -> BTreeMap<NetId, Vec<Option<Value>>> {
     client.entities().map(|(net, v)| (net, v.to_vec())).collect()
 }
 
 /// Every network id the server ever handed out, so far.
-pub fn all_ids(server: &Server, seen: &mut BTreeSet<u64>) {
+pub fn all_ids(server: &Server, seen: &mut BTreeSet<NetId>) {
     seen.extend(server.entities().map(|(net, _, _)| net));
 }
 
@@ -147,7 +147,7 @@ pub struct Run {
     pub clients: Vec<(ClientId, World, Client)>,
     pub scene: Scene,
     pub rng: Rng,
-    pub seen: BTreeSet<u64>,
+    pub seen: BTreeSet<NetId>,
 }
 
 impl Run {
@@ -191,7 +191,7 @@ impl Run {
             // A client never receives an entity outside its interest.
             let decoded = decode(packet, &schema, Limits::default()).unwrap();
             // One entry per entity: a server packet never contradicts itself.
-            let ids: BTreeSet<u64> = decoded.entries.iter().map(|e| e.net_id).collect();
+            let ids: BTreeSet<NetId> = decoded.entries.iter().map(|e| e.net_id).collect();
             assert_eq!(ids.len(), decoded.entries.len(), "two entries for one entity at tick {}", decoded.tick);
             for e in &decoded.entries {
                 if e.kind != EntryKind::Despawn {

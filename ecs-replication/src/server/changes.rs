@@ -1,0 +1,194 @@
+//! Change detection, once per tick for all clients: which replicated
+//! entities appeared ([`ecs_core::Added`] on the [`Replicated`] marker,
+//! chunk-skipping), which disappeared, and which component values were
+//! written (one `Changed<T>` query per component: whole chunks skipped by
+//! their chunk tick, then row ticks). Values are quantized once here; a
+//! write that quantizes to the same value is not a change.
+
+use ecs_core::{Added, Entity, QueryState, With, World};
+use glam::Vec3;
+
+use crate::codec::{NetId, Value};
+use crate::registry::{Column, Registry, Replicated};
+
+use super::{IdMap, TickStats};
+
+/// The server's copy of one replicated entity: its quantized values.
+pub(super) struct Record {
+    pub(super) entity: Entity,
+    pub(super) values: Vec<Option<Value>>,
+    /// The dequantized position, if it has the position component.
+    pub(super) position: Option<Vec3>,
+    /// Components changed this tick (schema bits).
+    pub(super) changed_mask: u64,
+}
+
+impl Record {
+    /// The components it has (schema bits).
+    pub(super) fn full_mask(&self) -> u64 {
+        self.values.iter().enumerate().filter(|(_, v)| v.is_some()).fold(0, |m, (i, _)| m | 1 << i)
+    }
+}
+
+/// The world-level half of a tick: records of every replicated entity and
+/// what happened to them this tick.
+pub(super) struct ChangeScan {
+    columns: Vec<Box<dyn Column>>,
+    added: QueryState<Entity, Added<Replicated>>,
+    all: QueryState<Entity, With<Replicated>>,
+    next_net_id: u64,
+    pub(super) by_entity: IdMap<Entity, NetId>,
+    pub(super) records: IdMap<NetId, Record>,
+    /// Entities that appeared this tick, ascending.
+    pub(super) spawned: Vec<NetId>,
+    /// Entities that disappeared this tick, ascending (their records are
+    /// gone).
+    pub(super) despawned: Vec<NetId>,
+    /// Entities with a changed value this tick, ascending.
+    pub(super) changed: Vec<NetId>,
+    /// Entities whose position changed, or that appeared with one, this
+    /// tick: the only ones whose interest can change for a fixed view.
+    pub(super) moved: Vec<NetId>,
+    /// Whether any position changed, appeared or disappeared this tick.
+    pub(super) positions_changed: bool,
+}
+
+impl ChangeScan {
+    pub(super) fn new(world: &mut World, registry: &Registry) -> ChangeScan {
+        ChangeScan {
+            columns: registry.columns(world),
+            added: QueryState::new(world),
+            all: QueryState::new(world),
+            next_net_id: 1,
+            by_entity: IdMap::default(),
+            records: IdMap::default(),
+            spawned: Vec::new(),
+            despawned: Vec::new(),
+            changed: Vec::new(),
+            moved: Vec::new(),
+            positions_changed: false,
+        }
+    }
+
+    /// Finds this tick's spawns, despawns and changed values.
+    pub(super) fn scan(&mut self, world: &mut World, registry: &Registry, stats: &mut TickStats) {
+        for net in self.changed.drain(..) {
+            if let Some(r) = self.records.get_mut(&net) {
+                r.changed_mask = 0;
+            }
+        }
+        self.spawned.clear();
+        self.despawned.clear();
+        self.positions_changed = false;
+        self.find_spawns_and_despawns(world, registry, stats);
+        self.find_changes(world, registry, stats);
+    }
+
+    fn find_spawns_and_despawns(&mut self, world: &mut World, registry: &Registry, stats: &mut TickStats) {
+        let mut new_entities: Vec<Entity> = Vec::new();
+        let by_entity = &self.by_entity;
+        self.added.for_each(world, |e| {
+            if !by_entity.contains_key(&e) {
+                new_entities.push(e);
+            }
+        });
+        self.all.update_archetypes(world);
+        let archetypes = world.archetypes();
+        let count: usize = self.all.matched_archetypes().map(|id| archetypes[id.index()].len()).sum();
+        if count != self.records.len() + new_entities.len() {
+            let mut dead: Vec<NetId> = self
+                .records
+                .iter()
+                .filter(|(_, r)| !world.has::<Replicated>(r.entity).unwrap_or(false))
+                .map(|(id, _)| *id)
+                .collect();
+            dead.sort_unstable();
+            for net in dead {
+                if let Some(r) = self.records.remove(&net) {
+                    self.by_entity.remove(&r.entity);
+                    if r.position.is_some() {
+                        self.positions_changed = true;
+                    }
+                }
+                self.despawned.push(net);
+                stats.despawned += 1;
+            }
+        }
+        new_entities.sort_unstable();
+        for entity in new_entities {
+            let net = NetId(self.next_net_id);
+            self.next_net_id += 1;
+            let mut values = Vec::with_capacity(self.columns.len());
+            for column in &self.columns {
+                values.push(match column.read(world, entity) {
+                    Some(Ok(v)) => Some(v),
+                    Some(Err(_)) => {
+                        stats.quantize_errors += 1;
+                        None
+                    }
+                    None => None,
+                });
+            }
+            let position = position_of(registry, &values);
+            if position.is_some() {
+                self.positions_changed = true;
+                self.moved.push(net);
+            }
+            self.records.insert(net, Record { entity, values, position, changed_mask: 0 });
+            self.by_entity.insert(entity, net);
+            self.spawned.push(net);
+            stats.spawned += 1;
+        }
+    }
+
+    fn find_changes(&mut self, world: &World, registry: &Registry, stats: &mut TickStats) {
+        let position_index = registry.position_index();
+        let quantizer = registry.position_quantizer();
+        let (records, by_entity, changed, moved) =
+            (&mut self.records, &self.by_entity, &mut self.changed, &mut self.moved);
+        let mut positions_changed = false;
+        for (index, column) in self.columns.iter_mut().enumerate() {
+            column.scan_changed(world, &mut |entity, value| {
+                let Some(net) = by_entity.get(&entity) else { return };
+                let Some(record) = records.get_mut(net) else { return };
+                let value = match value {
+                    Ok(v) => v,
+                    Err(_) => {
+                        stats.quantize_errors += 1;
+                        return;
+                    }
+                };
+                if record.values[index].as_ref() == Some(&value) {
+                    return;
+                }
+                if Some(index) == position_index
+                    && let (Value::Position(p), Some(q)) = (&value, quantizer)
+                {
+                    record.position = Some(q.dequantize(*p));
+                    positions_changed = true;
+                    moved.push(*net);
+                }
+                record.values[index] = Some(value);
+                if record.changed_mask == 0 {
+                    changed.push(*net);
+                }
+                record.changed_mask |= 1 << index;
+            });
+            let chunks = column.scan_stats();
+            stats.chunks_total += chunks.chunks_total;
+            stats.chunks_skipped += chunks.chunks_skipped;
+        }
+        self.changed.sort_unstable();
+        stats.changed = self.changed.len();
+        self.positions_changed |= positions_changed;
+    }
+}
+
+/// The dequantized position among a record's values.
+fn position_of(registry: &Registry, values: &[Option<Value>]) -> Option<Vec3> {
+    let q = registry.position_quantizer()?;
+    match values.get(registry.position_index()?)? {
+        Some(Value::Position(p)) => Some(q.dequantize(*p)),
+        _ => None,
+    }
+}
