@@ -1125,3 +1125,28 @@ fn tiny_systems_stay_on_the_calling_thread_after_the_first_run() {
     schedule.run(&mut world).unwrap();
     assert!(threads.lock().unwrap().iter().any(|(_, thread)| thread.is_some()));
 }
+
+#[test]
+fn observers_and_ready_schedules_through_the_app() {
+    struct Hit(u32);
+    impl ecs_core::Event for Hit {}
+    #[derive(Default)]
+    struct Damage(u32);
+    let mut app = manual_app(ms(10));
+    app.init_resource::<Damage>()
+        .add_observer(|hit: ecs_core::On<Hit>, mut d: ResMut<Damage>| d.0 += hit.0)
+        .add_systems(Update, |mut commands: Commands| commands.trigger(Hit(3)));
+    let mut extra = Schedule::new();
+    extra.add_systems(say("extra"));
+    app.add_schedule(MyLabel::OnDemand, extra).add_schedule_after(Last, MyLabel::AfterUpdate).edit_schedule(
+        MyLabel::AfterUpdate,
+        |schedule| {
+            schedule.add_systems(say("edited"));
+        },
+    );
+    app.run_frames(2);
+    assert_eq!(app.world().resource::<Damage>().unwrap().0, 6);
+    assert_eq!(log(app.world()), ["edited", "edited"]);
+    app.world_mut().run_schedule(MyLabel::OnDemand).unwrap();
+    assert_eq!(log(app.world()).last().map(String::as_str), Some("extra"));
+}
