@@ -35,7 +35,7 @@ use ecs_core::{Entity, World};
 use glam::{Quat, Vec3};
 
 use crate::ack::Ack;
-use crate::codec::{DecodeError, Entry, EntryKind, FieldCodec, Limits, NetId, Schema, Value, decode};
+use crate::codec::{DecodeError, Entry, EntryKind, FieldCodec, Limits, NetId, Schema, TimeSync, Value, decode};
 use crate::interpolation::InterpolationBuffer;
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
 use crate::registry::{Column, Registry};
@@ -178,6 +178,7 @@ pub struct Client {
     known: HashMap<NetId, Known>,
     interpolation: InterpolationBuffer,
     counters: ClientCounters,
+    sync: Option<TimeSync>,
 }
 
 impl Client {
@@ -195,6 +196,7 @@ impl Client {
             known: HashMap::new(),
             interpolation: InterpolationBuffer::new(8),
             counters: ClientCounters::default(),
+            sync: None,
         }
     }
 
@@ -221,6 +223,12 @@ impl Client {
     /// The held entities: network id and quantized values in schema order.
     pub fn entities(&self) -> impl Iterator<Item = (NetId, &[Option<Value>])> + '_ {
         self.known.iter().map(|(id, k)| (*id, k.values.as_slice()))
+    }
+
+    /// The time sync block of the newest applied packet (present once the
+    /// client sends upstream datagrams; see [`crate::clock`]).
+    pub fn time_sync(&self) -> Option<TimeSync> {
+        self.sync
     }
 
     /// The counters.
@@ -289,6 +297,7 @@ impl Client {
             }
         }
         self.last_applied = packet.tick;
+        self.sync = packet.sync;
         self.counters.applied += 1;
         Ok(Receipt::Applied { tick: packet.tick, entries: count })
     }
@@ -383,7 +392,7 @@ impl Client {
                     k
                 }
                 std::collections::hash_map::Entry::Vacant(slot) => {
-                    let Ok(local) = world.spawn((entry.net_id,)) else { return };
+                    let local = world.spawn((entry.net_id,));
                     slot.insert(Known { local, values: vec![None; width], history: VecDeque::new() })
                 }
             },

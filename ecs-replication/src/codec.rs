@@ -3,6 +3,7 @@
 //! ## Wire format (version 1), bit-packed
 //! ```text
 //! magic u16 | version u8 | schema hash ^ CRC-32 u32 | tick u32 | baseline tick u32 (0 = none)
+//! time sync flag (1 bit) [echoed client timestamp u16 | ticks held u8 | input lead i8]
 //! entry count (varint, bounded)
 //! entry: kind (2 bits: spawn, update, despawn) | network id (varint, bounded)
 //!        spawn/update: component mask (one bit per schema component)
@@ -34,7 +35,7 @@ use crate::quantize::{PositionQuantizer, RotationQuantizer};
 
 const MAGIC: u16 = 0xEC5A;
 /// The wire format version this codec writes and reads.
-pub const WIRE_VERSION: u8 = 2;
+pub const WIRE_VERSION: u8 = 3;
 
 /// How far back (in ticks) a position delta's baseline may lie.
 pub const MAX_DELTA_BACK: u32 = 255;
@@ -197,6 +198,20 @@ pub struct Entry {
     pub components: Vec<(u8, Value)>,
 }
 
+/// What a snapshot tells its client about time (see [`crate::clock`]):
+/// the newest client timestamp the server received, how long it held it,
+/// and how early that client's inputs arrive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimeSync {
+    /// The newest timestamp of the client's upstream datagrams.
+    pub echo: u16,
+    /// Server ticks between its arrival and this snapshot (saturates).
+    pub hold: u8,
+    /// Ticks the newest input was ahead of the server's tick when it
+    /// arrived (negative: late; saturates at the `i8` range).
+    pub lead: i8,
+}
+
 /// A decoded packet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Packet {
@@ -204,6 +219,8 @@ pub struct Packet {
     pub tick: u32,
     /// The tick it is delta-coded against (0: none).
     pub baseline: u32,
+    /// The time sync block, for clients that send upstream datagrams.
+    pub sync: Option<TimeSync>,
     /// The entries, in wire order.
     pub entries: Vec<Entry>,
 }
@@ -312,12 +329,23 @@ pub struct Encoder<'s> {
 impl<'s> Encoder<'s> {
     /// Starts a packet for `tick`, delta-coded against `baseline` (0: none).
     pub fn new(schema: &'s Schema, tick: u32, baseline: u32) -> Self {
+        Self::with_sync(schema, tick, baseline, None)
+    }
+
+    /// Starts a packet with a time sync block.
+    pub fn with_sync(schema: &'s Schema, tick: u32, baseline: u32, sync: Option<TimeSync>) -> Self {
         let mut writer = BitWriter::new();
         writer.write_bits(MAGIC as u64, 16);
         writer.write_bits(WIRE_VERSION as u64, 8);
         writer.write_bits(schema.hash() as u64, 32);
         writer.write_bits(tick as u64, 32);
         writer.write_bits(baseline as u64, 32);
+        writer.write_bool(sync.is_some());
+        if let Some(s) = sync {
+            writer.write_bits(s.echo as u64, 16);
+            writer.write_bits(s.hold as u64, 8);
+            writer.write_bits(s.lead as u8 as u64, 8);
+        }
         Encoder { schema, writer, entries: 0, body: BitWriter::new() }
     }
 
@@ -471,6 +499,14 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
     }
     let tick = r.read_bits(32)? as u32;
     let baseline = r.read_bits(32)? as u32;
+    let sync = if r.read_bool()? {
+        let echo = r.read_bits(16)? as u16;
+        let hold = r.read_bits(8)? as u8;
+        let lead = r.read_bits(8)? as u8 as i8;
+        Some(TimeSync { echo, hold, lead })
+    } else {
+        None
+    };
     // Every entry takes at least 2 + 8 bits: a count the rest cannot hold
     // is refused before anything is sized from it.
     let count = r.read_len(limits.max_entries.min(r.remaining() as u64 / 10))?;
@@ -538,7 +574,7 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
     if r.remaining() >= 8 || r.read_bits(r.remaining() as u32)? != 0 {
         return Err(DecodeError::TrailingData);
     }
-    Ok(Packet { tick, baseline, entries })
+    Ok(Packet { tick, baseline, sync, entries })
 }
 
 #[cfg(test)]
@@ -594,9 +630,10 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(1000))]
 
         #[test]
-        fn packets_round_trip(tick in any::<u32>(), baseline in any::<u32>(), entries in proptest::collection::vec(entry(), 0..40)) {
+        fn packets_round_trip(tick in any::<u32>(), baseline in any::<u32>(), entries in proptest::collection::vec(entry(), 0..40), sync in proptest::option::of((any::<u16>(), any::<u8>(), any::<i8>()))) {
             let schema = schema();
-            let mut enc = Encoder::new(&schema, tick, baseline);
+            let sync = sync.map(|(echo, hold, lead)| TimeSync { echo, hold, lead });
+            let mut enc = Encoder::with_sync(&schema, tick, baseline, sync);
             for e in &entries {
                 enc.push(e).unwrap();
             }
@@ -604,7 +641,7 @@ mod tests {
             let bytes = enc.finish();
             prop_assert_eq!(bytes.len(), predicted);
             let packet = decode(&bytes, &schema, Limits::default()).unwrap();
-            prop_assert_eq!(packet, Packet { tick, baseline, entries });
+            prop_assert_eq!(packet, Packet { tick, baseline, sync, entries });
         }
 
         #[test]
@@ -645,6 +682,7 @@ mod tests {
         w.write_bits(schema.hash() as u64, 32);
         w.write_bits(1, 32);
         w.write_bits(0, 32);
+        w.write_bool(false);
         w.write_varint(u64::MAX);
         let mut bytes = w.finish();
         seal(&mut bytes, &schema);

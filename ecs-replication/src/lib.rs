@@ -39,7 +39,7 @@
 //! let registry = || Registry::new().position::<Position>("position", 0.01, 20).unwrap();
 //!
 //! let mut world = World::new();
-//! let cube = world.spawn((Replicated, Position(Vec3::ZERO))).unwrap();
+//! let cube = world.spawn((Replicated, Position(Vec3::ZERO)));
 //! let mut server = Server::new(&mut world, registry(), ServerConfig::default());
 //! server.add_client(ClientId(1), None).unwrap();
 //! let mut client_world = World::new();
@@ -64,8 +64,10 @@
 pub mod ack;
 pub mod bits;
 pub mod client;
+pub mod clock;
 pub mod codec;
 pub mod conditioner;
+pub mod input;
 pub mod interpolation;
 pub mod quantize;
 pub mod registry;

@@ -178,11 +178,7 @@ fn entities_outside_the_radius_never_reach_the_stream() {
         let angle = i as f32 * 0.3;
         let r = 4.0 + (i % 5) as f32;
         let p = Vec3::new(angle.cos() * r, angle.sin() * r, 0.0);
-        ents.push((
-            world.spawn((Replicated, Position(p), Rotation(glam::Quat::IDENTITY), Health(0))).unwrap(),
-            r,
-            angle,
-        ));
+        ents.push((world.spawn((Replicated, Position(p), Rotation(glam::Quat::IDENTITY), Health(0))), r, angle));
     }
     let mut server = Server::new(&mut world, registry(), ServerConfig::default());
     let view = View { center: Vec3::ZERO, radius: 6.0 };
@@ -264,7 +260,7 @@ fn an_entry_larger_than_the_budget_still_arrives() {
     let registry = || Registry::new().pod::<Big>("big").unwrap();
     let mut world = World::new();
     for i in 0..3u8 {
-        world.spawn((Replicated, Big([i; 1024]))).unwrap();
+        world.spawn((Replicated, Big([i; 1024])));
     }
     let config = ServerConfig { budget_bytes: 200, ..ServerConfig::default() };
     let mut server = Server::new(&mut world, registry(), config);

@@ -419,7 +419,7 @@ fn an_entity_that_leaves_and_reenters_is_sent_once_per_packet() {
     // Its despawn acknowledged (dropped from the books while still queued),
     // then back in view.
     let mut world = World::new();
-    let e = world.spawn((Replicated, Position(Vec3::X), Rotation(Quat::IDENTITY), Health(1))).unwrap();
+    let e = world.spawn((Replicated, Position(Vec3::X), Rotation(Quat::IDENTITY), Health(1)));
     let mut server = Server::new(&mut world, registry(), ServerConfig::default());
     server.add_client(ClientId(1), Some(view)).unwrap();
     let mut cw = World::new();
@@ -436,7 +436,7 @@ fn an_entity_that_leaves_and_reenters_is_sent_once_per_packet() {
     let mut ents = Vec::new();
     for i in 0..40 {
         let p = Vec3::new(i as f32 * 0.1, 0.0, 0.0);
-        ents.push(world.spawn((Replicated, Position(p), Rotation(Quat::IDENTITY), Health(i))).unwrap());
+        ents.push(world.spawn((Replicated, Position(p), Rotation(Quat::IDENTITY), Health(i))));
     }
     let config = ServerConfig { budget_bytes: 64, ..ServerConfig::default() };
     let mut server = Server::new(&mut world, registry(), config);

@@ -5,8 +5,9 @@
 use std::collections::VecDeque;
 
 use crate::ack::Ack;
-use crate::codec::{EntryKind, NetId};
-use crate::tick::tick_newer;
+use crate::codec::{EntryKind, NetId, TimeSync};
+use crate::input::UpstreamHeader;
+use crate::tick::{tick_diff, tick_newer};
 
 use super::interest::View;
 use super::{ClientStats, IdMap, IdSet};
@@ -81,6 +82,10 @@ pub(super) struct ClientState {
     pub(super) packet: Vec<u8>,
     pub(super) next_epoch: u32,
     pub(super) last_sent: u32,
+    /// The newest upstream timestamp and the server tick it arrived at.
+    pub(super) echo: Option<(u16, u32)>,
+    /// How far ahead of the server's tick the newest input was.
+    pub(super) input_lead: i32,
 }
 
 impl ClientState {
@@ -99,7 +104,30 @@ impl ClientState {
             packet: Vec::new(),
             next_epoch: 0,
             last_sent: 0,
+            echo: None,
+            input_lead: 0,
         }
+    }
+
+    /// Notes the time fields of an upstream datagram that arrived while
+    /// `tick` was the newest built.
+    pub(super) fn note_upstream(&mut self, header: &UpstreamHeader, tick: u32) {
+        if self.echo.is_none_or(|(t, _)| (header.timestamp.wrapping_sub(t) as i16) > 0) {
+            self.echo = Some((header.timestamp, tick));
+        }
+        if header.count > 0 {
+            self.input_lead = tick_diff(header.newest_input, tick);
+        }
+    }
+
+    /// The time sync block of a packet built at `tick`.
+    pub(super) fn time_sync(&self, tick: u32) -> Option<TimeSync> {
+        let (echo, at) = self.echo?;
+        Some(TimeSync {
+            echo,
+            hold: tick.wrapping_sub(at).min(255) as u8,
+            lead: self.input_lead.clamp(i8::MIN as i32, i8::MAX as i32) as i8,
+        })
     }
 
     pub(super) fn queue(&mut self, net_id: NetId) {

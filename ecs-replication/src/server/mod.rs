@@ -45,6 +45,7 @@ use ecs_core::{Entity, World};
 
 use crate::ack::{Ack, AckError};
 use crate::codec::{EncodeError, MAX_DELTA_BACK, NetId, Value};
+use crate::input::{InputError, decode_upstream_header, is_upstream};
 use crate::registry::Registry;
 use crate::tick::{next_tick, tick_newer};
 
@@ -122,6 +123,8 @@ pub enum ServerError {
     BadView,
     /// A packet could not be encoded (a bug: values come from the registry).
     Encode(EncodeError),
+    /// A malformed upstream datagram (input and acknowledgement).
+    Upstream(InputError),
 }
 
 impl std::fmt::Display for ServerError {
@@ -135,6 +138,7 @@ impl std::fmt::Display for ServerError {
             }
             ServerError::BadView => f.write_str("a view needs a finite center and a finite radius >= 0"),
             ServerError::Encode(e) => write!(f, "encoding failed: {e}"),
+            ServerError::Upstream(e) => write!(f, "bad upstream datagram: {e}"),
         }
     }
 }
@@ -225,7 +229,7 @@ type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 /// let registry = || Registry::new().position::<Position>("position", 0.01, 20).unwrap();
 ///
 /// let mut world = World::new();
-/// world.spawn((Replicated, Position(Vec3::new(1.0, 2.0, 3.0)))).unwrap();
+/// world.spawn((Replicated, Position(Vec3::new(1.0, 2.0, 3.0))));
 /// let mut server = Server::new(&mut world, registry(), ServerConfig::default());
 /// server.add_client(ClientId(7), None).unwrap();
 /// server.update(&mut world).unwrap();
@@ -407,17 +411,35 @@ impl Server {
         in_view(client.view, record)
     }
 
-    /// Takes one acknowledgement from a client. It only updates that
-    /// client's bookkeeping; stale ones are ignored, malformed ones and
-    /// ones naming unsent ticks are refused.
+    /// Takes one datagram from a client: an acknowledgement ([`Ack`]), or an
+    /// upstream datagram ([`crate::input`]) whose acknowledgement and
+    /// timestamp it reads (its inputs are for an
+    /// [`crate::input::InputBuffer`]). It only updates that client's
+    /// bookkeeping; stale acknowledgements are ignored, malformed datagrams
+    /// and acknowledgements naming unsent ticks are refused.
     pub fn receive(&mut self, id: ClientId, bytes: &[u8]) -> Result<(), ServerError> {
         let server_tick = self.tick;
         let client = self.clients.get_mut(&id).ok_or(ServerError::UnknownClient(id))?;
-        let ack = match Ack::from_bytes(bytes) {
-            Ok(a) => a,
-            Err(e) => {
-                client.stats.bad_acks += 1;
-                return Err(ServerError::Ack(e));
+        let ack = if is_upstream(bytes) {
+            let header = match decode_upstream_header(bytes) {
+                Ok(h) => h,
+                Err(e) => {
+                    client.stats.bad_acks += 1;
+                    return Err(ServerError::Upstream(e));
+                }
+            };
+            client.note_upstream(&header, server_tick);
+            match header.ack {
+                Some(ack) => ack,
+                None => return Ok(()),
+            }
+        } else {
+            match Ack::from_bytes(bytes) {
+                Ok(a) => a,
+                Err(e) => {
+                    client.stats.bad_acks += 1;
+                    return Err(ServerError::Ack(e));
+                }
             }
         };
         if tick_newer(ack.newest, server_tick) {

@@ -21,7 +21,7 @@ pub(super) fn build_packet(
 ) -> Result<(), ServerError> {
     let position_index = registry.position_index();
     let position_codec = position_index.and_then(|i| registry.schema().codec(i));
-    let mut encoder = Encoder::new(registry.schema(), tick, client.newest_ack);
+    let mut encoder = Encoder::with_sync(registry.schema(), tick, client.newest_ack, client.time_sync(tick));
     let center = client.view.map(|v| v.center);
     // Priority: every waiting entity gains each tick; spawns and despawns
     // gain most (they decide what exists), nearer entities gain more.

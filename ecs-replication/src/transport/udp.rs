@@ -207,7 +207,7 @@ impl ClientTransport for UdpClient {
 /// let registry = || Registry::new().position::<Position>("position", 0.01, 20).unwrap();
 ///
 /// let mut world = World::new();
-/// world.spawn((Replicated, Position(Vec3::ONE))).unwrap();
+/// world.spawn((Replicated, Position(Vec3::ONE)));
 /// let mut server = Server::new(&mut world, registry(), ServerConfig::default());
 /// let mut net = Loopback::bind(2, registry).unwrap();
 /// for _ in 0..2000 {

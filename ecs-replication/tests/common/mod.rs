@@ -90,7 +90,7 @@ impl Scene {
     pub fn spawn(&mut self, world: &mut World, rng: &mut Rng) {
         let p = rng.point(self.half);
         let q = Quat::from_rotation_z(rng.unit() * 6.0);
-        let e = world.spawn((Replicated, Position(p), Rotation(q), Health(rng.below(100) as u32))).unwrap();
+        let e = world.spawn((Replicated, Position(p), Rotation(q), Health(rng.below(100) as u32)));
         self.live.push(e);
     }
 
