@@ -22,7 +22,7 @@
 //!
 //! let mut world = World::new();
 //! for i in 0..10_000 {
-//!     world.spawn((Pos(i as f32), Vel(if i < 10 { 1.0 } else { 0.0 }))).unwrap();
+//!     world.spawn((Pos(i as f32), Vel(if i < 10 { 1.0 } else { 0.0 })));
 //! }
 //! let mut movers = world.query::<(&mut Pos, &Vel)>();
 //! let mut changed = world.query_filtered::<&Pos, Changed<Pos>>();
@@ -64,7 +64,7 @@
 //!
 //! let mut world = World::new();
 //! world.insert_resource(Gravity(1.0));
-//! world.spawn_batch((0..100).map(|i| (Pos(i as f32), Vel(0.0)))).unwrap();
+//! world.spawn_batch((0..100).map(|i| (Pos(i as f32), Vel(0.0))));
 //! let mut schedule = Schedule::new();
 //! schedule.add_systems((fall, cull).chain());
 //! for _ in 0..3 {

@@ -43,7 +43,7 @@ static NEXT_WORLD_ID: AtomicU64 = AtomicU64::new(1);
 /// struct Vel(f32);
 ///
 /// let mut world = World::new();
-/// let e = world.spawn((Pos(0.0), Vel(2.0))).unwrap();
+/// let e = world.spawn((Pos(0.0), Vel(2.0)));
 /// world.get_mut::<Pos>(e).unwrap().0 += 1.0;
 /// assert_eq!(world.get::<Pos>(e), Ok(&Pos(1.0)));
 /// world.despawn(e).unwrap();
@@ -367,11 +367,26 @@ impl World {
         Ok(target)
     }
 
-    /// Spawns an entity with the components of `bundle`.
+    /// Spawns an entity with the components of `bundle` and returns it.
     ///
-    /// Fails, changing nothing, if the bundle names a component twice or
-    /// one row of its component set does not fit in a 16 KiB chunk.
-    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, StoreError> {
+    /// # Panics
+    /// If the bundle's types are unusable: it names a component twice, or
+    /// one row of its component set does not fit in a 16 KiB chunk (errors
+    /// that depend only on the types, so a program either always or never
+    /// hits them; the message names the types). [`World::try_spawn`]
+    /// returns them instead.
+    #[track_caller]
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
+        match self.spawn_with(bundle, None) {
+            Ok(entity) => entity,
+            Err(e) => panic!("cannot spawn a {}: {e}", std::any::type_name::<B>()),
+        }
+    }
+
+    /// [`World::spawn`] that returns the type errors instead of panicking.
+    /// Fails, changing nothing, if the bundle names a component twice or one
+    /// row of its component set does not fit in a 16 KiB chunk.
+    pub fn try_spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, StoreError> {
         self.spawn_with(bundle, None)
     }
 
@@ -440,7 +455,24 @@ impl World {
 
     /// Spawns one entity per bundle, filling whole chunks at a time.
     /// Returns the new entities in order.
-    pub fn spawn_batch<B, I>(&mut self, bundles: I) -> Result<Vec<Entity>, StoreError>
+    ///
+    /// # Panics
+    /// As [`World::spawn`]; [`World::try_spawn_batch`] returns the errors.
+    #[track_caller]
+    pub fn spawn_batch<B, I>(&mut self, bundles: I) -> Vec<Entity>
+    where
+        B: Bundle,
+        I: IntoIterator<Item = B>,
+    {
+        match self.try_spawn_batch(bundles) {
+            Ok(entities) => entities,
+            Err(e) => panic!("cannot spawn a batch of {}: {e}", std::any::type_name::<B>()),
+        }
+    }
+
+    /// [`World::spawn_batch`] that returns the type errors instead of
+    /// panicking (nothing is spawned then).
+    pub fn try_spawn_batch<B, I>(&mut self, bundles: I) -> Result<Vec<Entity>, StoreError>
     where
         B: Bundle,
         I: IntoIterator<Item = B>,

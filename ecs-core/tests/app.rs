@@ -433,7 +433,7 @@ fn a_skipped_system_sees_every_change_and_removal_since_its_previous_run() {
     world.insert_resource(Gate(true));
     world.insert_resource(Watched::default());
     // Enough entities for several chunks, so untouched chunks are skipped.
-    let entities = world.spawn_batch((0..3000).map(|i| (Pos(i as f32),))).unwrap();
+    let entities = world.spawn_batch((0..3000).map(|i| (Pos(i as f32),)));
     let mut schedule = Schedule::new();
     schedule.add_systems(watch.run_if(gate_open));
     schedule.run(&mut world).unwrap(); // first run: everything is new
@@ -472,9 +472,9 @@ fn a_skipped_system_inside_an_app_keeps_its_window_across_frames() {
     app.insert_state(Game::Playing)
         .init_resource::<Watched>()
         .add_systems(Update, watch.run_if(in_state(Game::Playing)));
-    let a = app.world_mut().spawn((Pos(0.0),)).unwrap();
-    let b = app.world_mut().spawn((Pos(0.0),)).unwrap();
-    let c = app.world_mut().spawn((Pos(0.0),)).unwrap();
+    let a = app.world_mut().spawn((Pos(0.0),));
+    let b = app.world_mut().spawn((Pos(0.0),));
+    let c = app.world_mut().spawn((Pos(0.0),));
     app.update();
     assert_eq!(app.world().resource::<Watched>().unwrap().changed, [vec![a, b, c]]);
     app.world_mut().resource_mut::<NextState<Game>>().unwrap().set(Game::Paused);
@@ -562,7 +562,7 @@ fn common_conditions() {
     schedule.run(&mut world).unwrap();
     assert_eq!(world.resource::<Ran>().unwrap().0, ["once", "five", "added", "changed"]);
     world.resource_mut::<Ran>().unwrap().0.clear();
-    let e = world.spawn((Marker,)).unwrap();
+    let e = world.spawn((Marker,));
     *world.resource_mut::<u32>().unwrap() = 6;
     schedule.run(&mut world).unwrap();
     assert_eq!(world.resource::<Ran>().unwrap().0, ["marker", "changed"]);
@@ -799,7 +799,7 @@ fn exclusive_systems_run_alone_in_order_and_see_earlier_commands() {
     fn count_then_spawn(world: &mut World) {
         let n = world.query::<&Pos>().iter(world).count();
         world.resource_mut::<Log>().unwrap().0.push(format!("exclusive saw {n}"));
-        world.spawn((Pos(2.0),)).unwrap();
+        world.spawn((Pos(2.0),));
     }
     fn after_exclusive(mut q: Query<&Pos, Added<Pos>>, mut l: ResMut<Log>) {
         l.0.push(format!("after saw {} new", q.iter().count()));
@@ -860,8 +860,8 @@ fn one_shot_systems_run_on_demand_and_keep_their_window() {
     let mut world = World::new();
     world.insert_resource(Seen::default());
     let id = world.register_system(changed);
-    let e = world.spawn((Pos(0.0),)).unwrap();
-    world.spawn((Pos(0.0),)).unwrap();
+    let e = world.spawn((Pos(0.0),));
+    world.spawn((Pos(0.0),));
     world.run_system(id).unwrap();
     world.run_system(id).unwrap();
     world.get_mut::<Pos>(e).unwrap().0 = 3.0;

@@ -63,8 +63,8 @@ fn run(world: &mut World, system: &mut impl System) -> Result<Vec<StoreError>, S
 fn a_derived_param_fetches_its_fields() {
     let mut world = World::new();
     world.insert_resource(Time(0.5));
-    let a = world.spawn((Pos(0.0), Vel(2.0))).unwrap();
-    let b = world.spawn((Pos(1.0), Vel(4.0))).unwrap();
+    let a = world.spawn((Pos(0.0), Vel(2.0)));
+    let b = world.spawn((Pos(1.0), Vel(4.0)));
     fn integrate(mut movers: Movers) {
         let dt = movers.time.0;
         movers.query.for_each_mut(|(mut p, v)| p.0 += v.0 * dt);
@@ -208,7 +208,7 @@ fn a_missing_resource_of_a_derived_param_is_reported() {
 fn nested_params_apply_commands_keep_locals_and_report_stats() {
     let mut world = World::new();
     world.insert_resource(Time(1.0));
-    let e = world.spawn((Pos(0.0), Vel(1.0))).unwrap();
+    let e = world.spawn((Pos(0.0), Vel(1.0)));
     fn motion(mut m: Motion) {
         *m.runs += 1;
         let runs = *m.runs;
@@ -234,8 +234,8 @@ fn tuple_unit_and_generic_params() {
     let mut world = World::new();
     world.insert_resource(Time(2.0));
     world.insert_resource(Frames(0));
-    world.spawn((Tag,)).unwrap();
-    world.spawn((Tag, Pos(0.0))).unwrap();
+    world.spawn((Tag,));
+    world.spawn((Tag, Pos(0.0)));
     fn tick(mut clock: Clock, _: Nothing, mut tags: CountOf<Tag>, mut pos: CountOf<Pos>) {
         clock.1.0 += clock.0.0 as u32;
         assert_eq!(tags.query.iter().count(), 2);
@@ -278,7 +278,7 @@ fn a_derived_param_with_more_fields_than_a_tuple_holds() {
     let mut world = World::new();
     world.insert_resource(Time(1.0));
     world.insert_resource(Frames(0));
-    let e = world.spawn((Pos(0.0), Vel(0.0))).unwrap();
+    let e = world.spawn((Pos(0.0), Vel(0.0)));
     let mut system = many.into_system();
     run(&mut world, &mut system).unwrap();
     run(&mut world, &mut system).unwrap();
@@ -294,8 +294,8 @@ fn a_derived_param_sees_changes_since_its_last_run() {
         query: Query<'w, 's, Entity, Changed<Pos>>,
     }
     let mut world = World::new();
-    let e = world.spawn((Pos(0.0),)).unwrap();
-    world.spawn((Pos(0.0),)).unwrap();
+    let e = world.spawn((Pos(0.0),));
+    world.spawn((Pos(0.0),));
     let seen = Arc::new(AtomicUsize::new(0));
     world.insert_resource(seen.clone());
     fn count(mut moved: Moved, seen: Res<Arc<AtomicUsize>>) {
@@ -334,14 +334,14 @@ fn ship(x: f32) -> Ship {
 #[test]
 fn nested_bundles_spawn_flattened() {
     let mut world = World::new();
-    let e = world.spawn(ship(1.0)).unwrap();
+    let e = world.spawn(ship(1.0));
     assert_eq!(world.get::<Tag>(e), Ok(&Tag));
     assert_eq!(world.get::<Pos>(e), Ok(&Pos(1.0)));
     assert_eq!(world.get::<Vel>(e), Ok(&Vel(2.0)));
     assert_eq!(world.get::<Mass>(e), Ok(&Mass(3.0)));
     assert!(world.components().id::<Body>().is_none(), "the nested bundle is not a component");
     // The same archetype as the flat tuple, whatever the order.
-    let f = world.spawn((Mass(0.0), Vel(0.0), Pos(0.0), Tag)).unwrap();
+    let f = world.spawn((Mass(0.0), Vel(0.0), Pos(0.0), Tag));
     assert_eq!(world.location(e).unwrap().archetype, world.location(f).unwrap().archetype);
     world.check_consistency().unwrap();
 }
@@ -349,7 +349,7 @@ fn nested_bundles_spawn_flattened() {
 #[test]
 fn derived_bundles_spawn_in_batches_and_through_commands() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..1000).map(|i| ship(i as f32))).unwrap();
+    let es = world.spawn_batch((0..1000).map(|i| ship(i as f32)));
     assert_eq!(es.len(), 1000);
     for (i, &e) in es.iter().enumerate() {
         assert_eq!(world.get::<Vel>(e), Ok(&Vel(2.0 * i as f32)));
@@ -366,7 +366,7 @@ fn derived_bundles_spawn_in_batches_and_through_commands() {
 #[test]
 fn derived_bundles_insert_and_remove() {
     let mut world = World::new();
-    let e = world.spawn((Tag,)).unwrap();
+    let e = world.spawn((Tag,));
     world.insert(e, Body { pos: Pos(1.0), vel: Vel(2.0) }).unwrap();
     assert_eq!(world.get::<Pos>(e), Ok(&Pos(1.0)));
     // Inserting again replaces the values.
@@ -401,13 +401,13 @@ fn duplicates_across_nesting_are_refused() {
         inner: (Mass,),
     }
     let mut world = World::new();
-    let e = world.spawn((Tag,)).unwrap();
+    let e = world.spawn((Tag,));
     let twice = || PosTwice { pos: Pos(0.0), body: Body { pos: Pos(1.0), vel: Vel(1.0) } };
-    assert!(matches!(world.spawn(twice()), Err(StoreError::DuplicateComponent(n)) if n.contains("Pos")));
-    assert!(matches!(world.spawn_batch([twice(), twice()]), Err(StoreError::DuplicateComponent(_))));
+    assert!(matches!(world.try_spawn(twice()), Err(StoreError::DuplicateComponent(n)) if n.contains("Pos")));
+    assert!(matches!(world.try_spawn_batch([twice(), twice()]), Err(StoreError::DuplicateComponent(_))));
     assert!(matches!(world.insert(e, twice()), Err(StoreError::DuplicateComponent(_))));
     let deep = DeepTwice { ship: ship(1.0), inner: (Mass(2.0),) };
-    assert!(matches!(world.spawn(deep), Err(StoreError::DuplicateComponent(n)) if n.contains("Mass")));
+    assert!(matches!(world.try_spawn(deep), Err(StoreError::DuplicateComponent(n)) if n.contains("Mass")));
     world.insert(e, Body { pos: Pos(1.0), vel: Vel(1.0) }).unwrap();
     assert!(world.remove::<PosTwice>(e).is_err());
     assert_eq!(world.len(), 1);
@@ -478,12 +478,12 @@ fn more_than_twelve_components_through_nesting() {
     assert_eq!(<Wide as Bundle>::COMPONENT_COUNT, 24);
     assert_eq!(<Wider as Bundle>::COMPONENT_COUNT, 25);
     let mut world = World::new();
-    let e = world.spawn(wide(100)).unwrap();
+    let e = world.spawn(wide(100));
     assert_eq!(world.get::<C0>(e), Ok(&C0(100)));
     assert_eq!(world.get::<C11>(e), Ok(&C11(111)));
     assert_eq!(world.get::<C12>(e), Ok(&C12(112)));
     assert_eq!(world.get::<C23>(e), Ok(&C23(123)));
-    let es = world.spawn_batch((0..500).map(|i| Wider { wide: wide(i), tag: Tag })).unwrap();
+    let es = world.spawn_batch((0..500).map(|i| Wider { wide: wide(i), tag: Tag }));
     assert_eq!(world.get::<C17>(es[499]), Ok(&C17(499 + 17)));
     assert_eq!(world.query::<(&C5, &C19)>().iter(&world).count(), 501);
     // Remove all 24 from a 25-component entity, then put them back.
@@ -494,7 +494,7 @@ fn more_than_twelve_components_through_nesting() {
     world.insert(es[10], taken).unwrap();
     assert_eq!(world.get::<C23>(es[10]), Ok(&C23(33)));
     // Insert onto an entity that has none of them.
-    let f = world.spawn((Pos(0.0),)).unwrap();
+    let f = world.spawn((Pos(0.0),));
     world.insert(f, wide(7)).unwrap();
     assert_eq!(world.get::<C21>(f), Ok(&C21(28)));
     world.check_consistency().unwrap();
@@ -523,17 +523,17 @@ fn nested_bundle_values_are_dropped_once() {
     let drops = Arc::new(AtomicUsize::new(0));
     let owning = || Owning { a: Counted(drops.clone()), rest: (Counted2(Counted(drops.clone())), Pos(0.0)) };
     let mut world = World::new();
-    let e = world.spawn(owning()).unwrap();
+    let e = world.spawn(owning());
     world.despawn(e).unwrap();
     assert_eq!(drops.load(Ordering::SeqCst), 2);
-    let e = world.spawn(owning()).unwrap();
+    let e = world.spawn(owning());
     world.insert(e, owning()).unwrap(); // replaces both values
     assert_eq!(drops.load(Ordering::SeqCst), 4);
     let taken: Owning = world.remove(e).unwrap();
     assert_eq!(drops.load(Ordering::SeqCst), 4);
     drop(taken);
     assert_eq!(drops.load(Ordering::SeqCst), 6);
-    world.spawn_batch((0..10).map(|_| owning())).unwrap();
+    world.spawn_batch((0..10).map(|_| owning()));
     drop(world);
     assert_eq!(drops.load(Ordering::SeqCst), 26);
 }
@@ -554,12 +554,12 @@ fn tuple_unit_and_generic_bundles() {
     assert_eq!(<Empty as Bundle>::COMPONENT_COUNT, 0);
     assert_eq!(<Tagged<u64> as Bundle>::COMPONENT_COUNT, 2);
     let mut world = World::new();
-    let e = world.spawn(Pair(Pos(1.0), (Vel(2.0), Mass(3.0)))).unwrap();
+    let e = world.spawn(Pair(Pos(1.0), (Vel(2.0), Mass(3.0))));
     assert_eq!(world.get::<Mass>(e), Ok(&Mass(3.0)));
-    let none = world.spawn(Empty).unwrap();
-    let unit = world.spawn(()).unwrap();
+    let none = world.spawn(Empty);
+    let unit = world.spawn(());
     assert_eq!(world.location(none).unwrap().archetype, world.location(unit).unwrap().archetype);
-    let t = world.spawn(Tagged { value: 9u64, tag: Tag, nothing: () }).unwrap();
+    let t = world.spawn(Tagged { value: 9u64, tag: Tag, nothing: () });
     assert_eq!(world.get::<u64>(t), Ok(&9));
     world.remove::<Empty>(t).unwrap();
     let back: Tagged<u64> = world.remove(t).unwrap();
@@ -581,7 +581,7 @@ fn panic_message(result: std::thread::Result<impl Sized>) -> String {
 #[test]
 fn a_tuple_inside_a_bundle_tuple_is_never_stored_as_a_component() {
     let mut world = World::new();
-    let e = world.spawn((Tag,)).unwrap();
+    let e = world.spawn((Tag,));
     let message = panic_message(catch_unwind(AssertUnwindSafe(|| world.spawn((Pos(0.0), (Vel(1.0), Mass(2.0)))))));
     assert!(message.contains("is a tuple") && message.contains("Vel"), "{message}");
     let message = panic_message(catch_unwind(AssertUnwindSafe(|| world.spawn_batch([(Pos(0.0), ())]))));
@@ -627,15 +627,17 @@ fn a_tuple_field_of_a_derived_bundle_is_flattened() {
         tag: Tag,
         frames: (Frames,),
     }
-    let e = world
-        .spawn(Layered { pos: Pos(1.0), rest: (Vel(2.0), Mass(3.0)), more: Body2 { tag: Tag, frames: (Frames(4),) } })
-        .unwrap();
+    let e = world.spawn(Layered {
+        pos: Pos(1.0),
+        rest: (Vel(2.0), Mass(3.0)),
+        more: Body2 { tag: Tag, frames: (Frames(4),) },
+    });
     assert_eq!(world.get::<Vel>(e), Ok(&Vel(2.0)));
     assert_eq!(world.get::<Mass>(e), Ok(&Mass(3.0)));
     assert_eq!(world.get::<Frames>(e), Ok(&Frames(4)));
     assert!(world.components().id::<(Vel, Mass)>().is_none());
     assert!(world.components().id::<(Frames,)>().is_none());
-    let f = world.spawn((Pos(0.0), Vel(0.0), Mass(0.0), Tag, Frames(0))).unwrap();
+    let f = world.spawn((Pos(0.0), Vel(0.0), Mass(0.0), Tag, Frames(0)));
     assert_eq!(world.location(e).unwrap().archetype, world.location(f).unwrap().archetype);
     world.check_consistency().unwrap();
 }

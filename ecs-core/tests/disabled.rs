@@ -9,8 +9,8 @@ struct Pos(i32);
 #[test]
 fn disabled_entities_are_skipped_until_enabled_and_do_not_count_as_chunks() {
     let mut world = World::new();
-    let live = world.spawn_batch((0..300).map(|i| (Pos(i),))).unwrap();
-    let pooled = world.spawn_batch((0..500).map(|i| (Pos(1000 + i), Disabled))).unwrap();
+    let live = world.spawn_batch((0..300).map(|i| (Pos(i),)));
+    let pooled = world.spawn_batch((0..500).map(|i| (Pos(1000 + i), Disabled)));
     let mut all = world.query::<(Entity, &Pos)>();
     assert_eq!(all.iter(&world).count(), 300);
     let stats = all.stats();

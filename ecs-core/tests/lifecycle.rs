@@ -42,7 +42,7 @@ fn take_log(world: &mut World) -> Vec<(&'static str, Entity, bool)> {
 #[test]
 fn hooks_run_on_every_path_in_the_documented_order() {
     let mut world = hooked_world();
-    let e = world.spawn((Pos(1), Vel(0))).unwrap();
+    let e = world.spawn((Pos(1), Vel(0)));
     assert_eq!(take_log(&mut world), vec![("add", e, true), ("insert", e, true)]);
 
     world.insert(e, (Pos(2),)).unwrap();
@@ -58,7 +58,7 @@ fn hooks_run_on_every_path_in_the_documented_order() {
     world.despawn(e).unwrap();
     assert_eq!(take_log(&mut world), vec![("replace", e, true), ("remove", e, true)]);
 
-    let batch = world.spawn_batch((0..3).map(|i| (Pos(i),))).unwrap();
+    let batch = world.spawn_batch((0..3).map(|i| (Pos(i),)));
     let log = take_log(&mut world);
     assert_eq!(log.len(), 6);
     for (k, &b) in batch.iter().enumerate() {
@@ -86,7 +86,7 @@ fn hooks_run_on_every_path_in_the_documented_order() {
     );
 
     // Components without hooks: nothing.
-    let plain = world.spawn((Vel(1),)).unwrap();
+    let plain = world.spawn((Vel(1),));
     world.despawn(plain).unwrap();
     assert!(take_log(&mut world).is_empty());
 
@@ -102,7 +102,7 @@ fn hooks_run_on_every_path_in_the_documented_order() {
 fn hooks_registered_after_spawning_apply_to_existing_archetypes() {
     let mut world = World::new();
     world.insert_resource(Log::default());
-    let e = world.spawn((Pos(1),)).unwrap();
+    let e = world.spawn((Pos(1),));
     world.register_component_hooks::<Pos>().on_remove(|w, e| record("remove")(w, e));
     world.despawn(e).unwrap();
     assert_eq!(take_log(&mut world), vec![("remove", e, true)]);
@@ -124,9 +124,9 @@ fn hook_commands_run_after_the_operation() {
         assert!(world.get::<Vel>(entity).is_err(), "the command is not applied yet");
         world.commands().insert(entity, (Vel(7),));
     });
-    let e = world.spawn((Pos(1),)).unwrap();
+    let e = world.spawn((Pos(1),));
     assert_eq!(world.get::<Vel>(e), Ok(&Vel(7)));
-    let batch = world.spawn_batch((0..100).map(|i| (Pos(i),))).unwrap();
+    let batch = world.spawn_batch((0..100).map(|i| (Pos(i),)));
     assert!(batch.iter().all(|&b| world.get::<Vel>(b) == Ok(&Vel(7))));
     world.check_consistency().unwrap();
 }
@@ -139,7 +139,7 @@ fn a_panicking_hook_leaves_the_world_consistent() {
             panic!("hook bug");
         }
     });
-    let e = world.spawn((Pos(1), Vel(-1))).unwrap();
+    let e = world.spawn((Pos(1), Vel(-1)));
     // The remove hook runs before the removal: the entity keeps everything.
     assert!(catch_unwind(AssertUnwindSafe(|| world.despawn(e))).is_err());
     assert!(world.contains(e));
@@ -154,12 +154,10 @@ fn a_panicking_hook_leaves_the_world_consistent() {
     world.insert_resource(Log::default());
     world.register_component_hooks::<Pos>().on_add(|w, e| record("add")(w, e));
     let panicked = catch_unwind(AssertUnwindSafe(|| {
-        world
-            .spawn_batch((0..10).map(|i| {
-                assert!(i < 4, "iterator bug");
-                (Pos(i),)
-            }))
-            .unwrap();
+        world.spawn_batch((0..10).map(|i| {
+            assert!(i < 4, "iterator bug");
+            (Pos(i),)
+        }));
     }));
     assert!(panicked.is_err());
     assert_eq!(take_log(&mut world).len(), 4);
@@ -180,8 +178,8 @@ fn observers_see_global_and_targeted_events() {
     world.add_observer(|trigger: On<Explode>, mut seen: ResMut<Seen>| {
         seen.0.push((trigger.0, trigger.target()));
     });
-    let barrel = world.spawn((Pos(0),)).unwrap();
-    let other = world.spawn((Pos(1),)).unwrap();
+    let barrel = world.spawn((Pos(0),));
+    let other = world.spawn((Pos(1),));
     world
         .observe(barrel, |trigger: On<Explode>, mut commands: Commands| {
             commands.despawn(trigger.target().unwrap());
@@ -219,7 +217,7 @@ fn lifecycle_observers_run_after_the_operation() {
     });
     world.add_observer(|_: On<OnInsert<Pos>>, mut seen: ResMut<Seen>| seen.0.push((200, None)));
     world.add_observer(|_: On<OnReplace<Pos>>, mut seen: ResMut<Seen>| seen.0.push((300, None)));
-    let e = world.spawn((Pos(5),)).unwrap();
+    let e = world.spawn((Pos(5),));
     world.insert_one(e, Pos(6)).unwrap();
     world.remove_one::<Pos>(e).unwrap();
     assert_eq!(
@@ -241,9 +239,9 @@ impl Event for Click {
 fn propagation_is_off_by_default_and_follows_traverse_when_asked() {
     let mut world = World::new();
     world.insert_resource(Seen::default());
-    let root = world.spawn((Pos(0),)).unwrap();
-    let mid = world.spawn((Pos(1), Parent(root))).unwrap();
-    let leaf = world.spawn((Pos(2), Parent(mid))).unwrap();
+    let root = world.spawn((Pos(0),));
+    let mid = world.spawn((Pos(1), Parent(root)));
+    let leaf = world.spawn((Pos(2), Parent(mid)));
     for (e, n) in [(root, 0), (mid, 1), (leaf, 2)] {
         world
             .observe(e, move |trigger: On<Click>, mut seen: ResMut<Seen>| {
@@ -294,7 +292,7 @@ fn removed_components_follow_the_window_rule() {
         lost.0.extend(removed.iter());
     });
     reader.run(&mut world).unwrap();
-    let es = world.spawn_batch((0..10).map(|i| (Pos(i), Vel(i)))).unwrap();
+    let es = world.spawn_batch((0..10).map(|i| (Pos(i), Vel(i))));
     world.remove_one::<Pos>(es[0]).unwrap();
     world.despawn(es[1]).unwrap();
     // Not Pos: not logged.
@@ -326,7 +324,7 @@ fn the_removal_log_stays_bounded_while_readers_keep_up() {
     reader.run(&mut world).unwrap();
     let mut total = 0;
     for round in 0..200 {
-        let es = world.spawn_batch((0..50).map(|i| (Pos(i),))).unwrap();
+        let es = world.spawn_batch((0..50).map(|i| (Pos(i),)));
         for e in es {
             world.despawn(e).unwrap();
         }

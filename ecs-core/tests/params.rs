@@ -167,7 +167,7 @@ fn skipping_works_when_systems_run_in_parallel() {
         let _ = q;
     }
     let mut world = World::new();
-    world.spawn_batch((0..100).map(|i| (Pos(i as f32), Vel(0.0), Tag))).unwrap();
+    world.spawn_batch((0..100).map(|i| (Pos(i as f32), Vel(0.0), Tag)));
     world.insert_resource(RanA::default());
     world.insert_resource(RanB::default());
     let mut schedule = one_system((a, b, c, d.after(c)));
@@ -192,7 +192,7 @@ fn a_skipped_system_keeps_its_window() {
     let mut world = World::new();
     world.insert_resource(Log::default());
     world.insert_resource(Gate);
-    let e: Vec<Entity> = (0..4).map(|i| world.spawn((Pos(i as f32),)).unwrap()).collect();
+    let e: Vec<Entity> = (0..4).map(|i| world.spawn((Pos(i as f32),))).collect();
     let mut schedule = one_system(moved);
     schedule.run(&mut world).unwrap(); // sees every spawn
     world.remove_resource::<Gate>();
@@ -216,9 +216,9 @@ fn a_skipped_system_keeps_its_window() {
 #[test]
 fn has_reports_presence_and_matches_every_archetype() {
     let mut world = World::new();
-    let tagged = world.spawn((Pos(0.0), Tag)).unwrap();
-    let plain = world.spawn((Pos(1.0),)).unwrap();
-    let bare = world.spawn((Vel(1.0),)).unwrap();
+    let tagged = world.spawn((Pos(0.0), Tag));
+    let plain = world.spawn((Pos(1.0),));
+    let bare = world.spawn((Vel(1.0),));
     let mut q = world.query::<(Entity, Has<Tag>)>();
     let mut got: Vec<(Entity, bool)> = q.iter(&world).collect();
     got.sort();
@@ -248,7 +248,7 @@ fn has_conflicts_with_no_writer() {
         b.for_each_mut(|_| {});
     }
     let mut world = World::new();
-    world.spawn((Pos(0.0), Tag)).unwrap();
+    world.spawn((Pos(0.0), Tag));
     let mut schedule = one_system((looks, writes, both));
     schedule.run(&mut world).unwrap();
     let stages = schedule.stage_names();
@@ -263,7 +263,7 @@ fn has_conflicts_with_no_writer() {
 #[test]
 fn ref_answers_for_the_query_run_window() {
     let mut world = World::new();
-    let e: Vec<Entity> = (0..3).map(|i| world.spawn((Pos(i as f32),)).unwrap()).collect();
+    let e: Vec<Entity> = (0..3).map(|i| world.spawn((Pos(i as f32),))).collect();
     let mut q = world.query::<(Entity, Ref<Pos>)>();
     for (_, pos) in q.iter(&world) {
         assert!(pos.is_added() && pos.is_changed());
@@ -272,7 +272,7 @@ fn ref_answers_for_the_query_run_window() {
     world.get_mut::<Pos>(e[1]).unwrap().0 = 5.0;
     let written = world.changed_tick::<Pos>(e[1]).unwrap();
     world.insert_one(e[2], Tag).unwrap(); // moves the row, keeping its ticks
-    let late = world.spawn((Pos(9.0),)).unwrap();
+    let late = world.spawn((Pos(9.0),));
     world.increment_change_tick();
     let mut seen: Vec<(Entity, bool, bool)> = q.iter(&world).map(|(e, p)| (e, p.is_changed(), p.is_added())).collect();
     seen.sort();
@@ -291,7 +291,7 @@ fn ref_answers_for_the_query_run_window() {
 #[test]
 fn ref_sees_whole_chunk_writes_like_changed_does() {
     let mut world = World::new();
-    world.spawn_batch((0..300).map(|i| (Big(i, [0; 124]),))).unwrap();
+    world.spawn_batch((0..300).map(|i| (Big(i, [0; 124]),)));
     let mut refs = world.query::<Ref<Big>>();
     let mut changed = world.query_filtered::<Entity, Changed<Big>>();
     refs.iter(&world).count();
@@ -332,7 +332,7 @@ fn ref_in_a_system_uses_the_system_window() {
     }
     let mut world = World::new();
     world.insert_resource(Log::default());
-    let e: Vec<Entity> = (0..4).map(|i| world.spawn((Pos(i as f32),)).unwrap()).collect();
+    let e: Vec<Entity> = (0..4).map(|i| world.spawn((Pos(i as f32),))).collect();
     // `watch` runs before `mover`: it sees mover's write of the previous run.
     let mut schedule = one_system((watch, mover).chain());
     for _ in 0..3 {
@@ -356,11 +356,11 @@ fn ref_conflicts_like_a_read() {
 #[test]
 fn mut_answers_detect_changes() {
     let mut world = World::new();
-    let old = world.spawn((Pos(0.0),)).unwrap();
+    let old = world.spawn((Pos(0.0),));
     let mut q = world.query::<(Entity, &mut Pos)>();
     q.for_each_mut(&mut world, |_| {});
     world.increment_change_tick();
-    let new = world.spawn((Pos(1.0),)).unwrap();
+    let new = world.spawn((Pos(1.0),));
     world.increment_change_tick();
     let mut seen = Vec::new();
     q.for_each_mut(&mut world, |(e, mut p)| {
@@ -385,7 +385,7 @@ fn mut_answers_detect_changes() {
 #[test]
 fn detect_changes_mut_controls_marks() {
     let mut world = World::new();
-    let e = world.spawn_batch((0..10).map(|i| (Pos(i as f32),))).unwrap();
+    let e = world.spawn_batch((0..10).map(|i| (Pos(i as f32),)));
     let mut q = world.query::<(Entity, &mut Pos)>();
     q.for_each_mut(&mut world, |_| {}); // its first run sees every spawn
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
@@ -456,8 +456,8 @@ fn res_and_res_mut_detect_changes() {
 #[test]
 fn option_mut_writes_where_present_and_marks_only_writes() {
     let mut world = World::new();
-    let with: Vec<Entity> = (0..3).map(|i| world.spawn((Pos(i as f32), Vel(1.0))).unwrap()).collect();
-    let without = world.spawn((Pos(9.0),)).unwrap();
+    let with: Vec<Entity> = (0..3).map(|i| world.spawn((Pos(i as f32), Vel(1.0)))).collect();
+    let without = world.spawn((Pos(9.0),));
     let mut q = world.query::<(Entity, &Pos, Option<&mut Vel>)>();
     let mut changed = world.query_filtered::<Entity, Changed<Vel>>();
     changed.iter(&world).count();
@@ -526,12 +526,12 @@ fn single_needs_exactly_one_match() {
     }
     let mut world = World::new();
     world.insert_resource(Log::default());
-    world.spawn((Pos(0.0),)).unwrap();
+    world.spawn((Pos(0.0),));
     let mut schedule = one_system(one);
     schedule.run(&mut world).unwrap();
-    let a = world.spawn((Pos(1.0), Tag)).unwrap();
+    let a = world.spawn((Pos(1.0), Tag));
     schedule.run(&mut world).unwrap();
-    world.spawn((Pos(2.0), Tag)).unwrap();
+    world.spawn((Pos(2.0), Tag));
     schedule.run(&mut world).unwrap();
     world.despawn(a).unwrap();
     schedule.run(&mut world).unwrap();
@@ -555,8 +555,8 @@ fn single_applies_tick_filters_and_single_mut_writes() {
     }
     let mut world = World::new();
     world.insert_resource(Log::default());
-    let a = world.spawn((Pos(0.0), Vel(0.0))).unwrap();
-    let b = world.spawn((Pos(0.0), Vel(0.0))).unwrap();
+    let a = world.spawn((Pos(0.0), Vel(0.0)));
+    let b = world.spawn((Pos(0.0), Vel(0.0)));
     let mut schedule = one_system(bump);
     schedule.run(&mut world).unwrap(); // both are new
     world.get_mut::<Vel>(b).unwrap().0 = 1.0;
@@ -603,9 +603,9 @@ fn get_many_errors(world: &mut World, entities: [Entity; 3]) -> Result<[f32; 3],
 #[test]
 fn get_many_mut_refuses_duplicates_dead_and_unmatched_entities() {
     let mut world = World::new();
-    let e: Vec<Entity> = (0..4).map(|i| world.spawn((Pos(i as f32),)).unwrap()).collect();
-    let other = world.spawn((Vel(0.0),)).unwrap();
-    let dead = world.spawn((Pos(0.0),)).unwrap();
+    let e: Vec<Entity> = (0..4).map(|i| world.spawn((Pos(i as f32),))).collect();
+    let other = world.spawn((Vel(0.0),));
+    let dead = world.spawn((Pos(0.0),));
     world.despawn(dead).unwrap();
 
     assert_eq!(get_many_errors(&mut world, [e[0], e[1], e[0]]), Err(GetManyError::Duplicate(e[0])));
@@ -620,8 +620,8 @@ fn get_many_mut_refuses_duplicates_dead_and_unmatched_entities() {
 #[test]
 fn get_many_reads_and_allows_repeats() {
     let mut world = World::new();
-    let a = world.spawn((Pos(1.0),)).unwrap();
-    let b = world.spawn((Pos(2.0),)).unwrap();
+    let a = world.spawn((Pos(1.0),));
+    let b = world.spawn((Pos(2.0),));
     world.insert_resource(Counter(0));
     let mut schedule = Schedule::new();
     schedule.add_systems(move |q: Query<&Pos>, mut out: ResMut<Counter>| {
@@ -640,9 +640,9 @@ fn spawn_mixed(world: &mut World, n: usize) -> Vec<Entity> {
     // Several archetypes and several chunks per archetype.
     (0..n)
         .map(|i| match i % 3 {
-            0 => world.spawn((Big(i as u32, [0; 124]),)).unwrap(),
-            1 => world.spawn((Big(i as u32, [0; 124]), Tag)).unwrap(),
-            _ => world.spawn((Big(i as u32, [0; 124]), Vel(0.0))).unwrap(),
+            0 => world.spawn((Big(i as u32, [0; 124]),)),
+            1 => world.spawn((Big(i as u32, [0; 124]), Tag)),
+            _ => world.spawn((Big(i as u32, [0; 124]), Vel(0.0))),
         })
         .collect()
 }
@@ -683,7 +683,7 @@ fn iter_combinations_applies_the_filter() {
     }
     let mut world = World::new();
     world.insert_resource(Counter(0));
-    let e: Vec<Entity> = (0..10).map(|i| world.spawn((Pos(i as f32),)).unwrap()).collect();
+    let e: Vec<Entity> = (0..10).map(|i| world.spawn((Pos(i as f32),))).collect();
     let mut schedule = one_system(pairs);
     schedule.run(&mut world).unwrap();
     assert_eq!(world.resource::<Counter>().unwrap().0, 45);

@@ -45,7 +45,7 @@ impl Rendezvous {
 #[test]
 fn non_conflicting_systems_run_at_the_same_time() {
     let mut world = World::new();
-    world.spawn((Pos(0.0), Vel(1.0))).unwrap();
+    world.spawn((Pos(0.0), Vel(1.0)));
     let meeting = Arc::new(Rendezvous::default());
     world.insert_resource(meeting.clone());
     fn writes_pos(mut q: Query<&mut Pos>, r: Res<Arc<Rendezvous>>) {
@@ -84,7 +84,7 @@ impl Overlap {
 #[test]
 fn conflicting_systems_never_overlap() {
     let mut world = World::new();
-    world.spawn((Pos(0.0), Vel(1.0))).unwrap();
+    world.spawn((Pos(0.0), Vel(1.0)));
     let probe = Arc::new(Overlap::default());
     world.insert_resource(probe.clone());
     fn a(mut q: Query<(&mut Pos, &Vel)>, o: Res<Arc<Overlap>>) {
@@ -166,7 +166,7 @@ struct Id(u32);
 #[test]
 fn each_system_sees_exactly_the_changes_since_its_previous_run() {
     let mut world = World::new();
-    let all: Vec<Entity> = (0..1000).map(|i| world.spawn((Id(i), Pos(0.0))).unwrap()).collect();
+    let all: Vec<Entity> = (0..1000).map(|i| world.spawn((Id(i), Pos(0.0)))).collect();
     world.insert_resource(all);
     world.insert_resource(Seen::default());
     world.insert_resource(0u32); // frame counter
@@ -326,7 +326,7 @@ fn stale_commands_are_reported_and_resources_events_locals_work() {
 #[test]
 fn per_system_stats_report_time_and_chunk_skips() {
     let mut world = World::new();
-    world.spawn_batch((0..5000).map(|i| (Pos(i as f32), Vel(0.0)))).unwrap();
+    world.spawn_batch((0..5000).map(|i| (Pos(i as f32), Vel(0.0))));
     fn moved(mut q: Query<&Pos, Changed<Pos>>) {
         q.for_each(|_| {});
     }
@@ -349,7 +349,7 @@ fn a_system_runs_on_its_own_and_refuses_what_it_cannot_do() {
         *n += q.iter().count() as u32;
     }
     let mut world = World::new();
-    world.spawn((Pos(1.0),)).unwrap();
+    world.spawn((Pos(1.0),));
     let mut system = count.into_system();
     let err = system.run(&mut world).unwrap_err();
     assert!(err.contains("u32"), "{err}");
@@ -381,7 +381,7 @@ fn writes_between_runs_and_commands_are_seen_by_every_system() {
         seen.0.lock().unwrap().push(ids);
     }
     let mut world = World::new();
-    let es: Vec<Entity> = (0..20).map(|i| world.spawn((Id(i), Pos(0.0))).unwrap()).collect();
+    let es: Vec<Entity> = (0..20).map(|i| world.spawn((Id(i), Pos(0.0)))).collect();
     world.insert_resource(SeenLast::default());
     let mut schedule = Schedule::new();
     schedule.add_systems((tagger, last).chain());
@@ -408,7 +408,7 @@ fn after_the_first_system_the_calling_thread_hands_everything_to_the_pool() {
     let threads = Arc::new(Threads::default());
     let (t1, t2, t3) = (threads.clone(), threads.clone(), threads.clone());
     let mut world = World::new();
-    world.spawn_batch((0..100).map(|i| (Pos(i as f32), Vel(1.0)))).unwrap();
+    world.spawn_batch((0..100).map(|i| (Pos(i as f32), Vel(1.0))));
     let mut schedule = Schedule::new();
     let first = move |_q: Query<&Pos>| t1.0.lock().unwrap().push(("first", rayon::current_thread_index()));
     let after = move |mut q: Query<&mut Pos>| {

@@ -85,12 +85,12 @@ fn quiet<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
 #[test]
 fn query_state_refuses_a_foreign_world_on_every_entry_point() {
     let mut a = World::new();
-    a.spawn((Pos(0),)).unwrap();
+    a.spawn((Pos(0),));
     let mut state = a.query::<&mut Pos>();
     let mut b = World::new();
     b.register::<Pos>();
-    let e = b.spawn(([7u8; 1],)).unwrap();
-    let e2 = b.spawn(([9u8; 1],)).unwrap();
+    let e = b.spawn(([7u8; 1],));
+    let e2 = b.spawn(([9u8; 1],));
     let err = state.get_mut(&mut b, e).err();
     assert!(matches!(err, Some(QueryError::WrongWorld { .. })), "{err:?}");
     assert_eq!(*b.get::<[u8; 1]>(e2).unwrap(), [9]);
@@ -98,7 +98,7 @@ fn query_state_refuses_a_foreign_world_on_every_entry_point() {
     let read = a.query::<&Pos>();
     assert!(matches!(read.get(&b, e), Err(QueryError::WrongWorld { .. })));
     // An entity that exists in both worlds with the same index too.
-    let same = b.spawn((Pos(5),)).unwrap();
+    let same = b.spawn((Pos(5),));
     assert!(matches!(read.get(&b, same), Err(QueryError::WrongWorld { .. })));
 
     // Iteration entry points panic with a clear message.
@@ -121,11 +121,11 @@ fn a_system_refuses_a_world_it_was_not_initialized_on() {
         q.for_each_mut(|mut p| p.0 += 1);
     }
     let mut a = World::new();
-    a.spawn((Pos(0),)).unwrap();
+    a.spawn((Pos(0),));
     let mut system = bump.into_system();
     system.run(&mut a).unwrap();
     let mut b = World::new();
-    let e = b.spawn(([1u8; 3],)).unwrap();
+    let e = b.spawn(([1u8; 3],));
     let err = system.run(&mut b).unwrap_err();
     assert!(err.contains("cannot run on world"), "{err}");
     assert_eq!(b.get::<[u8; 3]>(e), Ok(&[1, 1, 1]));
@@ -136,8 +136,8 @@ fn a_system_refuses_a_world_it_was_not_initialized_on() {
 #[test]
 fn despawn_with_a_panicking_destructor_removes_the_entity_fully() {
     let mut world = World::new();
-    let a = world.spawn((Pos(1), Bomb(Box::new(1)), String::from("a"))).unwrap();
-    let b = world.spawn((Pos(2), Bomb(Box::new(2)), String::from("b"))).unwrap();
+    let a = world.spawn((Pos(1), Bomb(Box::new(1)), String::from("a")));
+    let b = world.spawn((Pos(2), Bomb(Box::new(2)), String::from("b")));
     let before = drops();
     lit();
     assert!(quiet(|| world.despawn(a)).is_err());
@@ -157,7 +157,7 @@ fn despawn_with_a_panicking_destructor_removes_the_entity_fully() {
 #[test]
 fn insert_replacing_a_panicking_value_completes_the_insert() {
     let mut world = World::new();
-    let e = world.spawn((Bomb(Box::new(1)), Pos(1))).unwrap();
+    let e = world.spawn((Bomb(Box::new(1)), Pos(1)));
     let before = drops();
     lit();
     // Replaces the bomb and adds Vel (an archetype move).
@@ -179,8 +179,8 @@ fn insert_replacing_a_panicking_value_completes_the_insert() {
 #[test]
 fn clear_and_world_drop_drop_every_value_once_despite_a_panic() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..300).map(|i| (Bomb(Box::new(i)), Pos(i)))).unwrap();
-    world.spawn_batch((0..50).map(|i| (Bomb(Box::new(i)),))).unwrap();
+    let es = world.spawn_batch((0..300).map(|i| (Bomb(Box::new(i)), Pos(i))));
+    world.spawn_batch((0..50).map(|i| (Bomb(Box::new(i)),)));
     let before = drops();
     lit();
     assert!(quiet(|| world.clear_entities()).is_err());
@@ -189,12 +189,12 @@ fn clear_and_world_drop_drop_every_value_once_despite_a_panic() {
     assert!(!world.contains(es[0]));
     world.check_consistency().unwrap();
     // The chunks are reused.
-    let again = world.spawn((Bomb(Box::new(7)), Pos(7))).unwrap();
+    let again = world.spawn((Bomb(Box::new(7)), Pos(7)));
     assert_eq!(world.get::<Pos>(again), Ok(&Pos(7)));
     world.check_consistency().unwrap();
 
     let mut other = World::new();
-    other.spawn_batch((0..100).map(|i| (Bomb(Box::new(i)),))).unwrap();
+    other.spawn_batch((0..100).map(|i| (Bomb(Box::new(i)),)));
     let before = drops();
     lit();
     assert!(quiet(move || drop(other)).is_err());
@@ -204,8 +204,8 @@ fn clear_and_world_drop_drop_every_value_once_despite_a_panic() {
 #[test]
 fn commands_after_a_panicking_one_stay_queued() {
     let mut world = World::new();
-    let a = world.spawn((Bomb(Box::new(1)),)).unwrap();
-    let b = world.spawn((Pos(0),)).unwrap();
+    let a = world.spawn((Bomb(Box::new(1)),));
+    let b = world.spawn((Pos(0),));
     let mut queue = CommandQueue::default();
     let mut commands = queue.commands(&world);
     commands.despawn(a);
@@ -226,7 +226,7 @@ fn commands_after_a_panicking_one_stay_queued() {
 
 fn panicking_loops_keep_marks(run: impl Fn(&mut World, &mut QueryState<(Entity, &'static mut Pos)>, &AtomicUsize)) {
     let mut world = World::new();
-    let es = world.spawn_batch((0..2000).map(|i| (Pos(i),))).unwrap();
+    let es = world.spawn_batch((0..2000).map(|i| (Pos(i),)));
     let mut writer = world.query::<(Entity, &mut Pos)>();
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
     changed.iter(&world).count();
@@ -277,7 +277,7 @@ fn a_panic_in_par_for_each_mut_keeps_the_rows_written_before_it() {
 #[test]
 fn a_panic_in_a_system_keeps_the_rows_written_before_it() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..100).map(|i| (Pos(i),))).unwrap();
+    let es = world.spawn_batch((0..100).map(|i| (Pos(i),)));
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
     changed.iter(&world).count();
     let mut schedule = Schedule::new();
@@ -299,7 +299,7 @@ fn a_panic_in_a_system_keeps_the_rows_written_before_it() {
 #[test]
 fn a_panic_in_a_group_task_keeps_the_rows_written_before_it() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..64).map(|i| (Pos(i),))).unwrap();
+    let es = world.spawn_batch((0..64).map(|i| (Pos(i),)));
     let mut groups = EntityGroups::new();
     for pair in es.chunks(8) {
         groups.push_group(pair).unwrap();
@@ -340,7 +340,7 @@ fn chunk_ticks_of_components_outside_a_systems_access_are_read_safely() {
     // atomically, so this is no data race (the sanitizer and the value
     // checks below would show a torn or lost stamp).
     let mut world = World::new();
-    world.spawn_batch((0..20_000).map(|i| (Pos(i), Vel(i)))).unwrap();
+    world.spawn_batch((0..20_000).map(|i| (Pos(i), Vel(i))));
     let pos = world.register::<Pos>();
     let mut schedule = Schedule::new();
     schedule.add_systems(|mut q: Query<&mut Pos>| q.par_for_each_mut(|mut p| p.0 += 1));
@@ -361,10 +361,10 @@ fn chunk_ticks_of_components_outside_a_systems_access_are_read_safely() {
 #[test]
 fn empty_bundles_are_no_ops() {
     let mut world = World::new();
-    let e = world.spawn((Pos(1),)).unwrap();
+    let e = world.spawn((Pos(1),));
     assert_eq!(world.remove::<()>(e), Ok(()));
     assert_eq!(world.insert(e, ()), Ok(()));
-    let empty = world.spawn(()).unwrap();
+    let empty = world.spawn(());
     assert_eq!(world.remove::<()>(empty), Ok(()));
     assert_eq!(world.get::<Pos>(e), Ok(&Pos(1)));
     world.check_consistency().unwrap();
@@ -379,7 +379,7 @@ fn empty_bundles_are_no_ops() {
 #[test]
 fn groups_stay_small_for_huge_indices_and_report_unknown_handles() {
     let mut world = World::new();
-    let real = world.spawn_batch((0..10).map(|i| (Pos(i),))).unwrap();
+    let real = world.spawn_batch((0..10).map(|i| (Pos(i),)));
     let forged = Entity::from_parts(u32::MAX - 1, 0);
     let mut groups = EntityGroups::new();
     // A bitset sized by the index would take 512 MiB.

@@ -26,9 +26,9 @@ fn changed_pos(world: &mut World, q: &mut QueryState<Entity, Changed<Pos>>) -> V
 #[test]
 fn stale_handles_fail_and_touch_nothing() {
     let mut world = World::new();
-    let a = world.spawn((Pos(1.0),)).unwrap();
+    let a = world.spawn((Pos(1.0),));
     world.despawn(a).unwrap();
-    let b = world.spawn((Pos(2.0),)).unwrap();
+    let b = world.spawn((Pos(2.0),));
     assert_eq!(a.index(), b.index(), "slot is reused");
     assert_eq!(world.despawn(a), Err(StoreError::NoSuchEntity(a)));
     assert_eq!(world.get::<Pos>(a), Err(StoreError::NoSuchEntity(a)));
@@ -43,16 +43,16 @@ fn stale_handles_fail_and_touch_nothing() {
 #[test]
 fn oversized_components_are_a_clear_error() {
     let mut world = World::new();
-    let e = world.spawn((Pos(1.0),)).unwrap();
-    let err = world.spawn((Huge([0; CHUNK_SIZE]),)).unwrap_err();
+    let e = world.spawn((Pos(1.0),));
+    let err = world.try_spawn((Huge([0; CHUNK_SIZE]),)).unwrap_err();
     assert!(matches!(err, StoreError::ComponentTooLarge { .. }));
     assert!(err.to_string().contains("Huge"), "{err}");
     assert!(matches!(world.insert(e, (Huge([0; CHUNK_SIZE]),)), Err(StoreError::ComponentTooLarge { .. })));
     // Each fits alone but not together.
     struct Half(#[allow(dead_code)] [u8; CHUNK_SIZE / 2]);
-    assert!(world.spawn((Half([0; CHUNK_SIZE / 2]),)).is_ok());
+    assert!(world.try_spawn((Half([0; CHUNK_SIZE / 2]),)).is_ok());
     assert!(matches!(
-        world.spawn((Half([0; CHUNK_SIZE / 2]), Huge([0; CHUNK_SIZE]))),
+        world.try_spawn((Half([0; CHUNK_SIZE / 2]), Huge([0; CHUNK_SIZE]))),
         Err(StoreError::ComponentTooLarge { .. })
     ));
     assert_eq!(world.get::<Pos>(e), Ok(&Pos(1.0)));
@@ -63,15 +63,15 @@ fn oversized_components_are_a_clear_error() {
 #[test]
 fn duplicate_components_in_a_bundle_are_refused() {
     let mut world = World::new();
-    assert!(matches!(world.spawn((Pos(1.0), Pos(2.0))), Err(StoreError::DuplicateComponent(_))));
+    assert!(matches!(world.try_spawn((Pos(1.0), Pos(2.0))), Err(StoreError::DuplicateComponent(_))));
     assert!(world.is_empty());
 }
 
 #[test]
 fn tags_take_no_chunk_space() {
     let mut world = World::new();
-    let plain = world.spawn((Pos(0.0),)).unwrap();
-    let tagged = world.spawn((Pos(0.0), Tag)).unwrap();
+    let plain = world.spawn((Pos(0.0),));
+    let tagged = world.spawn((Pos(0.0), Tag));
     let cap = |e: Entity| world.archetypes()[world.location(e).unwrap().archetype.index()].chunk_capacity();
     assert_eq!(cap(plain), cap(tagged));
     let mut q = world.query_filtered::<Entity, With<Tag>>();
@@ -81,7 +81,7 @@ fn tags_take_no_chunk_space() {
 #[test]
 fn chunks_hold_what_fits_and_spill_over() {
     let mut world = World::new();
-    let entities = world.spawn_batch((0..1000).map(|i| (Pos(i as f32), Vel(0.0)))).unwrap();
+    let entities = world.spawn_batch((0..1000).map(|i| (Pos(i as f32), Vel(0.0))));
     let arch = &world.archetypes()[world.location(entities[0]).unwrap().archetype.index()];
     let cap = arch.chunk_capacity();
     assert!(cap * (8 + 8) <= CHUNK_SIZE && cap > 900, "cap {cap}");
@@ -94,7 +94,7 @@ fn chunks_hold_what_fits_and_spill_over() {
 #[test]
 fn despawn_swap_removes_within_the_chunk_and_moved_rows_keep_ticks() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..10).map(|i| (Pos(i as f32),))).unwrap();
+    let es = world.spawn_batch((0..10).map(|i| (Pos(i as f32),)));
     let mut q = world.query_filtered::<Entity, Changed<Pos>>();
     changed_pos(&mut world, &mut q);
     // Change the last row, then despawn row 2: the last row moves into it.
@@ -105,7 +105,7 @@ fn despawn_swap_removes_within_the_chunk_and_moved_rows_keep_ticks() {
     assert_eq!(changed_pos(&mut world, &mut q), vec![es[9]]);
     assert_eq!(changed_pos(&mut world, &mut q), vec![]);
     // The freed row is refilled by the next spawn.
-    let n = world.spawn((Pos(5.0),)).unwrap();
+    let n = world.spawn((Pos(5.0),));
     assert_eq!(world.location(n).unwrap().chunk, 0);
     assert_eq!(world.location(n).unwrap().row, 9);
 }
@@ -113,7 +113,7 @@ fn despawn_swap_removes_within_the_chunk_and_moved_rows_keep_ticks() {
 #[test]
 fn insert_and_remove_carry_ticks_and_stamp_added() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..300).map(|i| (Pos(i as f32),))).unwrap();
+    let es = world.spawn_batch((0..300).map(|i| (Pos(i as f32),)));
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
     let mut added_vel = world.query_filtered::<Entity, Added<Vel>>();
     changed_pos(&mut world, &mut changed);
@@ -158,7 +158,7 @@ fn every_value_is_dropped_exactly_once() {
     let n = |d: &Arc<AtomicUsize>| d.load(Ordering::SeqCst);
     {
         let mut world = World::new();
-        let es = world.spawn_batch((0..500).map(|_| (c(), Pos(0.0)))).unwrap();
+        let es = world.spawn_batch((0..500).map(|_| (c(), Pos(0.0))));
         assert_eq!(n(&drops), 0);
         world.despawn(es[0]).unwrap();
         assert_eq!(n(&drops), 1);
@@ -173,7 +173,7 @@ fn every_value_is_dropped_exactly_once() {
         // A failed insert drops the rejected bundle but nothing in the world.
         assert!(world.insert(es[4], (Huge([0; CHUNK_SIZE]), c())).is_err());
         assert_eq!(n(&drops), 4);
-        let tagged = world.spawn((c(), Tag)).unwrap();
+        let tagged = world.spawn((c(), Tag));
         world.despawn(tagged).unwrap();
         assert_eq!(n(&drops), 5);
     }
@@ -192,7 +192,7 @@ fn zero_sized_values_with_drop_glue_are_dropped() {
         }
     }
     let mut world = World::new();
-    let es = world.spawn_batch((0..10).map(|_| (Zst,))).unwrap();
+    let es = world.spawn_batch((0..10).map(|_| (Zst,)));
     world.despawn(es[0]).unwrap();
     assert_eq!(DROPS.load(Ordering::SeqCst), 1);
     drop(world);
@@ -202,9 +202,9 @@ fn zero_sized_values_with_drop_glue_are_dropped() {
 #[test]
 fn option_entity_with_without_or() {
     let mut world = World::new();
-    let a = world.spawn((Pos(1.0), Vel(1.0))).unwrap();
-    let b = world.spawn((Pos(2.0),)).unwrap();
-    let c = world.spawn((Vel(3.0), Tag)).unwrap();
+    let a = world.spawn((Pos(1.0), Vel(1.0)));
+    let b = world.spawn((Pos(2.0),));
+    let c = world.spawn((Vel(3.0), Tag));
     assert!(world.contains(c));
     let mut q = world.query::<(Entity, &Pos, Option<&Vel>)>();
     let mut all: Vec<_> = q.iter(&world).map(|(e, p, v)| (e, p.0, v.map(|v| v.0))).collect();
@@ -228,7 +228,7 @@ fn option_entity_with_without_or() {
 #[test]
 fn conflicting_borrows_are_refused_before_iteration() {
     let mut world = World::new();
-    world.spawn((Pos(1.0),)).unwrap();
+    world.spawn((Pos(1.0),));
     let e = QueryState::<(&mut Pos, &Pos)>::try_new(&mut world).unwrap_err();
     assert!(matches!(e, QueryError::Conflict { kind: ConflictKind::ReadWrite, .. }));
     assert!(e.to_string().contains("Pos"), "{e}");
@@ -249,7 +249,7 @@ fn world_query_panics_with_the_component_named() {
 #[test]
 fn reading_or_unwritten_mut_marks_nothing_and_set_if_neq_avoids_false_positives() {
     let mut world = World::new();
-    world.spawn_batch((0..2000).map(|i| (Pos(i as f32), Vel(0.0)))).unwrap();
+    world.spawn_batch((0..2000).map(|i| (Pos(i as f32), Vel(0.0))));
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
     let mut movers = world.query::<(&mut Pos, &Vel)>();
     changed_pos(&mut world, &mut changed);
@@ -272,7 +272,7 @@ fn reading_or_unwritten_mut_marks_nothing_and_set_if_neq_avoids_false_positives(
 #[test]
 fn a_run_sees_changes_since_its_last_run_but_not_its_own() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..10).map(|i| (Pos(i as f32),))).unwrap();
+    let es = world.spawn_batch((0..10).map(|i| (Pos(i as f32),)));
     let mut writer = world.query_filtered::<&mut Pos, Changed<Pos>>();
     world.increment_change_tick();
     // First run: everything is new; it rewrites every row.
@@ -292,7 +292,7 @@ fn a_run_sees_changes_since_its_last_run_but_not_its_own() {
 #[test]
 fn chunk_views_expose_slices_and_stamp_whole_chunks() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..3000).map(|i| (Pos(i as f32), Vel(1.0)))).unwrap();
+    let es = world.spawn_batch((0..3000).map(|i| (Pos(i as f32), Vel(1.0))));
     let cap = world.archetypes()[world.location(es[0]).unwrap().archetype.index()].chunk_capacity();
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
     changed_pos(&mut world, &mut changed);
@@ -352,7 +352,7 @@ fn chunk_views_expose_slices_and_stamp_whole_chunks() {
 #[test]
 fn parallel_iteration_matches_sequential_and_counts_chunks() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..20_000).map(|i| (Pos(i as f32), Vel(2.0)))).unwrap();
+    let es = world.spawn_batch((0..20_000).map(|i| (Pos(i as f32), Vel(2.0))));
     let mut q = world.query::<(&mut Pos, &Vel)>();
     q.par_for_each_mut(&mut world, |(mut p, v)| p.0 += v.0);
     for (i, &e) in es.iter().enumerate() {
@@ -362,7 +362,7 @@ fn parallel_iteration_matches_sequential_and_counts_chunks() {
     assert!(total > 1);
     // Few chunks: rows are split across threads, each row once.
     let mut small = World::new();
-    let few = small.spawn_batch((0..100).map(|i| (Pos(i as f32), Vel(1.0)))).unwrap();
+    let few = small.spawn_batch((0..100).map(|i| (Pos(i as f32), Vel(1.0))));
     let mut q = small.query::<(&mut Pos, &Vel)>();
     q.par_for_each_mut(&mut small, |(mut p, v)| p.0 += v.0);
     for (i, &e) in few.iter().enumerate() {
@@ -379,8 +379,8 @@ fn parallel_iteration_matches_sequential_and_counts_chunks() {
 #[test]
 fn query_get_respects_archetype_match() {
     let mut world = World::new();
-    let a = world.spawn((Pos(1.0), Vel(2.0))).unwrap();
-    let b = world.spawn((Pos(1.0),)).unwrap();
+    let a = world.spawn((Pos(1.0), Vel(2.0)));
+    let b = world.spawn((Pos(1.0),));
     let q = world.query::<(&Pos, &Vel)>();
     assert_eq!(q.get(&world, a).map(|(p, v)| (p.0, v.0)), Ok((1.0, 2.0)));
     assert_eq!(q.get(&world, b).err(), Some(QueryError::NoMatch(b)));
@@ -396,8 +396,8 @@ fn archetypes_created_after_the_query_are_picked_up() {
     let mut world = World::new();
     let mut q = world.query::<&Pos>();
     assert_eq!(q.iter(&world).count(), 0);
-    world.spawn((Pos(1.0), Tag)).unwrap();
-    world.spawn((Pos(1.0), Vel(1.0))).unwrap();
+    world.spawn((Pos(1.0), Tag));
+    world.spawn((Pos(1.0), Vel(1.0)));
     assert_eq!(q.iter(&world).count(), 2);
 }
 
@@ -413,14 +413,12 @@ fn query_state_refuses_another_world() {
 #[test]
 fn a_panicking_spawn_iterator_leaves_a_consistent_world() {
     let mut world = World::new();
-    let before = world.spawn_batch((0..5).map(|i| (Pos(i as f32),))).unwrap();
+    let before = world.spawn_batch((0..5).map(|i| (Pos(i as f32),)));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        world
-            .spawn_batch((0..10).map(|i| {
-                assert!(i < 7, "iterator fails");
-                (Pos(100.0 + i as f32),)
-            }))
-            .unwrap();
+        world.spawn_batch((0..10).map(|i| {
+            assert!(i < 7, "iterator fails");
+            (Pos(100.0 + i as f32),)
+        }));
     }));
     assert!(result.is_err());
     assert_eq!(world.len(), 12, "rows spawned before the panic are live");
@@ -433,7 +431,7 @@ fn a_panicking_spawn_iterator_leaves_a_consistent_world() {
     for (i, &e) in before.iter().enumerate() {
         assert_eq!(world.get::<Pos>(e), Ok(&Pos(i as f32)));
     }
-    let e = world.spawn((Pos(-1.0),)).unwrap();
+    let e = world.spawn((Pos(-1.0),));
     assert_eq!(world.get::<Pos>(e), Ok(&Pos(-1.0)));
 }
 
@@ -441,7 +439,7 @@ fn a_panicking_spawn_iterator_leaves_a_consistent_world() {
 fn every_write_path_marks_exactly_the_written_rows() {
     let mut world = World::new();
     // Few chunks, so parallel iteration splits chunks into row ranges.
-    let es = world.spawn_batch((0..700).map(|i| (Pos(i as f32), Vel(if i % 97 == 0 { 1.0 } else { 0.0 })))).unwrap();
+    let es = world.spawn_batch((0..700).map(|i| (Pos(i as f32), Vel(if i % 97 == 0 { 1.0 } else { 0.0 }))));
     let want: Vec<Entity> = es.iter().copied().step_by(97).collect();
     let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
     changed_pos(&mut world, &mut changed);
@@ -484,8 +482,8 @@ fn every_write_path_marks_exactly_the_written_rows() {
 #[test]
 fn internal_loops_match_row_by_row_iteration() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..3000).map(|i| (Pos(i as f32), Vel(0.0)))).unwrap();
-    let tagged = world.spawn_batch((0..500).map(|i| (Pos(i as f32), Tag))).unwrap();
+    let es = world.spawn_batch((0..3000).map(|i| (Pos(i as f32), Vel(0.0))));
+    let tagged = world.spawn_batch((0..500).map(|i| (Pos(i as f32), Tag)));
     type Filter = Or<(Changed<Pos>, Added<Tag>)>;
     let mut by_iter = world.query_filtered::<Entity, Changed<Pos>>();
     let mut by_loop = world.query_filtered::<Entity, Changed<Pos>>();

@@ -271,7 +271,7 @@ impl Harness {
                     name: name.then(|| format!("n{now}")),
                     bomb: None,
                 };
-                let e = self.world.spawn(()).unwrap();
+                let e = self.world.spawn(());
                 if let Some(p) = pos {
                     self.world.insert(e, (Pos(p),)).unwrap();
                 }
@@ -292,7 +292,7 @@ impl Harness {
                 self.spawned(e, m);
             }
             Op::SpawnBatch { count, pos } => {
-                let es = self.world.spawn_batch((0..count).map(|i| (Pos(pos), Name(format!("b{i}"))))).unwrap();
+                let es = self.world.spawn_batch((0..count).map(|i| (Pos(pos), Name(format!("b{i}")))));
                 assert_eq!(es.len(), count);
                 for (i, e) in es.into_iter().enumerate() {
                     let m = Model {
@@ -380,7 +380,7 @@ impl Harness {
                         }
                         (Pos(pos), Name(format!("p{i}")))
                     });
-                    world.spawn_batch(bundles).unwrap();
+                    world.spawn_batch(bundles);
                 });
                 assert!(panicked);
                 // The bundles yielded before the panic are spawned: find

@@ -8,7 +8,7 @@ struct Pos(f32);
 #[test]
 fn change_detection_survives_tick_wrap() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..500).map(|i| (Pos(i as f32),))).unwrap();
+    let es = world.spawn_batch((0..500).map(|i| (Pos(i as f32),)));
     let mut q = world.query_filtered::<Entity, Changed<Pos>>();
     assert_eq!(q.iter(&world).count(), 500);
 

@@ -38,7 +38,7 @@ use crate::ack::Ack;
 use crate::codec::{DecodeError, Entry, EntryKind, FieldCodec, Limits, NetId, Schema, TimeSync, Value, decode};
 use crate::interpolation::InterpolationBuffer;
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
-use crate::registry::{Column, Registry};
+use crate::registry::{Column, Predicted, Registry};
 use crate::tick::{tick_diff, tick_newer};
 
 /// Ticks of position history kept per entity (baselines the server may
@@ -163,6 +163,24 @@ struct Known {
     local: Entity,
     values: Vec<Option<Value>>,
     history: VecDeque<(u32, [i32; 3])>,
+    /// Whether the client predicts it ([`Client::set_predicted`]).
+    predicted: bool,
+    /// The newest tick whose packet held an entry for it: its values are
+    /// the server's state at that tick.
+    entry_tick: u32,
+}
+
+/// A predicted entity as the client holds it ([`Client::predicted`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PredictedEntity<'a> {
+    /// The server's id.
+    pub net_id: NetId,
+    /// The local entity.
+    pub local: Entity,
+    /// The newest tick whose packet held an entry for it.
+    pub confirmed_tick: u32,
+    /// The server's values at that tick, in schema order.
+    pub values: &'a [Option<Value>],
 }
 
 /// A replication client. See the [module docs](self) and
@@ -179,6 +197,7 @@ pub struct Client {
     interpolation: InterpolationBuffer,
     counters: ClientCounters,
     sync: Option<TimeSync>,
+    predicted_mask: u64,
 }
 
 impl Client {
@@ -197,6 +216,7 @@ impl Client {
             interpolation: InterpolationBuffer::new(8),
             counters: ClientCounters::default(),
             sync: None,
+            predicted_mask: registry.predicted_mask(),
         }
     }
 
@@ -223,6 +243,49 @@ impl Client {
     /// The held entities: network id and quantized values in schema order.
     pub fn entities(&self) -> impl Iterator<Item = (NetId, &[Option<Value>])> + '_ {
         self.known.iter().map(|(id, k)| (*id, k.values.as_slice()))
+    }
+
+    /// Starts or stops predicting a held entity: a predicted entity carries
+    /// the [`Predicted`] marker, and snapshot values of the registry's
+    /// predicted components are kept (for [`crate::prediction`] to compare)
+    /// but not written into the world. Returns whether the entity is held.
+    pub fn set_predicted(&mut self, world: &mut World, net_id: NetId, predicted: bool) -> bool {
+        let Some(known) = self.known.get_mut(&net_id) else { return false };
+        if known.predicted != predicted {
+            known.predicted = predicted;
+            if predicted {
+                let _ = world.insert_one(known.local, Predicted);
+                self.interpolation.remove(net_id);
+            } else {
+                let _ = world.remove_one::<Predicted>(known.local);
+                // Back to the server's values.
+                for (i, value) in known.values.iter().enumerate() {
+                    if self.predicted_mask >> i & 1 == 1
+                        && let (Some(value), Some(column)) = (value, self.columns.get(i))
+                    {
+                        column.write(world, known.local, value);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether a held entity is predicted.
+    pub fn is_predicted(&self, net_id: NetId) -> bool {
+        self.known.get(&net_id).is_some_and(|k| k.predicted)
+    }
+
+    /// The predicted entities: network id, local entity, the newest tick
+    /// whose packet held an entry for it, and the server's values at that
+    /// tick.
+    pub fn predicted(&self) -> impl Iterator<Item = PredictedEntity<'_>> + '_ {
+        self.known.iter().filter(|(_, k)| k.predicted).map(|(id, k)| PredictedEntity {
+            net_id: *id,
+            local: k.local,
+            confirmed_tick: k.entry_tick,
+            values: &k.values,
+        })
     }
 
     /// The time sync block of the newest applied packet (present once the
@@ -393,7 +456,13 @@ impl Client {
                 }
                 std::collections::hash_map::Entry::Vacant(slot) => {
                     let local = world.spawn((entry.net_id,));
-                    slot.insert(Known { local, values: vec![None; width], history: VecDeque::new() })
+                    slot.insert(Known {
+                        local,
+                        values: vec![None; width],
+                        history: VecDeque::new(),
+                        predicted: false,
+                        entry_tick: tick,
+                    })
                 }
             },
             // `resolve` refused updates of entities not held (or despawned
@@ -403,10 +472,14 @@ impl Client {
                 None => return,
             },
         };
+        known.entry_tick = tick;
         let mut moved = false;
         for (index, value) in entry.components {
             let i = index as usize;
-            if let Some(column) = self.columns.get(i) {
+            // A predicted entity's predicted components belong to the
+            // prediction: it compares them and writes them on a rollback.
+            let predicted = known.predicted && self.predicted_mask >> i & 1 == 1;
+            if !predicted && let Some(column) = self.columns.get(i) {
                 column.write(world, known.local, &value);
             }
             if let (Some((pi, _)), Value::Position(p)) = (self.position, &value)
@@ -427,7 +500,7 @@ impl Client {
         {
             known.history.pop_front();
         }
-        if moved {
+        if moved && !known.predicted {
             let position = match (self.position, known.values.get(self.position.map_or(usize::MAX, |p| p.0))) {
                 (Some((_, q)), Some(Some(Value::Position(p)))) => q.dequantize(*p),
                 _ => Vec3::ZERO,

@@ -40,8 +40,8 @@
 //! let mut world = World::new();
 //! world.insert_resource(BroadPhase::<Position>::new(Vec3::ZERO, 2.0).unwrap());
 //! world.insert_resource(Vec::<usize>::new());
-//! let a = world.spawn((Position(Vec3::new(1.0, 0.0, 0.0)),)).unwrap();
-//! world.spawn((Position(Vec3::new(9.0, 0.0, 0.0)),)).unwrap();
+//! let a = world.spawn((Position(Vec3::new(1.0, 0.0, 0.0)),));
+//! world.spawn((Position(Vec3::new(9.0, 0.0, 0.0)),));
 //!
 //! let mut schedule = Schedule::new();
 //! schedule.add_systems((update_broad_phase::<Position>, count_neighbours).chain());

@@ -36,7 +36,7 @@ fn setup(seed: u64, n: usize) -> (World, Schedule, Rng, Vec<Entity>) {
     let mut rng = Rng(seed);
     let mut world = World::new();
     world.insert_resource(BroadPhase::<Position>::new(Vec3::ZERO, 4.0).unwrap());
-    let entities = world.spawn_batch((0..n).map(|_| (Position(rng.point()),)).collect::<Vec<_>>()).unwrap();
+    let entities = world.spawn_batch((0..n).map(|_| (Position(rng.point()),)).collect::<Vec<_>>());
     let mut schedule = Schedule::new();
     schedule.add_systems(update_broad_phase::<Position>);
     (world, schedule, rng, entities)
@@ -108,7 +108,7 @@ fn random_frames_match_brute_force() {
                 p.0 = if rng.below(2) == 0 { p.0 + (rng.point() * 0.05) } else { rng.point() };
             }
             for _ in 0..rng.below(6) {
-                live.push(world.spawn((Position(rng.point()),)).unwrap());
+                live.push(world.spawn((Position(rng.point()),)));
             }
             for _ in 0..rng.below(5) {
                 if !live.is_empty() {

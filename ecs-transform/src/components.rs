@@ -118,7 +118,7 @@ impl From<LocalTransform> for GlobalTransform {
 /// use ecs_core::World;
 /// use ecs_transform::{LocalTransform, transform_bundle};
 /// let mut world = World::new();
-/// let e = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0))).unwrap();
+/// let e = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
 /// assert!(world.has::<ecs_transform::GlobalTransform>(e).unwrap());
 /// ```
 pub fn transform_bundle(local: LocalTransform) -> (LocalTransform, GlobalTransform) {

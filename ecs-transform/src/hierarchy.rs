@@ -127,7 +127,7 @@ pub struct HierarchyErrors(pub Vec<HierarchyError>);
 /// use ecs_transform::{ChildOf, Children, DespawnMode, HierarchyError, WorldHierarchyExt};
 ///
 /// let mut world = World::new();
-/// let [a, b, c] = [(); 3].map(|_| world.spawn(()).unwrap());
+/// let [a, b, c] = [(); 3].map(|_| world.spawn(()));
 /// world.set_parent(b, a).unwrap();
 /// world.set_parent(c, b).unwrap();
 /// assert_eq!(world.set_parent(a, c), Err(HierarchyError::Cycle { child: a, parent: c }));
@@ -461,7 +461,7 @@ mod tests {
     use ecs_core::CommandQueue;
 
     fn spawn(world: &mut World) -> Entity {
-        world.spawn(crate::transform_bundle(LocalTransform::IDENTITY)).unwrap()
+        world.spawn(crate::transform_bundle(LocalTransform::IDENTITY))
     }
 
     #[test]

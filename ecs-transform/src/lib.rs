@@ -25,8 +25,8 @@
 //! use glam::Vec3;
 //!
 //! let mut world = World::new();
-//! let ship = world.spawn(transform_bundle(LocalTransform::from_xyz(10.0, 0.0, 0.0))).unwrap();
-//! let turret = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0))).unwrap();
+//! let ship = world.spawn(transform_bundle(LocalTransform::from_xyz(10.0, 0.0, 0.0)));
+//! let turret = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0)));
 //! world.set_parent(turret, ship).unwrap();
 //!
 //! let mut schedule = Schedule::new();

@@ -719,8 +719,8 @@ fn report(s: &mut PropagationScratch, commands: &mut Commands) {
 /// use glam::Vec3;
 ///
 /// let mut world = World::new();
-/// let parent = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0))).unwrap();
-/// let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 2.0, 0.0))).unwrap();
+/// let parent = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
+/// let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 2.0, 0.0)));
 /// world.set_parent(child, parent).unwrap();
 /// let mut schedule = Schedule::new();
 /// add_transform_systems(&mut schedule);

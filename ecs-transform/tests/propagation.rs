@@ -28,16 +28,15 @@ fn translation(world: &World, e: Entity) -> Vec3 {
 
 /// 300 roots with 3 children each, and 300 children of children.
 fn forest(world: &mut World) -> (Vec<Entity>, Vec<Entity>) {
-    let roots =
-        world.spawn_batch((0..300).map(|i| transform_bundle(LocalTransform::from_xyz(i as f32, 0.0, 0.0)))).unwrap();
+    let roots = world.spawn_batch((0..300).map(|i| transform_bundle(LocalTransform::from_xyz(i as f32, 0.0, 0.0))));
     let mut nodes = Vec::new();
     for &root in &roots {
         for k in 0..3 {
-            let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, k as f32, 0.0))).unwrap();
+            let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, k as f32, 0.0)));
             world.set_parent(child, root).unwrap();
             nodes.push(child);
         }
-        let grandchild = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 1.0))).unwrap();
+        let grandchild = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 1.0)));
         world.set_parent(grandchild, *nodes.last().unwrap()).unwrap();
         nodes.push(grandchild);
     }
@@ -83,10 +82,10 @@ fn a_frame_where_nothing_moved_writes_nothing_and_skips_every_chunk() {
 #[test]
 fn a_chain_ten_thousand_deep_propagates() {
     let mut world = World::new();
-    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0))).unwrap();
+    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
     let mut last = root;
     for _ in 0..10_000 {
-        let e = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0))).unwrap();
+        let e = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
         world.set_parent(e, last).unwrap();
         last = e;
     }
@@ -105,14 +104,12 @@ fn a_chain_ten_thousand_deep_propagates() {
 #[test]
 fn reparenting_and_detaching_recompute_the_subtree() {
     let mut world = World::new();
-    let a = world.spawn(transform_bundle(LocalTransform::from_xyz(10.0, 0.0, 0.0))).unwrap();
-    let b = world
-        .spawn(transform_bundle(
-            LocalTransform::from_xyz(0.0, 10.0, 0.0).with_rotation(Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)),
-        ))
-        .unwrap();
-    let c = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0))).unwrap();
-    let d = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 1.0))).unwrap();
+    let a = world.spawn(transform_bundle(LocalTransform::from_xyz(10.0, 0.0, 0.0)));
+    let b = world.spawn(transform_bundle(
+        LocalTransform::from_xyz(0.0, 10.0, 0.0).with_rotation(Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)),
+    ));
+    let c = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
+    let d = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 1.0)));
     world.set_parent(c, a).unwrap();
     world.set_parent(d, c).unwrap();
     let mut schedule = schedule();
@@ -139,11 +136,11 @@ fn reparenting_and_detaching_recompute_the_subtree() {
 #[test]
 fn a_child_spawned_under_a_moving_parent_gets_the_new_value() {
     let mut world = World::new();
-    let parent = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0))).unwrap();
+    let parent = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
     let mut schedule = schedule();
     schedule.run(&mut world).unwrap();
     local_mut(&mut world, parent).translation.x = 3.0;
-    let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0))).unwrap();
+    let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0)));
     world.set_parent(child, parent).unwrap();
     schedule.run(&mut world).unwrap();
     assert_eq!(translation(&world, child), Vec3::new(3.0, 1.0, 0.0));
@@ -155,18 +152,16 @@ fn many_moving_roots_walk_the_plan_and_match_the_reference() {
     // each frame with no structural change: the trees are walked through
     // the cached plan, in parallel.
     let mut world = World::new();
-    let roots =
-        world.spawn_batch((0..20).map(|i| transform_bundle(LocalTransform::from_xyz(i as f32, 0.0, 0.0)))).unwrap();
+    let roots = world.spawn_batch((0..20).map(|i| transform_bundle(LocalTransform::from_xyz(i as f32, 0.0, 0.0))));
     let mut children = Vec::new();
     let mut grandchildren = Vec::new();
     for (r, &root) in roots.iter().enumerate() {
         for k in 0..200 {
             let rotation = Quat::from_rotation_z(0.01 * k as f32);
-            let child = world
-                .spawn(transform_bundle(LocalTransform::from_xyz(0.0, k as f32, 0.0).with_rotation(rotation)))
-                .unwrap();
+            let child =
+                world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, k as f32, 0.0).with_rotation(rotation)));
             world.set_parent(child, root).unwrap();
-            let grandchild = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, r as f32))).unwrap();
+            let grandchild = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, r as f32)));
             world.set_parent(grandchild, child).unwrap();
             children.push(child);
             grandchildren.push(grandchild);
@@ -211,9 +206,9 @@ fn recorded_errors(world: &World) -> Vec<HierarchyError> {
 #[test]
 fn despawning_a_parent_with_world_despawn_makes_its_children_roots() {
     let mut world = World::new();
-    let parent = world.spawn(transform_bundle(LocalTransform::from_xyz(100.0, 0.0, 0.0))).unwrap();
-    let child = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0))).unwrap();
-    let grandchild = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0))).unwrap();
+    let parent = world.spawn(transform_bundle(LocalTransform::from_xyz(100.0, 0.0, 0.0)));
+    let child = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
+    let grandchild = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0)));
     world.set_parent(child, parent).unwrap();
     world.set_parent(grandchild, child).unwrap();
     let mut schedule = schedule();
@@ -236,10 +231,10 @@ fn despawning_a_parent_with_world_despawn_makes_its_children_roots() {
 #[test]
 fn a_loop_made_by_copying_a_link_is_refused_and_reported() {
     let mut world = World::new();
-    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0))).unwrap();
-    let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0))).unwrap();
-    let other = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 5.0))).unwrap();
-    let other_child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 1.0))).unwrap();
+    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
+    let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0)));
+    let other = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 5.0)));
+    let other_child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 1.0)));
     world.set_parent(child, root).unwrap();
     world.set_parent(other_child, other).unwrap();
     let mut schedule = schedule();
@@ -286,12 +281,12 @@ fn child_of_in_bundles_builds_the_same_hierarchy_as_set_parent() {
     for i in 0..2000 {
         let local = LocalTransform::from_xyz(i as f32, 0.0, 0.0);
         if i < 20 {
-            a.push(bundled.spawn(transform_bundle(local)).unwrap());
-            b.push(by_call.spawn(transform_bundle(local)).unwrap());
+            a.push(bundled.spawn(transform_bundle(local)));
+            b.push(by_call.spawn(transform_bundle(local)));
         } else {
             let p = next(i);
-            a.push(bundled.spawn((local, GlobalTransform::IDENTITY, ChildOf(a[p]))).unwrap());
-            let e = by_call.spawn(transform_bundle(local)).unwrap();
+            a.push(bundled.spawn((local, GlobalTransform::IDENTITY, ChildOf(a[p]))));
+            let e = by_call.spawn(transform_bundle(local));
             by_call.set_parent(e, b[p]).unwrap();
             b.push(e);
         }
@@ -352,11 +347,11 @@ fn child_of_in_bundles_builds_the_same_hierarchy_as_set_parent() {
 fn transforms_added_later_are_propagated() {
     let mut world = World::new();
     let mut schedule = schedule();
-    let parent = world.spawn(transform_bundle(LocalTransform::from_xyz(5.0, 0.0, 0.0))).unwrap();
+    let parent = world.spawn(transform_bundle(LocalTransform::from_xyz(5.0, 0.0, 0.0)));
     // A child with only a local transform, and a root with only a global.
-    let child = world.spawn((LocalTransform::from_xyz(0.0, 1.0, 0.0),)).unwrap();
-    let late_root = world.spawn((GlobalTransform::IDENTITY,)).unwrap();
-    let late_child = world.spawn((GlobalTransform::IDENTITY,)).unwrap();
+    let child = world.spawn((LocalTransform::from_xyz(0.0, 1.0, 0.0),));
+    let late_root = world.spawn((GlobalTransform::IDENTITY,));
+    let late_child = world.spawn((GlobalTransform::IDENTITY,));
     world.set_parent(child, parent).unwrap();
     world.set_parent(late_child, parent).unwrap();
     schedule.run(&mut world).unwrap();
@@ -379,7 +374,7 @@ fn transforms_added_later_are_propagated() {
     assert_eq!(translation(&world, child), Vec3::new(7.0, 1.0, 0.0));
     assert_eq!(translation(&world, late_child), Vec3::new(7.0, 0.0, 2.0));
     // A root whose global is added after its local.
-    let root = world.spawn((LocalTransform::from_xyz(0.0, 4.0, 0.0),)).unwrap();
+    let root = world.spawn((LocalTransform::from_xyz(0.0, 4.0, 0.0),));
     schedule.run(&mut world).unwrap();
     world.insert_one(root, GlobalTransform::IDENTITY).unwrap();
     schedule.run(&mut world).unwrap();
@@ -427,15 +422,13 @@ fn despawning_parents_leaves_no_dangling_link() {
 #[test]
 fn child_of_bundles_work_without_calling_anything_first() {
     let mut world = World::new();
-    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(5.0, 0.0, 0.0))).unwrap();
-    let early =
-        world.spawn((LocalTransform::from_xyz(0.0, 1.0, 0.0), GlobalTransform::IDENTITY, ChildOf(root))).unwrap();
+    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(5.0, 0.0, 0.0)));
+    let early = world.spawn((LocalTransform::from_xyz(0.0, 1.0, 0.0), GlobalTransform::IDENTITY, ChildOf(root)));
     let mut schedule = schedule();
     schedule.run(&mut world).unwrap();
     assert_eq!(world.children_of(root), &[early]);
     assert_eq!(translation(&world, early), Vec3::new(5.0, 1.0, 0.0));
-    let late =
-        world.spawn((LocalTransform::from_xyz(0.0, 0.0, 2.0), GlobalTransform::IDENTITY, ChildOf(early))).unwrap();
+    let late = world.spawn((LocalTransform::from_xyz(0.0, 0.0, 2.0), GlobalTransform::IDENTITY, ChildOf(early)));
     schedule.run(&mut world).unwrap();
     assert_eq!(world.children_of(early), &[late]);
     assert_eq!(translation(&world, late), Vec3::new(5.0, 1.0, 2.0));

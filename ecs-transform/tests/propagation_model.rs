@@ -112,7 +112,7 @@ fn close(a: Affine3A, b: Affine3A) -> bool {
 fn apply(world: &mut World, model: &mut Model, op: &Op, spawned: &mut HashSet<Entity>) {
     match *op {
         Op::Spawn { local, parent } => {
-            let e = world.spawn(transform_bundle(local)).unwrap();
+            let e = world.spawn(transform_bundle(local));
             model.alive.push(e);
             model.local.insert(e, local);
             spawned.insert(e);

@@ -271,11 +271,11 @@ pub fn add_boids(world: &mut World, schedule: &mut Schedule, config: &BoidsConfi
             (Position(p), Heading(h), Boid)
         })
         .collect();
-    let mut boids = world.spawn_batch(moving).map_err(BoidsError::Store)?;
-    boids.extend(world.spawn_batch(resting).map_err(BoidsError::Store)?);
+    let mut boids = world.spawn_batch(moving);
+    boids.extend(world.spawn_batch(resting));
     let path_radius = 0.5 * radius;
-    let target = world.spawn((Position(target_point(path_radius, 0.0)), BoidTarget)).map_err(BoidsError::Store)?;
-    let predator = world.spawn((Position(predator_point(path_radius, 0.0)), Predator)).map_err(BoidsError::Store)?;
+    let target = world.spawn((Position(target_point(path_radius, 0.0)), BoidTarget));
+    let predator = world.spawn((Position(predator_point(path_radius, 0.0)), Predator));
 
     world.insert_resource(BoidSettings {
         cell_radius: config.cell_radius,

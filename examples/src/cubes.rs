@@ -326,10 +326,9 @@ impl CubeScene {
                 Spin(0.0),
             )
         });
-        world.spawn_batch(cubes).map_err(CubeError::Store)?;
-        let player = world
-            .spawn((Replicated, CubePosition(player_path(config, 0.0)), CubeRotation(Quat::IDENTITY), Player))
-            .map_err(CubeError::Store)?;
+        world.spawn_batch(cubes);
+        let player =
+            world.spawn((Replicated, CubePosition(player_path(config, 0.0)), CubeRotation(Quat::IDENTITY), Player));
         world.insert_resource(CubeClock { tick: 0, walked: 0.0, player_moving: true, config: *config });
         let mut schedule = Schedule::new();
         schedule.add_systems((move_player, push_cubes, knock_cubes, slide_cubes).chain());

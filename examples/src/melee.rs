@@ -204,7 +204,7 @@ pub fn add_melee(world: &mut World, schedule: &mut Schedule, config: &MeleeConfi
                 Engaged(false),
             ));
         }
-        units.extend(world.spawn_batch(block).map_err(MeleeError::Store)?);
+        units.extend(world.spawn_batch(block));
     }
     let grid = BroadPhase::<UnitPosition>::new(Vec3::ZERO, config.attack_range).map_err(MeleeError::Grid)?;
     world.insert_resource(grid);
@@ -309,15 +309,13 @@ mod tests {
     use super::*;
 
     fn unit(world: &mut World, team: u8, x: f32) -> Entity {
-        world
-            .spawn((
-                UnitPosition(Vec3::new(x, 0.0, 0.0)),
-                Team(team),
-                Health(100.0),
-                Attack { range: 2.0, damage_per_second: 30.0 },
-                Engaged(false),
-            ))
-            .unwrap()
+        world.spawn((
+            UnitPosition(Vec3::new(x, 0.0, 0.0)),
+            Team(team),
+            Health(100.0),
+            Attack { range: 2.0, damage_per_second: 30.0 },
+            Engaged(false),
+        ))
     }
 
     fn still_battle() -> (World, Schedule) {

@@ -307,7 +307,7 @@ impl Showcase {
             let p = Vec3::new(rng.range(-side, side), 0.0, rng.range(-side, side));
             let (local, global) = transform_bundle(LocalTransform::from_translation(p));
             (local, global, Position(p), Scenery, Replicated)
-        }))?;
+        }));
 
         let rigs = config.entities / 5 / RIG_NODES;
         let spinning = (rigs as f64 * config.active).round() as usize;
@@ -316,9 +316,9 @@ impl Showcase {
             let (local, global) = transform_bundle(LocalTransform::from_translation(p));
             let root = if r < spinning {
                 let spin = Spin { speed: rng.range(0.5, 2.0), phase: rng.range(0.0, std::f32::consts::TAU) };
-                world.spawn((local, global, Position(p), spin, Replicated))?
+                world.spawn((local, global, Position(p), spin, Replicated))
             } else {
-                world.spawn((local, global, Position(p), Replicated))?
+                world.spawn((local, global, Position(p), Replicated))
             };
             for limb in 0..3 {
                 let mut parent = root;
@@ -329,7 +329,7 @@ impl Showcase {
                         (_, 0) => Vec3::new(0.0, 1.5, 0.0),
                         _ => Vec3::new(0.0, 0.5, 0.0),
                     };
-                    let node = world.spawn(transform_bundle(LocalTransform::from_translation(offset)))?;
+                    let node = world.spawn(transform_bundle(LocalTransform::from_translation(offset)));
                     world.set_parent(node, parent).map_err(ShowcaseError::Hierarchy)?;
                     parent = node;
                 }

@@ -18,8 +18,6 @@ use super::{
 
 define_components!();
 
-const SPAWN_FAILED: &str = "ecs-core failed to spawn a benchmark bundle";
-
 fn counts(stats: ecs_core::ChunkStats) -> ChunkCounts {
     ChunkCounts { total: stats.chunks_total, skipped: stats.chunks_skipped }
 }
@@ -31,7 +29,7 @@ fn simple_bundle() -> (Transform, Pos, Rot, Vel) {
 /// `simple_insert`: a new world, 10k entities spawned in a batch, then dropped.
 pub fn simple_insert() {
     let mut world = World::new();
-    let entities = world.spawn_batch((0..SIMPLE_ENTITIES).map(|_| simple_bundle())).expect(SPAWN_FAILED);
+    let entities = world.spawn_batch((0..SIMPLE_ENTITIES).map(|_| simple_bundle()));
     drop(entities);
     drop(world);
 }
@@ -56,7 +54,7 @@ impl SimpleIter {
     /// Builds the world and the cached query.
     pub fn new() -> Self {
         let mut world = World::new();
-        world.spawn_batch((0..SIMPLE_ENTITIES).map(|_| simple_bundle())).expect(SPAWN_FAILED);
+        world.spawn_batch((0..SIMPLE_ENTITIES).map(|_| simple_bundle()));
         let query = world.query::<(&Vel, &mut Pos)>();
         Self { world, query }
     }
@@ -92,7 +90,7 @@ impl FragIter {
         let mut world = World::new();
         macro_rules! spawn_tag {
             ($tag:ident) => {
-                world.spawn_batch((0..FRAG_PER_ARCHETYPE).map(|_| (frag::$tag(0.0), Data(1.0)))).expect(SPAWN_FAILED);
+                world.spawn_batch((0..FRAG_PER_ARCHETYPE).map(|_| (frag::$tag(0.0), Data(1.0))));
             };
         }
         for_each_frag_tag!(spawn_tag);
@@ -129,11 +127,9 @@ impl HeavyCompute {
     /// Builds the world and the cached query.
     pub fn new() -> Self {
         let mut world = World::new();
-        world
-            .spawn_batch(
-                (0..HEAVY_ENTITIES).map(|_| (Transform(heavy_transform()), Pos(Vec3::X), Rot(Vec3::X), Vel(Vec3::X))),
-            )
-            .expect(SPAWN_FAILED);
+        world.spawn_batch(
+            (0..HEAVY_ENTITIES).map(|_| (Transform(heavy_transform()), Pos(Vec3::X), Rot(Vec3::X), Vel(Vec3::X))),
+        );
         let query = world.query::<(&mut Pos, &mut Transform)>();
         Self { world, query }
     }
@@ -167,7 +163,7 @@ impl AddRemove {
     /// Builds the world.
     pub fn new() -> Self {
         let mut world = World::new();
-        let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| (A(0.0),))).expect(SPAWN_FAILED);
+        let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| (A(0.0),)));
         Self { world, entities }
     }
 }
@@ -206,8 +202,7 @@ impl Skip {
     pub fn new(case: &SkipCase) -> Self {
         let mut world = World::new();
         let entities = world
-            .spawn_batch((0..SKIP_ENTITIES).map(|i| (Pos(skip_position(i)), Matrix(skip_matrix(skip_position(i))))))
-            .expect(SPAWN_FAILED);
+            .spawn_batch((0..SKIP_ENTITIES).map(|i| (Pos(skip_position(i)), Matrix(skip_matrix(skip_position(i))))));
         let movers = case.mover_indices(SKIP_ENTITIES).into_iter().map(|i| entities[i]).collect();
         let query = world.query_filtered::<(&Pos, &mut Matrix), (Changed<Pos>,)>();
         Self { world, movers, query }
@@ -255,7 +250,7 @@ fn spawn_schedule_world(world: &mut World) -> Vec<Entity> {
             ScheduleGroup::Abce => world
                 .spawn_batch(values.map(|v| (A(v.a), B(v.b), C(v.c.unwrap_or_default()), E(v.e.unwrap_or_default())))),
         };
-        entities.extend(spawned.expect(SPAWN_FAILED));
+        entities.extend(spawned);
     }
     entities
 }

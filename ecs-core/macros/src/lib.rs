@@ -88,7 +88,7 @@ mod system_param;
 ///
 /// let mut world = World::new();
 /// world.insert_resource(Time(0.5));
-/// let e = world.spawn((Pos(0.0), Vel(2.0))).unwrap();
+/// let e = world.spawn((Pos(0.0), Vel(2.0)));
 /// let mut schedule = Schedule::new();
 /// schedule.add_systems(integrate);
 /// schedule.run(&mut world).unwrap();

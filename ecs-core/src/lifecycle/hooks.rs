@@ -24,7 +24,7 @@ pub type ComponentHook = fn(DeferredWorld<'_>, Entity);
 /// world.register_component_hooks::<Health>().on_remove(|mut world: DeferredWorld, _: Entity| {
 ///     world.resource_mut::<Deaths>().unwrap().0 += 1;
 /// });
-/// let e = world.spawn((Health(3),)).unwrap();
+/// let e = world.spawn((Health(3),));
 /// world.despawn(e).unwrap();
 /// assert_eq!(world.resource::<Deaths>().unwrap().0, 1);
 /// ```

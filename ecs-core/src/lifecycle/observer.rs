@@ -32,7 +32,7 @@
 //!         }
 //!     }
 //! });
-//! let barrel = world.spawn((Hp(10),)).unwrap();
+//! let barrel = world.spawn((Hp(10),));
 //! world.trigger_targets(Explode { radius: 3.0 }, barrel);
 //! assert!(!world.contains(barrel));
 //! ```

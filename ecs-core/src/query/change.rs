@@ -63,8 +63,8 @@ use crate::storage::tick::{AtomicTick, Tick, TickWindow};
 ///
 /// struct Hp(u32);
 /// let mut world = World::new();
-/// let a = world.spawn((Hp(10),)).unwrap();
-/// let b = world.spawn((Hp(10),)).unwrap();
+/// let a = world.spawn((Hp(10),));
+/// let b = world.spawn((Hp(10),));
 /// let mut q = world.query::<(Entity, Ref<Hp>)>();
 /// // The first run sees every row as added and changed.
 /// assert!(q.iter(&world).all(|(_, hp)| hp.is_added() && hp.is_changed()));
@@ -98,7 +98,7 @@ pub trait DetectChanges {
 /// #[derive(PartialEq)]
 /// struct Hp(u32);
 /// let mut world = World::new();
-/// let e = world.spawn((Hp(10),)).unwrap();
+/// let e = world.spawn((Hp(10),));
 /// let mut q = world.query::<&mut Hp>();
 /// let mut changed = world.query_filtered::<Entity, Changed<Hp>>();
 /// changed.iter(&world).count();
@@ -204,7 +204,7 @@ impl<'w, T> Mut<'w, T> {
     /// # use ecs_core::World;
     /// # #[derive(PartialEq, Debug)] struct Hp(u32);
     /// let mut world = World::new();
-    /// let e = world.spawn((Hp(10),)).unwrap();
+    /// let e = world.spawn((Hp(10),));
     /// assert!(!world.get_mut::<Hp>(e).unwrap().set_if_neq(Hp(10)));
     /// assert!(world.get_mut::<Hp>(e).unwrap().set_if_neq(Hp(9)));
     /// ```
@@ -339,7 +339,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Mut<'_, T> {
 ///     }
 /// }
 /// # let mut world = World::new();
-/// # world.spawn((Pos(0.0),)).unwrap();
+/// # world.spawn((Pos(0.0),));
 /// # let mut schedule = Schedule::new();
 /// # schedule.add_systems(report);
 /// # schedule.run(&mut world).unwrap();
@@ -426,7 +426,7 @@ mod tests {
     #[test]
     fn a_mut_without_a_run_window_answers_for_the_current_tick() {
         let mut world = World::new();
-        let e = world.spawn((Hp(1),)).unwrap();
+        let e = world.spawn((Hp(1),));
         world.increment_change_tick();
         let mut hp = world.get_mut::<Hp>(e).unwrap();
         assert!(!hp.is_changed() && !hp.is_added());

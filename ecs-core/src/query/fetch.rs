@@ -456,8 +456,8 @@ unsafe impl<T: Component> ReadOnlyQueryData for Ref<'_, T> {}
 /// struct Pos(f32);
 /// struct Frozen;
 /// let mut world = World::new();
-/// world.spawn((Pos(0.0),)).unwrap();
-/// world.spawn((Pos(1.0), Frozen)).unwrap();
+/// world.spawn((Pos(0.0),));
+/// world.spawn((Pos(1.0), Frozen));
 /// let mut q = world.query::<(&Pos, Has<Frozen>)>();
 /// let frozen: Vec<bool> = q.iter(&world).map(|(_, frozen)| frozen).collect();
 /// assert_eq!(frozen.len(), 2);

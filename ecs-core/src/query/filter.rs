@@ -491,8 +491,8 @@ tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 /// use ecs_core::{Disabled, With, World};
 /// struct Enemy;
 /// let mut world = World::new();
-/// let a = world.spawn((Enemy,)).unwrap();
-/// world.spawn((Enemy, Disabled)).unwrap();
+/// let a = world.spawn((Enemy,));
+/// world.spawn((Enemy, Disabled));
 /// let mut enemies = world.query::<(ecs_core::Entity, &Enemy)>();
 /// assert_eq!(enemies.iter(&world).map(|(e, _)| e).collect::<Vec<_>>(), vec![a]);
 /// let mut pooled = world.query_filtered::<&Enemy, With<Disabled>>();
@@ -511,7 +511,7 @@ mod tests {
     #[test]
     fn or_finds_the_same_chunks_whichever_element_is_sparse() {
         let mut world = World::new();
-        let entities = world.spawn_batch((0..3000).map(|_| (Big([0; 200]),))).unwrap();
+        let entities = world.spawn_batch((0..3000).map(|_| (Big([0; 200]),)));
         let mut sparse_first = world.query_filtered::<Entity, Or<(Added<Tag>, Changed<Big>)>>();
         let mut dense_first = world.query_filtered::<Entity, Or<(Changed<Big>, Added<Tag>)>>();
         sparse_first.iter(&world).count();

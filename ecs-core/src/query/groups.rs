@@ -28,7 +28,7 @@
 //! struct Pos(f32);
 //!
 //! let mut world = World::new();
-//! let entities = world.spawn_batch((0..6).map(|i| (Pos(i as f32),))).unwrap();
+//! let entities = world.spawn_batch((0..6).map(|i| (Pos(i as f32),)));
 //! let mut groups = EntityGroups::new();
 //! groups.push_group(&entities[..3]).unwrap();
 //! groups.push_group(&entities[3..]).unwrap();
@@ -393,7 +393,7 @@ mod tests {
     #[test]
     fn groups_refuse_shared_entities_and_roll_back() {
         let mut world = World::new();
-        let e: Vec<Entity> = (0..5).map(|i| world.spawn((Pos(i),)).unwrap()).collect();
+        let e: Vec<Entity> = (0..5).map(|i| world.spawn((Pos(i),))).collect();
         let mut groups = EntityGroups::new();
         assert_eq!(groups.push_group(&e[0..2]), Ok(0));
         assert_eq!(groups.push_group(&[e[2], e[3], e[2]]), Err(e[2]));
@@ -412,8 +412,8 @@ mod tests {
     #[test]
     fn moved_despawned_and_unmatched_entities_are_found_or_reported() {
         let mut world = World::new();
-        let e: Vec<Entity> = (0..300).map(|i| world.spawn((Pos(i),)).unwrap()).collect();
-        let plain = world.spawn((Pos(1000),)).unwrap();
+        let e: Vec<Entity> = (0..300).map(|i| world.spawn((Pos(i),))).collect();
+        let plain = world.spawn((Pos(1000),));
         let mut groups = EntityGroups::new();
         groups.push_group(&e[0..150]).unwrap();
         groups.push_group(&e[150..300]).unwrap();
@@ -456,7 +456,7 @@ mod tests {
     #[test]
     fn writes_mark_rows_and_chunks_exactly() {
         let mut world = World::new();
-        let e: Vec<Entity> = (0..400).map(|i| world.spawn((Pos(i), Tag)).unwrap()).collect();
+        let e: Vec<Entity> = (0..400).map(|i| world.spawn((Pos(i), Tag))).collect();
         let mut groups = EntityGroups::new();
         for pair in e.chunks(2) {
             groups.push_group(pair).unwrap();
@@ -496,9 +496,9 @@ mod tests {
     #[test]
     fn count_fingerprints_follow_membership() {
         let mut world = World::new();
-        world.spawn((Pos(0),)).unwrap();
-        let b = world.spawn((Pos(1), Tag)).unwrap();
-        world.spawn((Tag,)).unwrap();
+        world.spawn((Pos(0),));
+        let b = world.spawn((Pos(1), Tag));
+        world.spawn((Tag,));
         world.insert_resource(Vec::<(usize, usize)>::new());
         let mut schedule = Schedule::new();
         schedule.add_systems(|q: Query<&Pos>, mut out: crate::ResMut<Vec<(usize, usize)>>| {
@@ -516,7 +516,7 @@ mod tests {
     #[should_panic(expected = "group 5 of 1 selected")]
     fn selecting_a_missing_group_panics() {
         let mut world = World::new();
-        let e = world.spawn((Pos(0),)).unwrap();
+        let e = world.spawn((Pos(0),));
         let mut groups = EntityGroups::new();
         groups.push_group(&[e]).unwrap();
         let mut state = world.query::<&mut Pos>();

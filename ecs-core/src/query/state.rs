@@ -124,8 +124,8 @@ impl<Q: QueryData, F: QueryFilter> Copy for Matched<Q, F> {}
 /// struct Pos(f32);
 ///
 /// let mut world = World::new();
-/// let a = world.spawn((Pos(0.0),)).unwrap();
-/// let _b = world.spawn((Pos(0.0),)).unwrap();
+/// let a = world.spawn((Pos(0.0),));
+/// let _b = world.spawn((Pos(0.0),));
 /// let mut moved = world.query_filtered::<ecs_core::Entity, Changed<Pos>>();
 /// assert_eq!(moved.iter(&world).count(), 2); // first run: all new
 ///

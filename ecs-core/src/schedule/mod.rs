@@ -149,7 +149,7 @@ pub struct CommandError {
 ///     *n = q.iter().count();
 /// }
 /// let mut world = World::new();
-/// world.spawn((Pos(0.0),)).unwrap();
+/// world.spawn((Pos(0.0),));
 /// let mut schedule = Schedule::new();
 /// schedule.add_systems((fall, count));
 /// schedule.run(&mut world).unwrap(); // `count` ran; `fall` was skipped
@@ -302,7 +302,7 @@ impl SetEntry {
 ///     q.for_each_mut(|mut p| p.0 = p.0.min(10.0));
 /// }
 /// let mut world = World::new();
-/// world.spawn((Pos(9.0), Vel(2.0))).unwrap();
+/// world.spawn((Pos(9.0), Vel(2.0)));
 /// let mut schedule = Schedule::new();
 /// schedule.add_systems((integrate, clamp).chain());
 /// schedule.run(&mut world).unwrap();

@@ -28,7 +28,7 @@
 //! }
 //!
 //! let mut world = World::new();
-//! let e = world.spawn(Ball { pos: Pos(0.0), physics: Physics { vel: Vel(1.0), mass: Mass(2.0) } }).unwrap();
+//! let e = world.spawn(Ball { pos: Pos(0.0), physics: Physics { vel: Vel(1.0), mass: Mass(2.0) } });
 //! assert_eq!(world.get::<Mass>(e).unwrap().0, 2.0);
 //!
 //! // Duplicates are refused across nesting, as in a flat tuple.
@@ -39,7 +39,7 @@
 //!     physics: Physics,
 //! }
 //! let twice = Twice { vel: Vel(0.0), physics: Physics { vel: Vel(1.0), mass: Mass(1.0) } };
-//! assert!(matches!(world.spawn(twice), Err(StoreError::DuplicateComponent(_))));
+//! assert!(matches!(world.try_spawn(twice), Err(StoreError::DuplicateComponent(_))));
 //! ```
 //!
 //! ## Tuples inside tuples

@@ -153,11 +153,11 @@ mod tests {
     #[test]
     fn stale_commands_are_reported_not_applied_to_a_new_owner() {
         let mut world = World::new();
-        let old = world.spawn((Hp(1),)).unwrap();
+        let old = world.spawn((Hp(1),));
         let mut queue = CommandQueue::default();
         queue.commands(&world).insert(old, (Hp(9),));
         world.despawn(old).unwrap();
-        let reuser = world.spawn((Hp(2),)).unwrap();
+        let reuser = world.spawn((Hp(2),));
         assert_eq!(reuser.index(), old.index());
         let errors = queue.apply(&mut world);
         assert_eq!(errors, vec![StoreError::NoSuchEntity(old)]);
@@ -174,7 +174,7 @@ mod tests {
         c.insert(a, (5u8,));
         c.despawn(b);
         // Direct spawns in between do not take the reserved indices.
-        let direct = world.spawn((Hp(3),)).unwrap();
+        let direct = world.spawn((Hp(3),));
         assert!(direct != a && direct != b);
         assert!(queue.apply(&mut world).is_empty());
         assert_eq!(world.get::<u8>(a), Ok(&5));

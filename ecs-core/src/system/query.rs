@@ -340,8 +340,8 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     ///     }
     /// }
     /// let mut world = World::new();
-    /// world.spawn((Player, Hp(3))).unwrap();
-    /// world.spawn((Hp(7),)).unwrap();
+    /// world.spawn((Player, Hp(3)));
+    /// world.spawn((Hp(7),));
     /// let mut schedule = Schedule::new();
     /// schedule.add_systems(show);
     /// schedule.run(&mut world).unwrap();
@@ -375,7 +375,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     ///     }
     /// }
     /// let mut world = World::new();
-    /// let p = world.spawn((Player, Hp(3))).unwrap();
+    /// let p = world.spawn((Player, Hp(3)));
     /// let mut schedule = Schedule::new();
     /// schedule.add_systems(heal);
     /// schedule.run(&mut world).unwrap();
@@ -452,8 +452,8 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     ///     }
     /// }
     /// let mut world = World::new();
-    /// let a = world.spawn((Hp(5),)).unwrap();
-    /// let b = world.spawn((Hp(5),)).unwrap();
+    /// let a = world.spawn((Hp(5),));
+    /// let b = world.spawn((Hp(5),));
     /// world.insert_resource(Hits(vec![(a, b), (a, a)])); // (a, a) is refused
     /// let mut schedule = Schedule::new();
     /// schedule.add_systems(trade);
@@ -518,7 +518,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     ///     assert_eq!(*best, Some(1.0));
     /// }
     /// let mut world = World::new();
-    /// world.spawn_batch([0.0, 4.0, 5.0, 9.0].map(|x| (Pos(x),))).unwrap();
+    /// world.spawn_batch([0.0, 4.0, 5.0, 9.0].map(|x| (Pos(x),)));
     /// let mut schedule = Schedule::new();
     /// schedule.add_systems(closest);
     /// schedule.run(&mut world).unwrap();
@@ -556,7 +556,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     ///     }
     /// }
     /// let mut world = World::new();
-    /// world.spawn_batch((1..=3).map(|i| (Charge(i as f32), Force(0.0)))).unwrap();
+    /// world.spawn_batch((1..=3).map(|i| (Charge(i as f32), Force(0.0))));
     /// let mut schedule = Schedule::new();
     /// schedule.add_systems(pull);
     /// schedule.run(&mut world).unwrap();
@@ -589,7 +589,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     ///     });
     /// }
     /// let mut world = World::new();
-    /// let e = world.spawn_batch((0..4).map(|_| (Hp(10),))).unwrap();
+    /// let e = world.spawn_batch((0..4).map(|_| (Hp(10),)));
     /// let mut schedule = Schedule::new();
     /// schedule.add_systems(duel);
     /// schedule.run(&mut world).unwrap();
@@ -699,7 +699,7 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
     /// struct Side(Vec<u32>);
     ///
     /// let mut world = World::new();
-    /// let e = world.spawn_batch((0..4).map(|i| (Hp(i),))).unwrap();
+    /// let e = world.spawn_batch((0..4).map(|i| (Hp(i),)));
     /// let mut groups = EntityGroups::new();
     /// groups.push_group(&e[..2]).unwrap();
     /// groups.push_group(&e[2..]).unwrap();

@@ -137,12 +137,10 @@ impl EncodeScene {
     pub fn new(entities: usize, clients: usize, changed: f64) -> Result<EncodeScene, String> {
         let mut world = World::new();
         let side = (entities as f64).sqrt().ceil() as usize;
-        let spawned = world
-            .spawn_batch((0..entities).map(|i| {
-                let p = Vec3::new((i % side) as f32 * 0.5, (i / side) as f32 * 0.5, 0.0);
-                (Replicated, CubePosition(p), CubeRotation(Quat::IDENTITY))
-            }))
-            .map_err(|e| e.to_string())?;
+        let spawned = world.spawn_batch((0..entities).map(|i| {
+            let p = Vec3::new((i % side) as f32 * 0.5, (i / side) as f32 * 0.5, 0.0);
+            (Replicated, CubePosition(p), CubeRotation(Quat::IDENTITY))
+        }));
         let reg = registry().map_err(|e| e.to_string())?;
         let mut server = Server::new(&mut world, reg, ServerConfig::default());
         let ids: Vec<ClientId> = (1..=clients as u64).map(ClientId).collect();

@@ -42,7 +42,7 @@ impl EcsBroadPhase {
         let mut world = World::new();
         let broad_phase = BroadPhase::<Position>::new(Vec3::ZERO, SPATIAL_CELL).map_err(|e| format!("grid: {e}"))?;
         world.insert_resource(broad_phase);
-        let entities = world.spawn_batch(points.iter().map(|&p| (Position(p),))).map_err(|e| format!("spawn: {e}"))?;
+        let entities = world.spawn_batch(points.iter().map(|&p| (Position(p),)));
         let mut schedule = Schedule::new();
         schedule.add_systems(update_broad_phase::<Position>);
         schedule.run(&mut world).map_err(|e| format!("first run: {e}"))?;

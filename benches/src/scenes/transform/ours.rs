@@ -27,9 +27,7 @@ impl Propagation {
     pub fn new(case: &TransformCase) -> Self {
         let forest = Forest::new(case);
         let mut world = World::new();
-        let entities = world
-            .spawn_batch((0..forest.len()).map(|i| transform_bundle(local(node_local(i)))))
-            .expect("ecs-core failed to spawn a benchmark bundle");
+        let entities = world.spawn_batch((0..forest.len()).map(|i| transform_bundle(local(node_local(i)))));
         for (i, parent) in forest.parents.iter().enumerate() {
             if let Some(p) = *parent {
                 world.set_parent(entities[i], entities[p]).expect("the forest has no cycles");
