@@ -4,7 +4,7 @@
 //! entities (1 % changed). Movers are moved untimed before each tick.
 //! Bandwidth figures come from `ecs-bench replication`.
 
-#![allow(missing_docs)] // criterion_group! / criterion_main! generate undocumented items.
+#![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! Each scene is checked before timing and after it (every sampled entity
 //! must show its pairs swapped once per run), so both do the same work.
 
-#![allow(missing_docs)] // criterion_group! / criterion_main! generate undocumented items.
+#![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ecs_bench::runner::{Impl, SCHEDULE_CASE, schedule_scene};

@@ -3,7 +3,7 @@
 //! Only the `Changed<Pos>` consumer is timed; the writer runs untimed before
 //! every iteration.
 
-#![allow(missing_docs)] // criterion_group! / criterion_main! generate undocumented items.
+#![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

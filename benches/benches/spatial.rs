@@ -9,7 +9,7 @@
 //! copies the unsorted pairs untimed; the broad-phase system cases
 //! (`nothing`, `5pct`, `all`) move their entities untimed before each frame.
 
-#![allow(missing_docs)] // criterion_group! / criterion_main! generate undocumented items.
+#![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Criterion benches of the ecs_bench_suite cases: one group per case, one
 //! function per implementation (peers with feature `peers`).
 
-#![allow(missing_docs)] // criterion_group! / criterion_main! generate undocumented items.
+#![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ecs_bench::runner::{Impl, suite_scene};

@@ -6,7 +6,7 @@
 //! Each scene is checked before timing and after it (sampled globals against
 //! a reference computed from the forest description).
 
-#![allow(missing_docs)] // criterion_group! / criterion_main! generate undocumented items.
+#![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
 
 use std::time::{Duration, Instant};
 

@@ -983,7 +983,10 @@ impl World {
     /// # Safety
     /// For the borrow's lifetime nothing else reads or writes `R`.
     // Interior mutability through `UnsafeCell`; exclusivity is the caller's contract.
-    #[allow(clippy::mut_from_ref)]
+    #[allow(
+        clippy::mut_from_ref,
+        reason = "interior mutability through an UnsafeCell; exclusive access is the caller's contract (see # Safety)"
+    )]
     pub unsafe fn resource_unchecked_mut<R: Send + Sync + 'static>(&self) -> Option<&mut R> {
         let now = self.now();
         // SAFETY: forwarded contract.
@@ -996,7 +999,10 @@ impl World {
     /// # Safety
     /// For the borrow's lifetime nothing else reads or writes `R`.
     // Interior mutability through `UnsafeCell`; exclusivity is the caller's contract.
-    #[allow(clippy::mut_from_ref)]
+    #[allow(
+        clippy::mut_from_ref,
+        reason = "interior mutability through an UnsafeCell; exclusive access is the caller's contract (see # Safety)"
+    )]
     pub(crate) unsafe fn resource_unchecked_parts<R: Send + Sync + 'static>(
         &self,
     ) -> Option<(&mut R, &crate::storage::tick::AtomicTick)> {

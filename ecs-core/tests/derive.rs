@@ -101,7 +101,7 @@ fn a_derived_param_records_its_fields_access() {
 #[test]
 fn fields_that_conflict_refuse_the_system() {
     #[derive(SystemParam)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "the value is never read: it gives the type its size or its destructor")]
     struct Twice<'w, 's> {
         read: Query<'w, 's, &'static Pos>,
         write: Query<'w, 's, &'static mut Pos>,
@@ -112,7 +112,7 @@ fn fields_that_conflict_refuse_the_system() {
     assert!(err.contains("conflict") && err.contains("Pos"), "{err}");
 
     #[derive(SystemParam)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "the value is never read: it gives the type its size or its destructor")]
     struct TwoWriters<'w> {
         a: ResMut<'w, Time>,
         b: ResMut<'w, Time>,
@@ -509,7 +509,9 @@ impl Drop for Counted {
     }
 }
 
-struct Counted2(#[allow(dead_code)] Counted);
+struct Counted2(
+    #[allow(dead_code, reason = "the value is never read: it gives the type its size or its destructor")] Counted,
+);
 
 #[derive(Bundle)]
 struct Owning {

@@ -14,7 +14,10 @@ struct Pos(f32);
 struct Vel(f32);
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Tag;
-struct Huge(#[allow(dead_code)] [u8; CHUNK_SIZE]);
+struct Huge(
+    #[allow(dead_code, reason = "the value is never read: it gives the type its size or its destructor")]
+    [u8; CHUNK_SIZE],
+);
 
 fn changed_pos(world: &mut World, q: &mut QueryState<Entity, Changed<Pos>>) -> Vec<Entity> {
     world.increment_change_tick();
@@ -49,7 +52,10 @@ fn oversized_components_are_a_clear_error() {
     assert!(err.to_string().contains("Huge"), "{err}");
     assert!(matches!(world.insert(e, (Huge([0; CHUNK_SIZE]),)), Err(StoreError::ComponentTooLarge { .. })));
     // Each fits alone but not together.
-    struct Half(#[allow(dead_code)] [u8; CHUNK_SIZE / 2]);
+    struct Half(
+        #[allow(dead_code, reason = "the value is never read: it gives the type its size or its destructor")]
+        [u8; CHUNK_SIZE / 2],
+    );
     assert!(world.try_spawn((Half([0; CHUNK_SIZE / 2]),)).is_ok());
     assert!(matches!(
         world.try_spawn((Half([0; CHUNK_SIZE / 2]), Huge([0; CHUNK_SIZE]))),

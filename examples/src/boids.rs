@@ -345,7 +345,10 @@ pub fn move_target_and_predator(
 /// separation (away from the neighbours' centre) and target seeking, each
 /// normalized; within `obstacle_aversion_distance` of the predator it turns
 /// away from it instead. The heading turns towards that by `dt`.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one steering step reads each flock input separately; a struct would only rename them"
+)]
 pub fn next_heading(
     settings: &BoidSettings,
     dt: f32,

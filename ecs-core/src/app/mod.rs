@@ -156,7 +156,7 @@ impl<P: Plugin> Plugins<PluginMarker> for P {
 
 macro_rules! tuple_plugins {
     ($($p:ident $m:ident),*) => {
-        #[allow(non_snake_case)]
+        #[allow(non_snake_case, reason = "the macro binds tuple elements to their type parameter names")]
         impl<$($p: Plugins<$m>, $m),*> Plugins<(PluginsTupleMarker, $($m,)*)> for ($($p,)*) {
             fn add_to_app(self, app: &mut App) {
                 let ($($p,)*) = self;

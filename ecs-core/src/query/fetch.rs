@@ -73,8 +73,10 @@ pub unsafe trait QueryData {
     /// Shortens an item's lifetime.
     fn shrink<'long: 'short, 'short>(item: Self::Item<'long>) -> Self::Item<'short>;
     /// Loop-local chunk marks of the mutable columns (see [`crate::query::change`]).
+    #[doc(hidden)]
     type Marks: Copy;
     /// Unset marks for one chunk.
+    #[doc(hidden)]
     fn new_marks(fetch: &Self::Fetch<'_>) -> Self::Marks;
     /// Makes items fetched afterwards record chunk marks in `marks` instead
     /// of the chunk ticks.
@@ -82,8 +84,10 @@ pub unsafe trait QueryData {
     /// # Safety
     /// `marks` outlives every item fetched afterwards, and those items do not
     /// outlive the loop that flushes the marks.
+    #[doc(hidden)]
     unsafe fn redirect_marks(fetch: &mut Self::Fetch<'_>, marks: *mut Self::Marks);
     /// Stamps the chunk tick of every column whose mark was set.
+    #[doc(hidden)]
     fn flush_marks(fetch: &Self::Fetch<'_>, marks: &Self::Marks);
     /// Shortens a slices value's lifetime.
     fn shrink_slices<'long: 'short, 'short>(slices: Self::Slices<'long>) -> Self::Slices<'short>;
@@ -150,6 +154,7 @@ unsafe impl<T: Component> QueryData for &T {
 unsafe impl<T: Component> ReadOnlyQueryData for &T {}
 
 /// Per-chunk state of a mutable fetch.
+#[doc(hidden)]
 pub struct MutFetch<'w, T> {
     values: *mut T,
     row_changed: *mut u32,
@@ -362,6 +367,7 @@ unsafe impl<T: Component> QueryData for Option<&mut T> {
 }
 
 /// Per-chunk state of a [`Ref`] fetch.
+#[doc(hidden)]
 pub struct RefFetch<'w, T> {
     values: *const T,
     row_changed: *const AtomicTick,
@@ -617,7 +623,7 @@ macro_rules! tuple_data {
     ($($name:ident $idx:tt),*) => {
         // SAFETY: each element records its own access; the tuple fetches
         // exactly what its elements fetch.
-        #[allow(clippy::unused_unit)]
+        #[allow(clippy::unused_unit, reason = "the expansion for the empty tuple returns ()")]
         unsafe impl<$($name: QueryData),*> QueryData for ($($name,)*) {
             type Item<'w> = ($($name::Item<'w>,)*);
             type Slices<'w> = ($($name::Slices<'w>,)*);
@@ -655,12 +661,12 @@ macro_rules! tuple_data {
                 ($( unsafe { $name::slices(&_fetch.$idx, _len) },)*)
             }
             fn shrink<'long: 'short, 'short>(item: Self::Item<'long>) -> Self::Item<'short> {
-                #[allow(non_snake_case, clippy::unused_unit)]
+                #[allow(non_snake_case, clippy::unused_unit, reason = "the macro binds tuple elements to their type parameter names, and the empty tuple returns ()")]
                 let ($($name,)*) = item;
                 ($($name::shrink($name),)*)
             }
             fn shrink_slices<'long: 'short, 'short>(slices: Self::Slices<'long>) -> Self::Slices<'short> {
-                #[allow(non_snake_case, clippy::unused_unit)]
+                #[allow(non_snake_case, clippy::unused_unit, reason = "the macro binds tuple elements to their type parameter names, and the empty tuple returns ()")]
                 let ($($name,)*) = slices;
                 ($($name::shrink_slices($name),)*)
             }
@@ -681,7 +687,7 @@ macro_rules! tuple_data {
         }
 
         // SAFETY: every element is read-only.
-        #[allow(clippy::unused_unit)]
+        #[allow(clippy::unused_unit, reason = "the expansion for the empty tuple returns ()")]
         unsafe impl<$($name: ReadOnlyQueryData),*> ReadOnlyQueryData for ($($name,)*) {}
     };
 }

@@ -169,6 +169,7 @@ unsafe impl<T: Component> QueryFilter for Without<T> {
 
 /// Per-chunk state of a tick filter.
 #[derive(Copy, Clone)]
+#[doc(hidden)]
 pub struct TickFetch<'w> {
     rows: *const u32,
     capacity: usize,
@@ -325,7 +326,7 @@ unsafe impl<T: Component> QueryFilter for Added<T> {
 macro_rules! tuple_filter {
     ($($name:ident $idx:tt),*) => {
         // SAFETY: each element records its own access.
-        #[allow(clippy::unused_unit)]
+        #[allow(clippy::unused_unit, reason = "the expansion for the empty tuple returns ()")]
         unsafe impl<$($name: QueryFilter),*> QueryFilter for ($($name,)*) {
             type State = ($($name::State,)*);
             type Cache = ($($name::Cache,)*);
@@ -350,7 +351,7 @@ macro_rules! tuple_filter {
                 true $( && $name::chunk_may_pass(_cache.$idx, _archetype, _chunk, _window) )*
             }
             #[inline]
-            #[allow(unused_mut)]
+            #[allow(unused_mut, reason = "the expansion for the empty tuple has nothing to narrow or widen")]
             fn next_passing_chunk(_cache: Self::Cache, _archetype: &Archetype, from: usize, _count: usize, _window: TickWindow) -> usize {
                 // Every element must pass: jump to the furthest candidate
                 // until all agree.
@@ -392,7 +393,7 @@ macro_rules! tuple_filter {
 
         // SAFETY: each element records its own access; `Or` never adds
         // `With`/`Without` constraints since only one branch need hold.
-        #[allow(clippy::unused_unit)]
+        #[allow(clippy::unused_unit, reason = "the expansion for the empty tuple returns ()")]
         unsafe impl<$($name: QueryFilter),*> QueryFilter for Or<($($name,)*)> {
             type State = ($($name::State,)*);
             type Cache = ($(Option<$name::Cache>,)*);
@@ -423,7 +424,7 @@ macro_rules! tuple_filter {
                 false $( || _cache.$idx.is_some_and(|c| $name::chunk_may_pass(c, _archetype, _chunk, _window)) )*
             }
             #[inline]
-            #[allow(unused_variables, unused_mut)]
+            #[allow(unused_variables, unused_mut, reason = "the expansion for the empty tuple uses neither")]
             fn next_passing_chunk(_cache: Self::Cache, _archetype: &Archetype, from: usize, count: usize, _window: TickWindow) -> usize {
                 // Any element may pass: the nearest candidate. Each element
                 // scans only up to the nearest one found so far, so an

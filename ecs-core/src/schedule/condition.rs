@@ -61,7 +61,7 @@ pub trait ConditionFunction<Marker>: Send + Sync + 'static {
 
 macro_rules! impl_condition_function {
     ($($param:ident),*) => {
-        #[allow(non_snake_case, clippy::too_many_arguments)]
+        #[allow(non_snake_case, clippy::too_many_arguments, reason = "the macro binds parameters to their type names and covers functions of up to 12 parameters")]
         impl<Func, $($param: SystemParam),*> ConditionFunction<fn($($param,)*) -> bool> for Func
         where
             Func: Send + Sync + 'static,

@@ -273,7 +273,7 @@ impl IntoSystemConfigs<ConfigsMarker> for SystemConfigs {
 
 macro_rules! tuple_configs {
     ($($s:ident $m:ident),*) => {
-        #[allow(non_snake_case)]
+        #[allow(non_snake_case, reason = "the macro binds tuple elements to their type parameter names")]
         impl<$($s: IntoSystemConfigs<$m>, $m),*> IntoSystemConfigs<(TupleMarker, $($m,)*)> for ($($s,)*) {
             fn into_configs(self) -> SystemConfigs {
                 let ($($s,)*) = self;
@@ -447,7 +447,7 @@ impl IntoSystemSetConfigs for SystemSetConfigs {
 
 macro_rules! tuple_set_configs {
     ($($s:ident),*) => {
-        #[allow(non_snake_case)]
+        #[allow(non_snake_case, reason = "the macro binds tuple elements to their type parameter names")]
         impl<$($s: IntoSystemSetConfigs),*> IntoSystemSetConfigs for ($($s,)*) {
             fn into_set_configs(self) -> SystemSetConfigs {
                 let ($($s,)*) = self;

@@ -275,7 +275,7 @@ macro_rules! tuple_bundle {
         // elements in tuple order, one each, and `COMPONENT_COUNT` counts
         // them; `write`/`read` touch exactly those components, the `i`-th at
         // `columns[i]`.
-        #[allow(clippy::unused_unit)]
+        #[allow(clippy::unused_unit, reason = "the expansion for the empty tuple returns ()")]
         unsafe impl<$($name: Component),*> Bundle for ($($name,)*) {
             const COMPONENT_COUNT: usize = 0 $(+ one!($name))*;
 
@@ -288,7 +288,7 @@ macro_rules! tuple_bundle {
                 Ok(())
             }
 
-            #[allow(non_snake_case)]
+            #[allow(non_snake_case, reason = "the macro binds tuple elements to their type parameter names")]
             #[inline]
             unsafe fn write(self, _columns: &[*mut u8], _row: usize) {
                 debug_assert_eq!(_columns.len(), Self::COMPONENT_COUNT);

@@ -284,7 +284,9 @@ mod tests {
     #[test]
     fn over_aligned_components_raise_block_alignment() {
         #[repr(align(256))]
-        struct Big(#[allow(dead_code)] u8);
+        struct Big(
+            #[allow(dead_code, reason = "the value is never read: it gives the type its size or its destructor")] u8,
+        );
         let l = ChunkLayout::new(&[Layout::new::<Big>()]).unwrap();
         assert_eq!(l.block.align(), 256);
         assert_eq!(l.offsets[0] % 256, 0);

@@ -381,7 +381,7 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventWriter<'_, E> {
 macro_rules! tuple_param {
     ($($name:ident $idx:tt),*) => {
         // SAFETY: each element records its own access.
-        #[allow(clippy::unused_unit, non_snake_case)]
+        #[allow(clippy::unused_unit, non_snake_case, reason = "the macro binds tuple elements to their type parameter names, and the empty tuple returns ()")]
         unsafe impl<$($name: SystemParam),*> SystemParam for ($($name,)*) {
             type State = ($($name::State,)*);
             type Item<'w, 's> = ($($name::Item<'w, 's>,)*);

@@ -72,7 +72,10 @@ impl Resources {
     /// # Safety
     /// For the borrow's lifetime nothing else reads or writes `R`.
     // Interior mutability through `UnsafeCell`; exclusivity is the caller's contract.
-    #[allow(clippy::mut_from_ref)]
+    #[allow(
+        clippy::mut_from_ref,
+        reason = "interior mutability through an UnsafeCell; exclusive access is the caller's contract (see # Safety)"
+    )]
     pub(crate) unsafe fn get_unchecked_mut<R: Send + Sync + 'static>(&self, now: Tick) -> Option<&mut R> {
         let slot = self.slots.get(&TypeId::of::<R>())?;
         slot.changed.store(now);
@@ -83,7 +86,10 @@ impl Resources {
     /// # Safety
     /// For the borrow's lifetime nothing else reads or writes `R`.
     // Interior mutability through `UnsafeCell`; exclusivity is the caller's contract.
-    #[allow(clippy::mut_from_ref)]
+    #[allow(
+        clippy::mut_from_ref,
+        reason = "interior mutability through an UnsafeCell; exclusive access is the caller's contract (see # Safety)"
+    )]
     pub(crate) unsafe fn get_unchecked_parts<R: Send + Sync + 'static>(&self) -> Option<(&mut R, &AtomicTick)> {
         let slot = self.slots.get(&TypeId::of::<R>())?;
         // SAFETY: the caller guarantees exclusive access to `R`.

@@ -1,6 +1,6 @@
 //! A small random scene and a conditioned run shared by the integration
 //! tests.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test binary that includes this module uses only part of it")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

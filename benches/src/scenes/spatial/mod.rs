@@ -298,7 +298,7 @@ mod tests {
     }
 
     fn scenes_of(points: &[Vec3]) -> Vec<(&'static str, Box<dyn SpatialScene>)> {
-        #[allow(unused_mut)]
+        #[allow(unused_mut, reason = "only the peers feature pushes more scenes")]
         let mut scenes: Vec<(&'static str, Box<dyn SpatialScene>)> =
             vec![("ours", Box::new(ours::Grid::new(points).expect("valid points")))];
         #[cfg(feature = "peers")]
