@@ -196,6 +196,8 @@ pub fn suite_scene(case: &str, imp: Impl) -> Option<Box<dyn Frame>> {
         (Impl::Ours, "frag_iter") => Box::new(ours::FragIter::new()),
         (Impl::Ours, "heavy_compute") => Box::new(ours::HeavyCompute::new()),
         (Impl::Ours, "add_remove") => Box::new(ours::AddRemove::new()),
+        (Impl::Ours, "simple_insert_hooks") => Box::new(ours::SimpleInsertHooked),
+        (Impl::Ours, "add_remove_hooks") => Box::new(ours::AddRemove::hooked()),
         #[cfg(feature = "peers")]
         (Impl::Bevy, "simple_insert") => Box::new(scenes::bevy::SimpleInsert),
         #[cfg(feature = "peers")]

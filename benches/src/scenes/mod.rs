@@ -69,8 +69,17 @@ pub fn skip_matrix(pos: Vec3) -> Mat4 {
     Mat4::from_translation(pos)
 }
 
-/// The ecs_bench_suite cases, in report order.
-pub const SUITE_CASES: [&str; 5] = ["simple_insert", "simple_iter", "frag_iter", "heavy_compute", "add_remove"];
+/// The ecs_bench_suite cases, in report order, and ours with lifecycle
+/// hooks on every component (`*_hooks`, against the peers' plain cases).
+pub const SUITE_CASES: [&str; 7] = [
+    "simple_insert",
+    "simple_iter",
+    "frag_iter",
+    "heavy_compute",
+    "add_remove",
+    "simple_insert_hooks",
+    "add_remove_hooks",
+];
 
 /// Which entities the writer touches each frame in the chunk-skip scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

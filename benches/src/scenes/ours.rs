@@ -44,6 +44,38 @@ impl Frame for SimpleInsert {
     }
 }
 
+/// Registers an `on_add` and an `on_remove` hook (each a counter bump) on
+/// every component of the suite's insert and add/remove scenes: the cost of
+/// lifecycle hooks on the structural hot path.
+fn hook_every_suite_component(world: &mut World) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    fn count(_: ecs_core::DeferredWorld<'_>, _: Entity) {
+        CALLS.fetch_add(1, Ordering::Relaxed);
+    }
+    world.register_component_hooks::<Transform>().on_add(count).on_remove(count);
+    world.register_component_hooks::<Pos>().on_add(count).on_remove(count);
+    world.register_component_hooks::<Rot>().on_add(count).on_remove(count);
+    world.register_component_hooks::<Vel>().on_add(count).on_remove(count);
+    world.register_component_hooks::<A>().on_add(count).on_remove(count);
+    world.register_component_hooks::<B>().on_add(count).on_remove(count);
+}
+
+/// `simple_insert_hooks`: [`simple_insert`] with an `on_add` and an
+/// `on_remove` hook on every component.
+#[derive(Debug, Default)]
+pub struct SimpleInsertHooked;
+
+impl Frame for SimpleInsertHooked {
+    fn frame(&mut self) {
+        let mut world = World::new();
+        hook_every_suite_component(&mut world);
+        let entities = world.spawn_batch((0..SIMPLE_ENTITIES).map(|_| simple_bundle()));
+        drop(entities);
+        drop(world);
+    }
+}
+
 /// `simple_iter`: 10k entities, `pos += vel`.
 pub struct SimpleIter {
     world: World,
@@ -163,6 +195,17 @@ impl AddRemove {
     /// Builds the world.
     pub fn new() -> Self {
         let mut world = World::new();
+        let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| (A(0.0),)));
+        Self { world, entities }
+    }
+}
+
+impl AddRemove {
+    /// The same world with an `on_add` and an `on_remove` hook on every
+    /// component (`add_remove_hooks`).
+    pub fn hooked() -> Self {
+        let mut world = World::new();
+        hook_every_suite_component(&mut world);
         let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| (A(0.0),)));
         Self { world, entities }
     }
