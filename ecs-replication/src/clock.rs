@@ -182,10 +182,12 @@ impl ClockSync {
         Some(self.now_ms / self.tick_ms() + self.offset?)
     }
 
-    /// The tick the client should be at now, in the unwrapped count.
+    /// The tick the client should be at now, in the unwrapped count; none
+    /// before the first round trip is measured (a guess would start the
+    /// client too far behind, and it would catch up slowly).
     fn target(&self) -> Option<f64> {
         let tick_ms = self.tick_ms();
-        let one_way = self.srtt_ms.unwrap_or(0.0) / 2.0 / tick_ms;
+        let one_way = self.srtt_ms? / 2.0 / tick_ms;
         let margin = self.config.margin_ticks + self.config.jitter_factor * self.rttvar_ms / tick_ms;
         Some(self.server_now()? + one_way + margin)
     }
@@ -200,7 +202,8 @@ impl ClockSync {
     }
 
     /// Advances the local clock by `dt` and returns how many fixed steps the
-    /// client runs now (0 before the first snapshot): the caller runs the
+    /// client runs now (0 before the first snapshot that echoes one of its
+    /// timestamps): the caller runs the
     /// steps for ticks `tick() - n + 1 ..= tick()` in order. A jump (the
     /// first sync, or an error beyond [`ClockConfig::snap_ticks`]) moves
     /// [`ClockSync::tick`] at once and returns 1, for the new tick (forward:
@@ -292,7 +295,7 @@ mod tests {
         let mut tick = u32::MAX - 100;
         for _ in 0..400 {
             tick = next_tick(tick);
-            clock.on_snapshot(tick, None);
+            clock.on_snapshot(tick, Some(TimeSync { echo: clock.timestamp(), hold: 0, lead: 0 }));
             clock.advance(dt);
         }
         // One jump at the start, then drift.
@@ -302,7 +305,7 @@ mod tests {
         // The server restarts 1000 ticks later: one more jump.
         for _ in 0..10 {
             tick = tick.wrapping_add(1000).max(1);
-            clock.on_snapshot(tick, None);
+            clock.on_snapshot(tick, Some(TimeSync { echo: clock.timestamp(), hold: 0, lead: 0 }));
             clock.advance(dt);
         }
         assert!(clock.jumps() >= 2);

@@ -69,9 +69,11 @@ pub mod codec;
 pub mod conditioner;
 pub mod input;
 pub mod interpolation;
+pub mod prediction;
 pub mod quantize;
 pub mod registry;
 pub mod server;
+pub mod session;
 pub mod tick;
 pub mod transport;
 

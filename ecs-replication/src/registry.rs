@@ -8,6 +8,7 @@
 //!
 //! An entity is replicated when it carries the [`Replicated`] marker.
 
+use std::any::TypeId;
 use std::marker::PhantomData;
 
 use ecs_core::{Changed, ChunkStats, ChunkView, Component, Entity, QueryState, With, World};
@@ -19,6 +20,13 @@ use crate::quantize::{PositionQuantizer, QuantizeError, RotationQuantizer};
 /// Marks an entity the server replicates.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Replicated;
+
+/// On a client: marks an entity it predicts (runs ahead of the server with
+/// its own inputs; see [`crate::prediction`]). Snapshot values of its
+/// predicted components are compared with the prediction instead of being
+/// written into the world.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Predicted;
 
 pub use crate::codec::NetId;
 
@@ -148,6 +156,9 @@ pub(crate) trait Column: Send + Sync {
     fn write(&self, world: &mut World, entity: Entity, value: &Value) -> bool;
     /// Removes the component from a (client) entity, if it has it.
     fn remove(&self, world: &mut World, entity: Entity);
+    /// Appends the wire value of every [`Predicted`] entity's component
+    /// (the query matches the predicted archetypes only).
+    fn save_predicted(&mut self, world: &World, index: u8, out: &mut Vec<(Entity, u8, Value)>);
 }
 
 /// Replicated rows whose `T` was written since the last scan.
@@ -156,6 +167,7 @@ type ChangedReplicated<T> = (Changed<T>, With<Replicated>);
 struct TypedColumn<T: Component, C: ComponentCodec<T>> {
     codec: C,
     changed: QueryState<(Entity, &'static T), ChangedReplicated<T>>,
+    predicted: QueryState<(Entity, &'static T), With<Predicted>>,
     _marker: PhantomData<fn() -> T>,
 }
 
@@ -187,6 +199,15 @@ impl<T: Component, C: ComponentCodec<T>> Column for TypedColumn<T, C> {
     fn remove(&self, world: &mut World, entity: Entity) {
         let _ = world.remove_one::<T>(entity);
     }
+
+    fn save_predicted(&mut self, world: &World, index: u8, out: &mut Vec<(Entity, u8, Value)>) {
+        let codec = &self.codec;
+        self.predicted.for_each(world, |(entity, value)| {
+            if let Ok(v) = codec.encode(value) {
+                out.push((entity, index, v));
+            }
+        });
+    }
 }
 
 type ColumnFactory = Box<dyn Fn(&mut World) -> Box<dyn Column> + Send + Sync>;
@@ -216,6 +237,9 @@ type ColumnFactory = Box<dyn Fn(&mut World) -> Box<dyn Column> + Send + Sync>;
 /// ```
 pub struct Registry {
     names: Vec<(String, FieldCodec)>,
+    types: Vec<TypeId>,
+    /// Per component: `Some(tolerance)` if it is predicted.
+    predicted: Vec<Option<u32>>,
     factories: Vec<ColumnFactory>,
     position: Option<usize>,
     rotation: Option<usize>,
@@ -229,8 +253,10 @@ pub enum RegistryError {
     Schema(SchemaError),
     /// A bad quantizer configuration.
     Quantizer(QuantizeError),
-    /// A second position or rotation component.
+    /// A second position or rotation component, or a type registered twice.
     Duplicate(&'static str),
+    /// A type marked predicted that is not registered.
+    NotRegistered(&'static str),
 }
 
 impl std::fmt::Display for RegistryError {
@@ -238,7 +264,8 @@ impl std::fmt::Display for RegistryError {
         match self {
             RegistryError::Schema(e) => e.fmt(f),
             RegistryError::Quantizer(e) => e.fmt(f),
-            RegistryError::Duplicate(what) => write!(f, "only one {what} component can be registered"),
+            RegistryError::Duplicate(what) => write!(f, "only one {what} can be registered"),
+            RegistryError::NotRegistered(name) => write!(f, "{name} is not a registered component"),
         }
     }
 }
@@ -256,6 +283,8 @@ impl Registry {
     pub fn new() -> Self {
         Registry {
             names: Vec::new(),
+            types: Vec::new(),
+            predicted: Vec::new(),
             factories: Vec::new(),
             position: None,
             rotation: None,
@@ -271,14 +300,20 @@ impl Registry {
     ) -> Result<Self, RegistryError> {
         let mut names = self.names.clone();
         names.push((name.to_string(), codec.field()));
+        if self.types.contains(&TypeId::of::<T>()) {
+            return Err(RegistryError::Duplicate("component of each type"));
+        }
         self.schema = Schema::new(names.clone()).map_err(RegistryError::Schema)?;
         self.names = names;
+        self.types.push(TypeId::of::<T>());
+        self.predicted.push(None);
         let codec = std::sync::Arc::new(codec);
         self.factories.push(Box::new(move |world: &mut World| {
             let codec = std::sync::Arc::clone(&codec);
             Box::new(TypedColumn::<T, ArcCodec<C>> {
                 codec: ArcCodec(codec),
                 changed: QueryState::new(world),
+                predicted: QueryState::new(world),
                 _marker: PhantomData,
             }) as Box<dyn Column>
         }));
@@ -294,7 +329,7 @@ impl Registry {
     /// `bits` bits per axis. Interest management reads it.
     pub fn position<T: Component + AsPosition>(self, name: &str, unit: f32, bits: u32) -> Result<Self, RegistryError> {
         if self.position.is_some() {
-            return Err(RegistryError::Duplicate("position"));
+            return Err(RegistryError::Duplicate("position component"));
         }
         let q = PositionQuantizer::new(unit, bits).map_err(RegistryError::Quantizer)?;
         let index = self.names.len();
@@ -307,13 +342,43 @@ impl Registry {
     /// component (9 gives 29 bits in all).
     pub fn rotation<T: Component + AsRotation>(self, name: &str, bits: u32) -> Result<Self, RegistryError> {
         if self.rotation.is_some() {
-            return Err(RegistryError::Duplicate("rotation"));
+            return Err(RegistryError::Duplicate("rotation component"));
         }
         let q = RotationQuantizer::new(bits).map_err(RegistryError::Quantizer)?;
         let index = self.names.len();
         let mut me = self.with_codec::<T, RotationCodec>(name, RotationCodec(q))?;
         me.rotation = Some(index);
         Ok(me)
+    }
+
+    /// Marks the registered component `T` as predicted: on a client, the
+    /// entities marked [`Predicted`] (the ones it controls) run ahead of
+    /// the server, and a snapshot value of `T` that differs from the
+    /// prediction for its tick by more than `tolerance` (in quantization
+    /// steps: position units, rotation levels; bytes compare exactly)
+    /// triggers a rollback (see [`crate::prediction`]). Everything the
+    /// simulation of a predicted entity reads should be registered and
+    /// predicted, or a re-simulation starts from a mix of server and
+    /// predicted state.
+    pub fn predict<T: Component>(mut self, tolerance: u32) -> Result<Self, RegistryError> {
+        let index = self.index_of::<T>().ok_or(RegistryError::NotRegistered(std::any::type_name::<T>()))?;
+        self.predicted[index] = Some(tolerance);
+        Ok(self)
+    }
+
+    /// The schema index of component type `T`.
+    pub fn index_of<T: Component>(&self) -> Option<usize> {
+        self.types.iter().position(|t| *t == TypeId::of::<T>())
+    }
+
+    /// The tolerance of component `index` if it is predicted.
+    pub fn predicted(&self, index: usize) -> Option<u32> {
+        self.predicted.get(index).copied().flatten()
+    }
+
+    /// The predicted components (schema bits).
+    pub fn predicted_mask(&self) -> u64 {
+        self.predicted.iter().enumerate().filter(|(_, p)| p.is_some()).fold(0, |m, (i, _)| m | 1 << i)
     }
 
     /// The wire schema.

@@ -12,7 +12,9 @@ use ecs_core::World;
 
 use crate::client::{Client, Receipt};
 use crate::conditioner::{Conditioner, LinkConfig};
+use crate::input::ClientInput;
 use crate::server::{ClientId, Server, ServerError, View};
+use crate::session::{ClientSession, FrameReport, ServerSession};
 
 /// A transport failure (socket, handshake, or protocol).
 #[derive(Debug)]
@@ -150,6 +152,85 @@ pub fn pump_client<T: ClientTransport>(
     }
     transport.flush()?;
     Ok(step)
+}
+
+/// One server tick of a game through a transport: connections (new clients
+/// get `view`), datagrams in (acknowledgements and inputs), every client's
+/// input for the tick written into its entities, `simulate` (the game's
+/// fixed step), one snapshot update, snapshots out.
+pub fn serve_session<I: ClientInput, T: ServerTransport>(
+    session: &mut ServerSession<I>,
+    world: &mut World,
+    transport: &mut T,
+    dt: Duration,
+    view: Option<View>,
+    simulate: impl FnOnce(&mut World),
+) -> Result<ServerStep, TransportError> {
+    let mut events = Vec::new();
+    transport.update(dt, &mut events)?;
+    let mut step = ServerStep::default();
+    for event in events {
+        match event {
+            ConnectionEvent::Connected(id) => {
+                if session.add_client(id, view).is_ok() {
+                    step.connected.push(id);
+                }
+            }
+            ConnectionEvent::Disconnected(id) => {
+                if session.remove_client(id).is_ok() {
+                    step.disconnected.push(id);
+                }
+            }
+        }
+    }
+    let ids: Vec<ClientId> = session.server().clients().collect();
+    for id in &ids {
+        while let Some(bytes) = transport.receive(*id) {
+            if session.receive(*id, &bytes).is_err() {
+                step.refused_acks += 1;
+            }
+        }
+    }
+    session.apply_inputs(world);
+    simulate(world);
+    session.update(world).map_err(|e: ServerError| TransportError(e.to_string()))?;
+    for (id, packet) in session.packets() {
+        transport.send(id, packet);
+        step.bytes.push((id, packet.len()));
+    }
+    transport.flush()?;
+    Ok(step)
+}
+
+/// One client frame of a game through a transport: snapshots in, the
+/// session's frame (reconcile, new ticks, see [`ClientSession::frame`]),
+/// its upstream datagram out.
+pub fn pump_session<I: ClientInput, T: ClientTransport>(
+    session: &mut ClientSession<I>,
+    world: &mut World,
+    transport: &mut T,
+    dt: Duration,
+    input_for: impl FnMut(u32) -> I,
+    simulate: impl FnMut(&mut World),
+) -> Result<(ClientStep, FrameReport), TransportError> {
+    transport.update(dt)?;
+    let mut step = ClientStep::default();
+    while let Some(bytes) = transport.receive() {
+        match session.receive(world, &bytes) {
+            Ok(Receipt::Applied { .. }) => step.applied += 1,
+            Ok(Receipt::Stale { .. }) => step.stale += 1,
+            Err(_) => step.refused += 1,
+        }
+    }
+    let report = session.frame(world, dt, input_for, simulate);
+    let datagrams = session.take_datagrams();
+    if transport.is_connected() {
+        for d in &datagrams {
+            transport.send(d);
+        }
+    }
+    transport.flush()?;
+    Ok((step, report))
 }
 
 /// An in-process network: one conditioned link each way per client, time

@@ -4,6 +4,8 @@
 
 use std::collections::VecDeque;
 
+use ecs_core::Entity;
+
 use crate::ack::Ack;
 use crate::codec::{EntryKind, NetId, TimeSync};
 use crate::input::UpstreamHeader;
@@ -86,6 +88,8 @@ pub(super) struct ClientState {
     pub(super) echo: Option<(u16, u32)>,
     /// How far ahead of the server's tick the newest input was.
     pub(super) input_lead: i32,
+    /// Entities this client controls (and predicts): in every packet.
+    pub(super) controlled: Vec<Entity>,
 }
 
 impl ClientState {
@@ -106,6 +110,7 @@ impl ClientState {
             last_sent: 0,
             echo: None,
             input_lead: 0,
+            controlled: Vec::new(),
         }
     }
 

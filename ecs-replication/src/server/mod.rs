@@ -355,6 +355,25 @@ impl Server {
         Ok(())
     }
 
+    /// Marks `entity` as controlled by a client (or not): it goes in every
+    /// packet to that client, an empty entry when nothing changed, so the
+    /// client's prediction of it is confirmed or corrected every tick
+    /// ([`crate::prediction`]). The entity should be in the client's
+    /// interest (without a view, everything is).
+    pub fn set_controlled(&mut self, id: ClientId, entity: Entity, controlled: bool) -> Result<(), ServerError> {
+        let client = self.clients.get_mut(&id).ok_or(ServerError::UnknownClient(id))?;
+        client.controlled.retain(|e| *e != entity);
+        if controlled {
+            client.controlled.push(entity);
+        }
+        Ok(())
+    }
+
+    /// The entities a client controls.
+    pub fn controlled(&self, id: ClientId) -> &[Entity] {
+        self.clients.get(&id).map_or(&[], |c| c.controlled.as_slice())
+    }
+
     /// A client's view.
     pub fn view(&self, id: ClientId) -> Option<View> {
         self.clients.get(&id).and_then(|c| c.view)
@@ -507,7 +526,7 @@ impl Server {
                     client.queue(net);
                 }
             }
-            packet::build_packet(client, &changes.records, &self.registry, &self.config, tick)?;
+            packet::build_packet(client, &changes.records, &changes.by_entity, &self.registry, &self.config, tick)?;
         }
         Ok(())
     }

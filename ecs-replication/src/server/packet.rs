@@ -1,6 +1,8 @@
 //! Packet building for one client: priority over the entities with work,
 //! entries chosen under the byte budget, deltas sized by the codec.
 
+use ecs_core::Entity;
+
 use crate::codec::{Encoder, Entry, EntryKind, NetId, Value, value_bits};
 use crate::registry::Registry;
 use crate::tick::tick_diff;
@@ -15,6 +17,7 @@ use super::{IdMap, ServerConfig, ServerError};
 pub(super) fn build_packet(
     client: &mut ClientState,
     records: &IdMap<NetId, Record>,
+    by_entity: &IdMap<Entity, NetId>,
     registry: &Registry,
     config: &ServerConfig,
     tick: u32,
@@ -23,6 +26,17 @@ pub(super) fn build_packet(
     let position_codec = position_index.and_then(|i| registry.schema().codec(i));
     let mut encoder = Encoder::with_sync(registry.schema(), tick, client.newest_ack, client.time_sync(tick));
     let center = client.view.map(|v| v.center);
+    // The entities this client controls go in every packet, changed or not,
+    // so its prediction is confirmed (or corrected) every tick.
+    let mut confirm: Vec<NetId> = Vec::new();
+    for entity in &client.controlled {
+        if let Some(net) = by_entity.get(entity) {
+            confirm.push(*net);
+        }
+    }
+    for net in &confirm {
+        client.queue(*net);
+    }
     // Priority: every waiting entity gains each tick; spawns and despawns
     // gain most (they decide what exists), nearer entities gain more.
     let mut order: Vec<(f32, NetId)> = Vec::with_capacity(client.pending.len());
@@ -37,6 +51,9 @@ pub(super) fn build_packet(
             None => 0.0,
         };
         t.priority += base + near;
+        if confirm.contains(net) {
+            t.priority += 1.0e6;
+        }
         order.push((t.priority, *net));
     }
     // Only the first entries can fit (each takes at least 10 bits): pick
@@ -64,7 +81,7 @@ pub(super) fn build_packet(
                 components: r.values.iter().enumerate().filter_map(|(i, v)| v.clone().map(|v| (i as u8, v))).collect(),
             },
             (Phase::Live, Some(r)) => {
-                if t.dirty == 0 {
+                if t.dirty == 0 && !confirm.contains(net) {
                     continue;
                 }
                 let mut components = Vec::new();

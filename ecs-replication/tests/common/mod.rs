@@ -2,6 +2,8 @@
 //! tests.
 #![allow(dead_code, reason = "each test binary that includes this module uses only part of it")]
 
+pub mod game;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 

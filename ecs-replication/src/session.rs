@@ -1,0 +1,323 @@
+//! A playable session on each end: the pieces of a multiplayer game put
+//! together, transport-agnostic (datagrams in, datagrams out).
+//!
+//! - [`ServerSession`]: the snapshot [`Server`], an [`InputBuffer`] per
+//!   client, and the entities each client controls. Each tick
+//!   ([`ServerSession::apply_inputs`], the game's systems, then
+//!   [`ServerSession::update`]) it writes every client's input for the tick
+//!   into its entities' [`PlayerInput`] and builds the snapshots.
+//! - [`ClientSession`]: the snapshot [`Client`], the [`ClockSync`], the
+//!   [`InputHistory`] and the [`Prediction`]. Each frame
+//!   ([`ClientSession::frame`]) it marks the entities the server says it
+//!   controls ([`ControlledBy`]) as predicted, reconciles the newest
+//!   snapshot with its prediction (rolling back and re-simulating on a
+//!   difference), runs the new ticks with fresh inputs, and queues one
+//!   upstream datagram (acknowledgement, timestamp, inputs).
+//!
+//! The game's fixed-step simulation is a `FnMut(&mut World)` the same on
+//! both ends, reading [`PlayerInput`]: on the server every controlled
+//! entity carries its client's input, on a client only its own predicted
+//! entities do. [`crate::transport::serve_session`] and
+//! [`crate::transport::pump_session`] drive both through a transport.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ecs_core::{Changed, Entity, QueryState, With, World};
+
+use crate::client::{Client, ClientError, Receipt};
+use crate::clock::{ClockConfig, ClockSync};
+use crate::codec::NetId;
+use crate::input::{ClientInput, InputBuffer, InputHistory, InputSource, InputStats, is_upstream};
+use crate::prediction::{Prediction, PredictionStats};
+use crate::registry::{Predicted, Registry, RegistryError};
+use crate::server::{ClientId, Server, ServerError, View};
+use crate::tick::{next_tick, tick_newer};
+
+/// The input a controlled entity acts on this tick.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlayerInput<I>(pub I);
+
+/// Which client controls an entity (the transport's client id). Replicated
+/// ([`ControlledBy::register`]), so each client learns which entities to
+/// predict.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct ControlledBy(pub u64);
+
+impl ControlledBy {
+    /// Registers the component (name `controlled_by`), on both ends.
+    pub fn register(registry: Registry) -> Result<Registry, RegistryError> {
+        registry.pod::<ControlledBy>("controlled_by")
+    }
+}
+
+/// The server end of a game. See the [module docs](self).
+pub struct ServerSession<I: ClientInput> {
+    server: Server,
+    inputs: BTreeMap<ClientId, InputBuffer<I>>,
+    /// The source of each client's input at the latest tick.
+    sources: BTreeMap<ClientId, InputSource>,
+}
+
+impl<I: ClientInput> ServerSession<I> {
+    /// A session around a snapshot server.
+    pub fn new(server: Server) -> Self {
+        ServerSession { server, inputs: BTreeMap::new(), sources: BTreeMap::new() }
+    }
+
+    /// The snapshot server.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// The snapshot server, to configure.
+    pub fn server_mut(&mut self) -> &mut Server {
+        &mut self.server
+    }
+
+    /// Adds a client.
+    pub fn add_client(&mut self, id: ClientId, view: Option<View>) -> Result<(), ServerError> {
+        self.server.add_client(id, view)?;
+        self.inputs.insert(id, InputBuffer::new(64));
+        Ok(())
+    }
+
+    /// Removes a client (its entities stay; despawn them if they should go).
+    pub fn remove_client(&mut self, id: ClientId) -> Result<(), ServerError> {
+        self.inputs.remove(&id);
+        self.sources.remove(&id);
+        self.server.remove_client(id)
+    }
+
+    /// Gives `entity` to a client: it gets [`ControlledBy`] and a
+    /// [`PlayerInput`], goes in every packet to that client, and receives
+    /// that client's inputs.
+    pub fn set_controlled(&mut self, world: &mut World, id: ClientId, entity: Entity) -> Result<(), ServerError> {
+        self.server.set_controlled(id, entity, true)?;
+        let _ = world.insert(entity, (ControlledBy(id.0), PlayerInput(I::default())));
+        Ok(())
+    }
+
+    /// Takes one datagram from a client (acknowledgement or upstream).
+    pub fn receive(&mut self, id: ClientId, bytes: &[u8]) -> Result<(), ServerError> {
+        self.server.receive(id, bytes)?;
+        if is_upstream(bytes)
+            && let Some(buffer) = self.inputs.get_mut(&id)
+        {
+            buffer.receive(bytes, self.server.tick()).map_err(ServerError::Upstream)?;
+        }
+        Ok(())
+    }
+
+    /// Writes every client's input for the next tick into its controlled
+    /// entities' [`PlayerInput`] (the last one repeated if it is late).
+    /// Returns the tick the inputs are for: the one [`ServerSession::update`]
+    /// builds next.
+    pub fn apply_inputs(&mut self, world: &mut World) -> u32 {
+        let tick = next_tick(self.server.tick());
+        for (id, buffer) in &mut self.inputs {
+            let (input, source) = buffer.take(tick);
+            self.sources.insert(*id, source);
+            for entity in self.server.controlled(*id) {
+                if let Ok(mut slot) = world.get_mut::<PlayerInput<I>>(*entity) {
+                    slot.0 = input.clone();
+                }
+            }
+        }
+        tick
+    }
+
+    /// One network tick: the snapshots of `world` as the game's systems
+    /// left it.
+    pub fn update(&mut self, world: &mut World) -> Result<(), ServerError> {
+        self.server.update(world)
+    }
+
+    /// The packets of the latest update.
+    pub fn packets(&self) -> impl Iterator<Item = (ClientId, &[u8])> + '_ {
+        self.server.packets()
+    }
+
+    /// A client's input counters.
+    pub fn input_stats(&self, id: ClientId) -> Option<InputStats> {
+        self.inputs.get(&id).map(|b| b.stats())
+    }
+
+    /// Where a client's input of the latest tick came from.
+    pub fn input_source(&self, id: ClientId) -> Option<InputSource> {
+        self.sources.get(&id).copied()
+    }
+}
+
+/// How a client session runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClientSessionConfig {
+    /// The clock (tick rate, margins).
+    pub clock: ClockConfig,
+    /// Older inputs repeated in each datagram (default 3).
+    pub redundancy: usize,
+    /// Ticks of inputs and saved predictions kept (default 128: two
+    /// seconds at 60 Hz; a round trip longer than that cannot be
+    /// reconciled).
+    pub history: usize,
+    /// Whether to predict controlled entities (default true; false: they
+    /// are shown as the snapshots say, a round trip late).
+    pub predict: bool,
+}
+
+impl Default for ClientSessionConfig {
+    fn default() -> Self {
+        ClientSessionConfig { clock: ClockConfig::default(), redundancy: 3, history: 128, predict: true }
+    }
+}
+
+/// What one client frame did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameReport {
+    /// New ticks simulated.
+    pub ticks: u32,
+    /// Whether a misprediction was corrected (rolled back and
+    /// re-simulated).
+    pub rolled_back: bool,
+    /// Whether the clock jumped.
+    pub jumped: bool,
+}
+
+/// The client end of a game. See the [module docs](self).
+pub struct ClientSession<I: ClientInput> {
+    id: ClientId,
+    config: ClientSessionConfig,
+    client: Client,
+    clock: ClockSync,
+    history: InputHistory<I>,
+    prediction: Prediction,
+    controlled: QueryState<(Entity, &'static NetId, &'static ControlledBy), Changed<ControlledBy>>,
+    inputs: QueryState<&'static mut PlayerInput<I>, With<Predicted>>,
+    outbox: Vec<Vec<u8>>,
+}
+
+impl<I: ClientInput> ClientSession<I> {
+    /// A session for client `id` (the transport's id) writing into `world`.
+    pub fn new(world: &mut World, registry: &Registry, id: ClientId, config: ClientSessionConfig) -> Self {
+        ClientSession {
+            id,
+            config,
+            client: Client::new(world, registry),
+            clock: ClockSync::new(config.clock),
+            history: InputHistory::new(config.history),
+            prediction: Prediction::new(world, registry, config.history),
+            controlled: QueryState::new(world),
+            inputs: QueryState::new(world),
+            outbox: Vec::new(),
+        }
+    }
+
+    /// This client's id.
+    pub fn id(&self) -> ClientId {
+        self.id
+    }
+
+    /// The snapshot client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &ClockSync {
+        &self.clock
+    }
+
+    /// The prediction counters.
+    pub fn prediction_stats(&self) -> PredictionStats {
+        self.prediction.stats()
+    }
+
+    /// The input this client used for `tick`, if still held.
+    pub fn input(&self, tick: u32) -> Option<&I> {
+        self.history.get(tick)
+    }
+
+    /// Takes one datagram from the server.
+    pub fn receive(&mut self, world: &mut World, bytes: &[u8]) -> Result<Receipt, ClientError> {
+        let receipt = self.client.receive(world, bytes)?;
+        if let Receipt::Applied { tick, .. } = receipt {
+            self.clock.on_snapshot(tick, self.client.time_sync());
+        }
+        Ok(receipt)
+    }
+
+    /// One frame of `dt`: predicted entities marked, the newest snapshot
+    /// reconciled, new ticks run (`input_for(tick)` samples the input,
+    /// `simulate` is the game's fixed step), one upstream datagram queued
+    /// ([`ClientSession::take_datagrams`]).
+    pub fn frame(
+        &mut self,
+        world: &mut World,
+        dt: Duration,
+        mut input_for: impl FnMut(u32) -> I,
+        mut simulate: impl FnMut(&mut World),
+    ) -> FrameReport {
+        let mut report = FrameReport::default();
+        if self.config.predict {
+            self.mark_controlled(world);
+        }
+        let current = self.clock.tick();
+        {
+            let (history, inputs) = (&self.history, &mut self.inputs);
+            report.rolled_back = self.prediction.reconcile(world, &self.client, current, |world, tick| {
+                if let Some(input) = history.get(tick) {
+                    inputs.for_each_mut(world, |mut slot| slot.0 = input.clone());
+                }
+                simulate(world);
+            });
+        }
+        let jumps = self.clock.jumps();
+        let steps = self.clock.advance(dt);
+        report.jumped = self.clock.jumps() != jumps;
+        if report.jumped {
+            self.prediction.clear();
+        }
+        let last = self.clock.tick();
+        let mut tick = last.wrapping_sub(steps.saturating_sub(1));
+        if tick == 0 {
+            tick = 1;
+        }
+        for _ in 0..steps {
+            let input = input_for(tick);
+            if self.history.newest().is_none_or(|n| tick_newer(tick, n)) {
+                self.history.push(tick, input.clone());
+            }
+            self.inputs.for_each_mut(world, |mut slot| slot.0 = input.clone());
+            simulate(world);
+            self.prediction.save(world, tick);
+            tick = next_tick(tick);
+        }
+        report.ticks = steps;
+        let ack = self.client.has_ack().then(|| self.client.ack());
+        self.outbox.push(self.history.datagram(ack, self.clock.timestamp(), self.config.redundancy));
+        report
+    }
+
+    /// Starts predicting the entities the server says this client controls.
+    fn mark_controlled(&mut self, world: &mut World) {
+        let mut mine: Vec<(Entity, NetId)> = Vec::new();
+        let id = self.id.0;
+        self.controlled.for_each(world, |(entity, net, by)| {
+            if by.0 == id {
+                mine.push((entity, *net));
+            }
+        });
+        for (entity, net) in mine {
+            if !self.client.is_predicted(net) {
+                self.client.set_predicted(world, net, true);
+                let _ = world.insert_one(entity, PlayerInput(I::default()));
+            }
+        }
+    }
+
+    /// The datagrams to send, oldest first.
+    pub fn take_datagrams(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.outbox)
+    }
+}
