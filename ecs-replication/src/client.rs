@@ -29,7 +29,7 @@
 //! state, and a despawn of an entity the client does not hold (no earlier
 //! entry touched it) does nothing.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use ecs_core::{Entity, World};
 use glam::{Quat, Vec3};
@@ -38,7 +38,7 @@ use crate::ack::Ack;
 use crate::codec::{DecodeError, Entry, EntryKind, FieldCodec, Limits, NetId, Schema, TimeSync, Value, decode};
 use crate::interpolation::InterpolationBuffer;
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
-use crate::registry::{Column, Predicted, Registry};
+use crate::registry::{Column, PositionWriter, Predicted, Registry, RotationWriter};
 use crate::tick::{tick_diff, tick_newer};
 
 /// Ticks of position history kept per entity (baselines the server may
@@ -198,6 +198,36 @@ pub struct Client {
     counters: ClientCounters,
     sync: Option<TimeSync>,
     predicted_mask: u64,
+    /// Interpolation of remote entities into the world, when on.
+    interpolate: Option<InterpolationConfig>,
+    writers: (Option<PositionWriter>, Option<RotationWriter>),
+    /// Entities whose rendered state may still change.
+    moving: HashSet<NetId>,
+}
+
+/// How remote (not predicted) entities are rendered when
+/// [`Client::set_interpolation`] is on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InterpolationConfig {
+    /// Ticks of extrapolation past the newest sample before the entity
+    /// holds still (default 3: a few lost packets are bridged, a long loss
+    /// does not send entities flying).
+    pub max_extrapolation: f64,
+}
+
+impl Default for InterpolationConfig {
+    fn default() -> Self {
+        InterpolationConfig { max_extrapolation: 3.0 }
+    }
+}
+
+/// What one [`Client::interpolate`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InterpolationStats {
+    /// Entities whose rendered state was computed.
+    pub sampled: usize,
+    /// Of these, past their newest sample (extrapolated or held).
+    pub extrapolated: usize,
 }
 
 impl Client {
@@ -217,6 +247,9 @@ impl Client {
             counters: ClientCounters::default(),
             sync: None,
             predicted_mask: registry.predicted_mask(),
+            interpolate: None,
+            writers: registry.writers(),
+            moving: HashSet::new(),
         }
     }
 
@@ -243,6 +276,52 @@ impl Client {
     /// The held entities: network id and quantized values in schema order.
     pub fn entities(&self) -> impl Iterator<Item = (NetId, &[Option<Value>])> + '_ {
         self.known.iter().map(|(id, k)| (*id, k.values.as_slice()))
+    }
+
+    /// Turns interpolation on or off. On: the position and rotation of
+    /// remote (not predicted) entities are no longer written as snapshots
+    /// arrive (a spawn still writes them) but by [`Client::interpolate`],
+    /// from the buffer at a render tick behind the server; the components
+    /// themselves hold the rendered state. [`Client::entities`] keeps the
+    /// server's values either way.
+    pub fn set_interpolation(&mut self, config: Option<InterpolationConfig>) {
+        self.interpolate = config;
+    }
+
+    /// Writes the rendered position and rotation of the remote entities
+    /// into the world: the buffer sampled at `render_tick` (e.g.
+    /// [`crate::clock::ClockSync::interpolation_tick`]), extrapolated at most
+    /// [`InterpolationConfig::max_extrapolation`] ticks past the newest
+    /// sample. Only entities whose state can still change are visited, and
+    /// a component is written only when its value changes, so entities at
+    /// rest cost nothing and are not marked changed. Does nothing while
+    /// interpolation is off.
+    pub fn interpolate(&mut self, world: &mut World, render_tick: f64) -> InterpolationStats {
+        let mut stats = InterpolationStats::default();
+        let Some(config) = self.interpolate else { return stats };
+        let (position, rotation) = (&self.writers.0, &self.writers.1);
+        let (known, buffer) = (&self.known, &self.interpolation);
+        self.moving.retain(|net| {
+            let Some(k) = known.get(net).filter(|k| !k.predicted) else { return false };
+            let Some((p, q, past)) = buffer.sample_capped(*net, render_tick, config.max_extrapolation) else {
+                return false;
+            };
+            stats.sampled += 1;
+            if past {
+                stats.extrapolated += 1;
+            }
+            if let Some(write) = position {
+                write(world, k.local, p);
+            }
+            if let Some(write) = rotation {
+                write(world, k.local, q);
+            }
+            // Settled once it is past the newest sample by the whole cap.
+            let newest = buffer.newest_tick(*net).unwrap_or(0) as f64;
+            let ahead = (render_tick - newest).rem_euclid(4_294_967_296.0);
+            !(ahead < 2_147_483_648.0 && ahead >= config.max_extrapolation)
+        });
+        stats
     }
 
     /// Starts or stops predicting a held entity: a predicted entity carries
@@ -479,7 +558,15 @@ impl Client {
             // A predicted entity's predicted components belong to the
             // prediction: it compares them and writes them on a rollback.
             let predicted = known.predicted && self.predicted_mask >> i & 1 == 1;
-            if !predicted && let Some(column) = self.columns.get(i) {
+            // Interpolated: the buffer decides what the world shows.
+            let interpolated = self.interpolate.is_some()
+                && !known.predicted
+                && entry.kind == EntryKind::Update
+                && (self.position.is_some_and(|(p, _)| p == i) || self.rotation.is_some_and(|(r, _)| r == i));
+            if !predicted
+                && !interpolated
+                && let Some(column) = self.columns.get(i)
+            {
                 column.write(world, known.local, &value);
             }
             if let (Some((pi, _)), Value::Position(p)) = (self.position, &value)
@@ -510,6 +597,9 @@ impl Client {
                 _ => Quat::IDENTITY,
             };
             self.interpolation.push(entry.net_id, tick, position, rotation);
+            if self.interpolate.is_some() {
+                self.moving.insert(entry.net_id);
+            }
         }
     }
 }

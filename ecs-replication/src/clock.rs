@@ -192,8 +192,19 @@ impl ClockSync {
         Some(self.server_now()? + one_way + margin)
     }
 
-    /// The server tick the client estimates now (what interpolation
-    /// renders behind), fractional; `None` before the first snapshot.
+    /// The tick remote entities are rendered at: the snapshot tick that
+    /// should be arriving now (the server's tick now minus the one-way
+    /// trip) minus `delay_ticks` of buffer, fractional and wrapping as
+    /// ticks do. It moves with the local clock, not with packet arrival,
+    /// so rendering stays smooth when packets bunch up. `None` before the
+    /// first round trip is measured.
+    pub fn interpolation_tick(&self, delay_ticks: f64) -> Option<f64> {
+        let (tick, count) = self.server_tick?;
+        let one_way = self.srtt_ms? / 2.0 / self.tick_ms();
+        Some(tick as f64 + (self.server_now()? - one_way - delay_ticks - count))
+    }
+
+    /// The server tick the client estimates now, fractional; `None` before the first snapshot.
     /// Wraps as ticks do.
     pub fn server_tick_estimate(&self) -> Option<f64> {
         let (tick, count) = self.server_tick?;

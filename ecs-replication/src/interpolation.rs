@@ -60,6 +60,11 @@ impl InterpolationBuffer {
         }
     }
 
+    /// The tick of an entity's newest sample.
+    pub fn newest_tick(&self, net_id: NetId) -> Option<u32> {
+        self.samples.get(&net_id)?.back().map(|s| s.tick)
+    }
+
     /// Forgets an entity.
     pub fn remove(&mut self, net_id: NetId) {
         self.samples.remove(&net_id);
@@ -73,6 +78,39 @@ impl InterpolationBuffer {
     /// Whether no entity has samples.
     pub fn is_empty(&self) -> bool {
         self.samples.is_empty()
+    }
+
+    /// The state at fractional tick `tick` like [`InterpolationBuffer::sample`],
+    /// but past the newest sample the position moves on along the last two
+    /// samples' velocity for at most `max_extrapolation` ticks, then holds
+    /// (the rotation holds at once). The flag says whether it extrapolated.
+    ///
+    /// ```
+    /// use ecs_replication::codec::NetId;
+    /// use ecs_replication::interpolation::InterpolationBuffer;
+    /// use glam::{Quat, Vec3};
+    /// let mut buffer = InterpolationBuffer::new(4);
+    /// buffer.push(NetId(1), 10, Vec3::ZERO, Quat::IDENTITY);
+    /// buffer.push(NetId(1), 11, Vec3::X, Quat::IDENTITY);
+    /// assert_eq!(buffer.sample_capped(NetId(1), 12.0, 3.0).unwrap().0.x, 2.0);
+    /// let (far, _, extrapolated) = buffer.sample_capped(NetId(1), 40.0, 3.0).unwrap();
+    /// assert!(extrapolated && far.x == 4.0); // capped at 3 ticks past the newest
+    /// ```
+    pub fn sample_capped(&self, net_id: NetId, tick: f64, max_extrapolation: f64) -> Option<(Vec3, Quat, bool)> {
+        let ring = self.samples.get(&net_id)?;
+        let last = ring.back()?;
+        let mut ahead = (tick - last.tick as f64).rem_euclid(4_294_967_296.0);
+        if ahead >= 2_147_483_648.0 {
+            ahead -= 4_294_967_296.0;
+        }
+        if !(ahead > 0.0 && ahead.is_finite() && ring.len() >= 2 && max_extrapolation > 0.0) {
+            return self.sample(net_id, tick).map(|(p, q)| (p, q, false));
+        }
+        let before = ring[ring.len() - 2];
+        let span = last.tick.wrapping_sub(before.tick) as f64;
+        let velocity = (last.position - before.position) / span.max(1.0) as f32;
+        let run = ahead.min(max_extrapolation) as f32;
+        Some((last.position + velocity * run, last.rotation, true))
     }
 
     /// The state at fractional tick `tick`: linear between the samples

@@ -10,6 +10,7 @@
 
 use std::any::TypeId;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use ecs_core::{Changed, ChunkStats, ChunkView, Component, Entity, QueryState, With, World};
 use glam::{Quat, Vec3};
@@ -243,8 +244,16 @@ pub struct Registry {
     factories: Vec<ColumnFactory>,
     position: Option<usize>,
     rotation: Option<usize>,
+    position_writer: Option<PositionWriter>,
+    rotation_writer: Option<RotationWriter>,
     schema: Schema,
 }
+
+/// Writes a (client) entity's position component from a point, only if it
+/// differs (so an entity at rest is not marked changed).
+pub(crate) type PositionWriter = Arc<dyn Fn(&mut World, Entity, Vec3) + Send + Sync>;
+/// Writes a (client) entity's rotation component, only if it differs.
+pub(crate) type RotationWriter = Arc<dyn Fn(&mut World, Entity, Quat) + Send + Sync>;
 
 /// Why a component could not be registered.
 #[derive(Clone, Debug, PartialEq)]
@@ -288,6 +297,8 @@ impl Registry {
             factories: Vec::new(),
             position: None,
             rotation: None,
+            position_writer: None,
+            rotation_writer: None,
             schema: Schema::new(Vec::new()).expect("an empty schema is valid"),
         }
     }
@@ -335,6 +346,13 @@ impl Registry {
         let index = self.names.len();
         let mut me = self.with_codec::<T, PositionCodec>(name, PositionCodec(q))?;
         me.position = Some(index);
+        me.position_writer = Some(Arc::new(|world: &mut World, entity: Entity, p: Vec3| {
+            if let Ok(mut c) = world.get_mut::<T>(entity)
+                && c.position() != p
+            {
+                *c = T::from_position(p);
+            }
+        }));
         Ok(me)
     }
 
@@ -348,6 +366,13 @@ impl Registry {
         let index = self.names.len();
         let mut me = self.with_codec::<T, RotationCodec>(name, RotationCodec(q))?;
         me.rotation = Some(index);
+        me.rotation_writer = Some(Arc::new(|world: &mut World, entity: Entity, r: Quat| {
+            if let Ok(mut c) = world.get_mut::<T>(entity)
+                && c.rotation() != r
+            {
+                *c = T::from_rotation(r);
+            }
+        }));
         Ok(me)
     }
 
@@ -410,6 +435,10 @@ impl Registry {
             Some(FieldCodec::Rotation(q)) => Some(q),
             _ => None,
         }
+    }
+
+    pub(crate) fn writers(&self) -> (Option<PositionWriter>, Option<RotationWriter>) {
+        (self.position_writer.clone(), self.rotation_writer.clone())
     }
 
     pub(crate) fn columns(&self, world: &mut World) -> Vec<Box<dyn Column>> {

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use ecs_core::{Changed, Entity, QueryState, With, World};
 
-use crate::client::{Client, ClientError, Receipt};
+use crate::client::{Client, ClientError, InterpolationConfig, Receipt};
 use crate::clock::{ClockConfig, ClockSync};
 use crate::codec::NetId;
 use crate::input::{ClientInput, InputBuffer, InputHistory, InputSource, InputStats, is_upstream};
@@ -164,11 +164,25 @@ pub struct ClientSessionConfig {
     /// Whether to predict controlled entities (default true; false: they
     /// are shown as the snapshots say, a round trip late).
     pub predict: bool,
+    /// Interpolation of remote entities into the world (default on;
+    /// `None`: snapshots are written as they arrive).
+    pub interpolation: Option<InterpolationConfig>,
+    /// Ticks of buffer behind the newest expected snapshot at which remote
+    /// entities are rendered (default 2: one lost packet in a row is
+    /// bridged by interpolation, more by capped extrapolation).
+    pub interpolation_delay: f64,
 }
 
 impl Default for ClientSessionConfig {
     fn default() -> Self {
-        ClientSessionConfig { clock: ClockConfig::default(), redundancy: 3, history: 128, predict: true }
+        ClientSessionConfig {
+            clock: ClockConfig::default(),
+            redundancy: 3,
+            history: 128,
+            predict: true,
+            interpolation: Some(InterpolationConfig::default()),
+            interpolation_delay: 2.0,
+        }
     }
 }
 
@@ -182,6 +196,10 @@ pub struct FrameReport {
     pub rolled_back: bool,
     /// Whether the clock jumped.
     pub jumped: bool,
+    /// Remote entities whose rendered state was computed.
+    pub interpolated: usize,
+    /// Of these, past their newest snapshot (extrapolated or held).
+    pub extrapolated: usize,
 }
 
 /// The client end of a game. See the [module docs](self).
@@ -200,10 +218,12 @@ pub struct ClientSession<I: ClientInput> {
 impl<I: ClientInput> ClientSession<I> {
     /// A session for client `id` (the transport's id) writing into `world`.
     pub fn new(world: &mut World, registry: &Registry, id: ClientId, config: ClientSessionConfig) -> Self {
+        let mut client = Client::new(world, registry);
+        client.set_interpolation(config.interpolation);
         ClientSession {
             id,
             config,
-            client: Client::new(world, registry),
+            client,
             clock: ClockSync::new(config.clock),
             history: InputHistory::new(config.history),
             prediction: Prediction::new(world, registry, config.history),
@@ -294,6 +314,11 @@ impl<I: ClientInput> ClientSession<I> {
             tick = next_tick(tick);
         }
         report.ticks = steps;
+        if let Some(render) = self.clock.interpolation_tick(self.config.interpolation_delay) {
+            let stats = self.client.interpolate(world, render);
+            report.interpolated = stats.sampled;
+            report.extrapolated = stats.extrapolated;
+        }
         let ack = self.client.has_ack().then(|| self.client.ack());
         self.outbox.push(self.history.datagram(ack, self.clock.timestamp(), self.config.redundancy));
         report

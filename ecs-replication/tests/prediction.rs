@@ -112,7 +112,7 @@ fn a_server_side_correction_is_rolled_back_and_re_simulated() {
 
 #[test]
 fn an_unpredicted_client_shows_the_server_state() {
-    let config = ClientSessionConfig { predict: false, ..ClientSessionConfig::default() };
+    let config = ClientSessionConfig { predict: false, interpolation: None, ..ClientSessionConfig::default() };
     let mut game = Game::new(1, LinkConfig::clean(2), config);
     for _ in 0..200 {
         game.step();
