@@ -729,8 +729,24 @@ impl World {
         let plan_index = self.insert_plan::<B>(loc.archetype)?;
         let dst = self.plans[plan_index].dst;
         let lifecycle = self.archetypes[loc.archetype.index()].lifecycle | self.archetypes[dst.index()].lifecycle;
-        if lifecycle & LifecycleKind::Replace.bit() != 0 {
-            self.insert_lifecycle(entity, plan_index, LifecycleKind::Replace);
+        if lifecycle != 0 {
+            self.insert_listened(entity, loc, plan_index, bundle, lifecycle);
+        } else {
+            self.insert_along(entity, loc, plan_index, bundle);
+        }
+        Ok(())
+    }
+
+    /// An insert along a plan, without lifecycle listeners.
+    #[inline(always)]
+    fn insert_along<B: Bundle>(&mut self, entity: Entity, loc: EntityLocation, plan_index: usize, bundle: B) {
+        if !self.plans[plan_index].drops_replaced {
+            // Nothing replaced has a destructor: no user code runs, so no
+            // guard is needed.
+            // SAFETY: `plan_index` is `B`'s insert plan from the entity's
+            // archetype and the replaced values need no drop.
+            unsafe { self.write_insert(entity, loc, plan_index, bundle) };
+            return;
         }
         let (chunk, row) = (loc.chunk as usize, loc.row as usize);
         // Values the entity already has are dropped first; `finish` writes
@@ -749,14 +765,29 @@ impl World {
             }
         });
         drop(finish);
+    }
+
+    /// An insert with lifecycle listeners: `Replace` before, `Add` and
+    /// `Insert` after, then the queued lifecycle work.
+    #[cold]
+    #[inline(never)]
+    fn insert_listened<B: Bundle>(
+        &mut self,
+        entity: Entity,
+        loc: EntityLocation,
+        plan_index: usize,
+        bundle: B,
+        lifecycle: u8,
+    ) {
+        if lifecycle & LifecycleKind::Replace.bit() != 0 {
+            self.insert_lifecycle(entity, plan_index, LifecycleKind::Replace);
+        }
+        self.insert_along(entity, loc, plan_index, bundle);
         if lifecycle & (LifecycleKind::Add.bit() | LifecycleKind::Insert.bit()) != 0 {
             self.insert_lifecycle(entity, plan_index, LifecycleKind::Add);
             self.insert_lifecycle(entity, plan_index, LifecycleKind::Insert);
         }
-        if lifecycle != 0 {
-            self.flush_lifecycle();
-        }
-        Ok(())
+        self.flush_lifecycle();
     }
 
     /// The lifecycle slow path of an insert along plan `plan_index`:
@@ -785,7 +816,8 @@ impl World {
     /// # Safety
     /// `plan_index` is `B`'s insert plan from the entity's archetype, `loc`
     /// the entity's location, and the values the bundle replaces were
-    /// dropped.
+    /// dropped (or need no drop).
+    #[inline]
     unsafe fn write_insert<B: Bundle>(&mut self, entity: Entity, loc: EntityLocation, plan_index: usize, bundle: B) {
         let now = self.now();
         let dst_id = self.plans[plan_index].dst;
@@ -822,20 +854,26 @@ impl World {
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, StoreError> {
         let loc = self.entities.location(entity)?;
         let plan_index = self.remove_plan::<B>(entity, loc.archetype)?;
-        let lifecycle = self.archetypes[loc.archetype.index()].lifecycle;
-        if lifecycle & (LifecycleKind::Replace.bit() | LifecycleKind::Remove.bit()) != 0 {
-            let src = &self.archetypes[loc.archetype.index()];
-            let components: SmallVec<[ComponentId; 16]> =
-                self.plans[plan_index].bundle.iter().map(|&(col, _)| src.components()[col as usize]).collect();
-            self.run_lifecycle(LifecycleKind::Replace, entity, &components);
-            self.run_lifecycle(LifecycleKind::Remove, entity, &components);
+        if self.archetypes[loc.archetype.index()].lifecycle != 0 {
+            return Ok(self.remove_listened(entity, loc, plan_index));
         }
+        // SAFETY: the plan is `B`'s remove plan from the entity's archetype.
+        Ok(unsafe { self.remove_along(entity, loc, plan_index) })
+    }
+
+    /// Moves `B`'s values out of the row and the row to the plan's
+    /// destination.
+    ///
+    /// # Safety
+    /// `plan_index` is `B`'s remove plan from the archetype of `loc`, the
+    /// entity's location.
+    #[inline(always)]
+    unsafe fn remove_along<B: Bundle>(&mut self, entity: Entity, loc: EntityLocation, plan_index: usize) -> B {
         let src = &self.archetypes[loc.archetype.index()];
-        let ptrs: SmallVec<[*mut u8; 8]> = self.plans[plan_index]
-            .bundle
-            .iter()
-            .map(|&(col, _)| src.column_ptr(col as usize, loc.chunk as usize))
-            .collect();
+        let mut ptrs = BundlePtrs::new();
+        for &(col, _) in self.plans[plan_index].bundle.iter() {
+            ptrs.push(src.column_ptr(col as usize, loc.chunk as usize));
+        }
         // SAFETY: the row is live and every pointer is the column of the
         // matching tuple element; the values are moved out here and the row
         // is moved (without them) right after.
@@ -847,10 +885,24 @@ impl World {
             // the source, so it has no fresh columns.
             unsafe { self.move_entity(entity, loc, plan_index) };
         }
-        if lifecycle != 0 {
-            self.flush_lifecycle();
-        }
-        Ok(bundle)
+        bundle
+    }
+
+    /// A remove with lifecycle listeners: `Replace` and `Remove` before the
+    /// change (the values are still there), then the queued lifecycle work.
+    #[cold]
+    #[inline(never)]
+    fn remove_listened<B: Bundle>(&mut self, entity: Entity, loc: EntityLocation, plan_index: usize) -> B {
+        let src = &self.archetypes[loc.archetype.index()];
+        let components: SmallVec<[ComponentId; 16]> =
+            self.plans[plan_index].bundle.iter().map(|&(col, _)| src.components()[col as usize]).collect();
+        self.run_lifecycle(LifecycleKind::Replace, entity, &components);
+        self.run_lifecycle(LifecycleKind::Remove, entity, &components);
+        // SAFETY: the plan is `B`'s remove plan from the entity's archetype;
+        // hooks change no structure, so `loc` still holds.
+        let bundle = unsafe { self.remove_along(entity, loc, plan_index) };
+        self.flush_lifecycle();
+        bundle
     }
 
     /// Removes one component and returns it (see [`World::remove`]).

@@ -52,6 +52,10 @@ pub(crate) struct MovePlan {
     /// source (remove), and for inserts its column in the source if the
     /// value already existed there (it is replaced, not added).
     pub(crate) bundle: Box<[(u32, Option<u32>)]>,
+    /// Whether an insert along this plan replaces a value whose type has a
+    /// destructor (then the insert guards against that destructor
+    /// panicking; otherwise it takes the plain path).
+    pub(crate) drops_replaced: bool,
 }
 
 impl MovePlan {
@@ -66,7 +70,7 @@ impl MovePlan {
         }
         let fresh =
             (0..dst.components().len()).filter(|&d| !src.contains(dst.components()[d])).map(|d| d as u32).collect();
-        let bundle = bundle
+        let bundle: Box<[(u32, Option<u32>)]> = bundle
             .iter()
             .map(|&c| {
                 if insert {
@@ -77,7 +81,10 @@ impl MovePlan {
                 }
             })
             .collect();
-        MovePlan { dst: dst.id(), shared: shared.into(), fresh, bundle }
+        let drops_replaced = bundle.iter().any(|&(_, existing): &(u32, Option<u32>)| {
+            existing.is_some_and(|s| src.columns[s as usize].drop.is_some())
+        });
+        MovePlan { dst: dst.id(), shared: shared.into(), fresh, bundle, drops_replaced }
     }
 }
 
