@@ -444,11 +444,14 @@ impl World {
     /// `on_add` then `on_insert` for every component, entity by entity.
     #[cold]
     fn spawned_lifecycle(&mut self, archetype: ArchetypeId, entities: &[Entity]) {
-        let components: SmallVec<[ComponentId; 16]> =
-            self.archetypes[archetype.index()].components().iter().copied().collect();
+        let arch = &self.archetypes[archetype.index()];
+        let components: SmallVec<[ComponentId; 16]> = arch.components().iter().copied().collect();
+        let kinds: SmallVec<[LifecycleKind; 2]> =
+            [LifecycleKind::Add, LifecycleKind::Insert].into_iter().filter(|k| arch.lifecycle & k.bit() != 0).collect();
         for &entity in entities {
-            self.run_lifecycle(LifecycleKind::Add, entity, &components);
-            self.run_lifecycle(LifecycleKind::Insert, entity, &components);
+            for &kind in &kinds {
+                self.run_lifecycle(kind, entity, &components);
+            }
         }
         self.flush_lifecycle();
     }
@@ -572,10 +575,14 @@ impl World {
     #[cold]
     fn despawn_lifecycle(&mut self, entity: Entity) {
         let Ok(loc) = self.entities.location(entity) else { return };
-        let components: SmallVec<[ComponentId; 16]> =
-            self.archetypes[loc.archetype.index()].components().iter().copied().collect();
-        self.run_lifecycle(LifecycleKind::Replace, entity, &components);
-        self.run_lifecycle(LifecycleKind::Remove, entity, &components);
+        let arch = &self.archetypes[loc.archetype.index()];
+        let flags = arch.lifecycle;
+        let components: SmallVec<[ComponentId; 16]> = arch.components().iter().copied().collect();
+        for kind in [LifecycleKind::Replace, LifecycleKind::Remove] {
+            if flags & kind.bit() != 0 {
+                self.run_lifecycle(kind, entity, &components);
+            }
+        }
     }
 
     /// Despawns every entity, dropping their components. Resources,
@@ -783,9 +790,10 @@ impl World {
             self.insert_lifecycle(entity, plan_index, LifecycleKind::Replace);
         }
         self.insert_along(entity, loc, plan_index, bundle);
-        if lifecycle & (LifecycleKind::Add.bit() | LifecycleKind::Insert.bit()) != 0 {
-            self.insert_lifecycle(entity, plan_index, LifecycleKind::Add);
-            self.insert_lifecycle(entity, plan_index, LifecycleKind::Insert);
+        for kind in [LifecycleKind::Add, LifecycleKind::Insert] {
+            if lifecycle & kind.bit() != 0 {
+                self.insert_lifecycle(entity, plan_index, kind);
+            }
         }
         self.flush_lifecycle();
     }
@@ -894,10 +902,14 @@ impl World {
     #[inline(never)]
     fn remove_listened<B: Bundle>(&mut self, entity: Entity, loc: EntityLocation, plan_index: usize) -> B {
         let src = &self.archetypes[loc.archetype.index()];
+        let flags = src.lifecycle;
         let components: SmallVec<[ComponentId; 16]> =
             self.plans[plan_index].bundle.iter().map(|&(col, _)| src.components()[col as usize]).collect();
-        self.run_lifecycle(LifecycleKind::Replace, entity, &components);
-        self.run_lifecycle(LifecycleKind::Remove, entity, &components);
+        for kind in [LifecycleKind::Replace, LifecycleKind::Remove] {
+            if flags & kind.bit() != 0 {
+                self.run_lifecycle(kind, entity, &components);
+            }
+        }
         // SAFETY: the plan is `B`'s remove plan from the entity's archetype;
         // hooks change no structure, so `loc` still holds.
         let bundle = unsafe { self.remove_along(entity, loc, plan_index) };
