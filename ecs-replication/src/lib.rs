@@ -72,6 +72,7 @@ pub mod interpolation;
 pub mod prediction;
 pub mod quantize;
 pub mod registry;
+pub mod reliable;
 pub mod server;
 pub mod session;
 pub mod tick;

@@ -20,7 +20,7 @@
 //! entities do. [`crate::transport::serve_session`] and
 //! [`crate::transport::pump_session`] drive both through a transport.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use ecs_core::{Changed, Entity, QueryState, With, World};
@@ -31,6 +31,7 @@ use crate::codec::NetId;
 use crate::input::{ClientInput, InputBuffer, InputHistory, InputSource, InputStats, is_upstream};
 use crate::prediction::{Prediction, PredictionStats};
 use crate::registry::{Predicted, Registry, RegistryError};
+use crate::reliable::{MessageError, NetMessage, decode_message, encode_message};
 use crate::server::{ClientId, Server, ServerError, View};
 use crate::tick::{next_tick, tick_newer};
 
@@ -58,12 +59,101 @@ pub struct ServerSession<I: ClientInput> {
     inputs: BTreeMap<ClientId, InputBuffer<I>>,
     /// The source of each client's input at the latest tick.
     sources: BTreeMap<ClientId, InputSource>,
+    messages: Mailbox<(ClientId, Vec<u8>)>,
+    outgoing: Vec<(ClientId, Vec<u8>)>,
+}
+
+/// Received messages waiting to be taken, bounded.
+struct Mailbox<T> {
+    queue: VecDeque<T>,
+    dropped: u64,
+    refused: u64,
+}
+
+impl<T> Default for Mailbox<T> {
+    fn default() -> Self {
+        Mailbox { queue: VecDeque::new(), dropped: 0, refused: 0 }
+    }
+}
+
+impl<T> Mailbox<T> {
+    fn push(&mut self, item: T) {
+        if self.queue.len() >= MAX_QUEUED_MESSAGES {
+            self.dropped += 1;
+        } else {
+            self.queue.push_back(item);
+        }
+    }
+}
+
+/// Received messages a session holds; further ones are dropped (a
+/// game that never takes its messages does not grow without bound).
+pub const MAX_QUEUED_MESSAGES: usize = 4096;
+
+/// Counters of a session's reliable messages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MessageStats {
+    /// Messages dropped because the mailbox was full.
+    pub dropped: u64,
+    /// Messages that did not decode as the type asked for.
+    pub refused: u64,
 }
 
 impl<I: ClientInput> ServerSession<I> {
     /// A session around a snapshot server.
     pub fn new(server: Server) -> Self {
-        ServerSession { server, inputs: BTreeMap::new(), sources: BTreeMap::new() }
+        ServerSession {
+            server,
+            inputs: BTreeMap::new(),
+            sources: BTreeMap::new(),
+            messages: Mailbox::default(),
+            outgoing: Vec::new(),
+        }
+    }
+
+    /// Queues a message to a client on the reliable ordered channel.
+    pub fn send_message<M: NetMessage>(&mut self, id: ClientId, message: &M) -> Result<(), MessageError> {
+        self.outgoing.push((id, encode_message(message)?));
+        Ok(())
+    }
+
+    /// Queues a message to every client.
+    pub fn broadcast_message<M: NetMessage>(&mut self, message: &M) -> Result<(), MessageError> {
+        let bytes = encode_message(message)?;
+        for id in self.server.clients() {
+            self.outgoing.push((id, bytes.clone()));
+        }
+        Ok(())
+    }
+
+    /// Takes a message that arrived on the reliable channel (what the
+    /// transport loop calls).
+    pub fn receive_message(&mut self, id: ClientId, bytes: Vec<u8>) {
+        self.messages.push((id, bytes));
+    }
+
+    /// The messages received since the last call, in order per client,
+    /// decoded as `M`; ones that do not decode are dropped and counted
+    /// ([`ServerSession::message_stats`]).
+    pub fn take_messages<M: NetMessage>(&mut self) -> Vec<(ClientId, M)> {
+        let mut out = Vec::with_capacity(self.messages.queue.len());
+        for (id, bytes) in self.messages.queue.drain(..) {
+            match decode_message::<M>(&bytes) {
+                Ok(m) => out.push((id, m)),
+                Err(_) => self.messages.refused += 1,
+            }
+        }
+        out
+    }
+
+    /// The messages to send (what the transport loop calls).
+    pub fn take_outgoing_messages(&mut self) -> Vec<(ClientId, Vec<u8>)> {
+        std::mem::take(&mut self.outgoing)
+    }
+
+    /// The message counters.
+    pub fn message_stats(&self) -> MessageStats {
+        MessageStats { dropped: self.messages.dropped, refused: self.messages.refused }
     }
 
     /// The snapshot server.
@@ -213,6 +303,8 @@ pub struct ClientSession<I: ClientInput> {
     controlled: QueryState<(Entity, &'static NetId, &'static ControlledBy), Changed<ControlledBy>>,
     inputs: QueryState<&'static mut PlayerInput<I>, With<Predicted>>,
     outbox: Vec<Vec<u8>>,
+    messages: Mailbox<Vec<u8>>,
+    outgoing: Vec<Vec<u8>>,
 }
 
 impl<I: ClientInput> ClientSession<I> {
@@ -230,7 +322,44 @@ impl<I: ClientInput> ClientSession<I> {
             controlled: QueryState::new(world),
             inputs: QueryState::new(world),
             outbox: Vec::new(),
+            messages: Mailbox::default(),
+            outgoing: Vec::new(),
         }
+    }
+
+    /// Queues a message to the server on the reliable ordered channel.
+    pub fn send_message<M: NetMessage>(&mut self, message: &M) -> Result<(), MessageError> {
+        self.outgoing.push(encode_message(message)?);
+        Ok(())
+    }
+
+    /// Takes a message that arrived on the reliable channel (what the
+    /// transport loop calls).
+    pub fn receive_message(&mut self, bytes: Vec<u8>) {
+        self.messages.push(bytes);
+    }
+
+    /// The messages received since the last call, in order, decoded as
+    /// `M`; ones that do not decode are dropped and counted.
+    pub fn take_messages<M: NetMessage>(&mut self) -> Vec<M> {
+        let mut out = Vec::with_capacity(self.messages.queue.len());
+        for bytes in self.messages.queue.drain(..) {
+            match decode_message::<M>(&bytes) {
+                Ok(m) => out.push(m),
+                Err(_) => self.messages.refused += 1,
+            }
+        }
+        out
+    }
+
+    /// The messages to send (what the transport loop calls).
+    pub fn take_outgoing_messages(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.outgoing)
+    }
+
+    /// The message counters.
+    pub fn message_stats(&self) -> MessageStats {
+        MessageStats { dropped: self.messages.dropped, refused: self.messages.refused }
     }
 
     /// This client's id.

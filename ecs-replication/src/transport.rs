@@ -13,6 +13,7 @@ use ecs_core::World;
 use crate::client::{Client, Receipt};
 use crate::conditioner::{Conditioner, LinkConfig};
 use crate::input::ClientInput;
+use crate::reliable::{ReliableConfig, ReliableEndpoint, is_reliable_datagram};
 use crate::server::{ClientId, Server, ServerError, View};
 use crate::session::{ClientSession, FrameReport, ServerSession};
 
@@ -45,6 +46,11 @@ pub trait ServerTransport {
     fn send(&mut self, client: ClientId, packet: &[u8]);
     /// The next datagram received from a client.
     fn receive(&mut self, client: ClientId) -> Option<Vec<u8>>;
+    /// Queues one message to a client on the reliable ordered channel.
+    fn send_message(&mut self, client: ClientId, message: &[u8]);
+    /// The next message from a client on the reliable ordered channel, in
+    /// the order it was sent.
+    fn receive_message(&mut self, client: ClientId) -> Option<Vec<u8>>;
     /// Puts queued datagrams on the wire.
     fn flush(&mut self) -> Result<(), TransportError>;
 }
@@ -59,6 +65,10 @@ pub trait ClientTransport {
     fn send(&mut self, packet: &[u8]);
     /// The next datagram received from the server.
     fn receive(&mut self) -> Option<Vec<u8>>;
+    /// Queues one message to the server on the reliable ordered channel.
+    fn send_message(&mut self, message: &[u8]);
+    /// The next message from the server on the reliable ordered channel.
+    fn receive_message(&mut self) -> Option<Vec<u8>>;
     /// Puts queued datagrams on the wire.
     fn flush(&mut self) -> Result<(), TransportError>;
 }
@@ -190,6 +200,9 @@ pub fn serve_session<I: ClientInput, T: ServerTransport>(
                 step.refused_acks += 1;
             }
         }
+        while let Some(message) = transport.receive_message(*id) {
+            session.receive_message(*id, message);
+        }
     }
     session.apply_inputs(world);
     simulate(world);
@@ -197,6 +210,9 @@ pub fn serve_session<I: ClientInput, T: ServerTransport>(
     for (id, packet) in session.packets() {
         transport.send(id, packet);
         step.bytes.push((id, packet.len()));
+    }
+    for (id, message) in session.take_outgoing_messages() {
+        transport.send_message(id, &message);
     }
     transport.flush()?;
     Ok(step)
@@ -222,11 +238,18 @@ pub fn pump_session<I: ClientInput, T: ClientTransport>(
             Err(_) => step.refused += 1,
         }
     }
+    while let Some(message) = transport.receive_message() {
+        session.receive_message(message);
+    }
     let report = session.frame(world, dt, input_for, simulate);
     let datagrams = session.take_datagrams();
+    let messages = session.take_outgoing_messages();
     if transport.is_connected() {
         for d in &datagrams {
             transport.send(d);
+        }
+        for m in &messages {
+            transport.send_message(m);
         }
     }
     transport.flush()?;
@@ -236,10 +259,16 @@ pub fn pump_session<I: ClientInput, T: ClientTransport>(
 /// An in-process network: one conditioned link each way per client, time
 /// counted in ticks. [`LocalNetwork::server`] and [`LocalNetwork::client`]
 /// give the two ends as transports.
+///
+/// The reliable ordered channel is a [`ReliableEndpoint`] pair per client
+/// whose datagrams ride the same conditioned links (loss, reordering,
+/// duplication and corruption apply to them too).
 #[derive(Debug, Default)]
 pub struct LocalNetwork {
     now: u64,
     links: BTreeMap<ClientId, (Conditioner, Conditioner)>,
+    /// Per client: the server's endpoint and the client's.
+    reliable: BTreeMap<ClientId, (ReliableEndpoint, ReliableEndpoint)>,
     new_clients: Vec<ClientId>,
     to_server: BTreeMap<ClientId, VecDeque<Vec<u8>>>,
     to_client: BTreeMap<ClientId, VecDeque<Vec<u8>>>,
@@ -254,6 +283,8 @@ impl LocalNetwork {
     /// Adds a client with `down` (server to client) and `up` links.
     pub fn connect(&mut self, id: ClientId, down: LinkConfig, up: LinkConfig, seed: u64) {
         self.links.insert(id, (Conditioner::new(down, seed), Conditioner::new(up, seed ^ 0x5555)));
+        let endpoint = || ReliableEndpoint::new(ReliableConfig::default());
+        self.reliable.insert(id, (endpoint(), endpoint()));
         self.new_clients.push(id);
     }
 
@@ -270,15 +301,43 @@ impl LocalNetwork {
         self.now
     }
 
-    /// Advances time by one tick and delivers what is due.
+    /// Advances time by one tick and delivers what is due (the reliable
+    /// endpoints send what is due first).
     pub fn advance(&mut self) {
+        for (id, (server, client)) in &mut self.reliable {
+            if let Some((down, up)) = self.links.get_mut(id) {
+                if let Some(d) = server.poll(self.now) {
+                    down.send(self.now, &d);
+                }
+                if let Some(d) = client.poll(self.now) {
+                    up.send(self.now, &d);
+                }
+            }
+        }
         self.now += 1;
         let mut out = Vec::new();
         for (id, (down, up)) in &mut self.links {
+            let Some((server_end, client_end)) = self.reliable.get_mut(id) else { continue };
             down.receive(self.now, &mut out);
-            self.to_client.entry(*id).or_default().extend(out.drain(..));
+            let queue = self.to_client.entry(*id).or_default();
+            for d in out.drain(..) {
+                if is_reliable_datagram(&d) {
+                    // A corrupted one is refused by its checksum; the
+                    // resend brings it.
+                    let _ = client_end.receive(&d);
+                } else {
+                    queue.push_back(d);
+                }
+            }
             up.receive(self.now, &mut out);
-            self.to_server.entry(*id).or_default().extend(out.drain(..));
+            let queue = self.to_server.entry(*id).or_default();
+            for d in out.drain(..) {
+                if is_reliable_datagram(&d) {
+                    let _ = server_end.receive(&d);
+                } else {
+                    queue.push_back(d);
+                }
+            }
         }
     }
 
@@ -315,6 +374,18 @@ impl ServerTransport for LocalServerEnd<'_> {
         self.net.to_server.get_mut(&client)?.pop_front()
     }
 
+    fn send_message(&mut self, client: ClientId, message: &[u8]) {
+        if let Some((server, _)) = self.net.reliable.get_mut(&client) {
+            // Over the in-flight limit the message is dropped; a game
+            // sending that much should batch.
+            let _ = server.send(message.to_vec());
+        }
+    }
+
+    fn receive_message(&mut self, client: ClientId) -> Option<Vec<u8>> {
+        self.net.reliable.get_mut(&client)?.0.take()
+    }
+
     fn flush(&mut self) -> Result<(), TransportError> {
         Ok(())
     }
@@ -344,6 +415,16 @@ impl ClientTransport for LocalClientEnd<'_> {
 
     fn receive(&mut self) -> Option<Vec<u8>> {
         self.net.to_client.get_mut(&self.id)?.pop_front()
+    }
+
+    fn send_message(&mut self, message: &[u8]) {
+        if let Some((_, client)) = self.net.reliable.get_mut(&self.id) {
+            let _ = client.send(message.to_vec());
+        }
+    }
+
+    fn receive_message(&mut self) -> Option<Vec<u8>> {
+        self.net.reliable.get_mut(&self.id)?.1.take()
     }
 
     fn flush(&mut self) -> Result<(), TransportError> {

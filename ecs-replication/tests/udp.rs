@@ -69,3 +69,43 @@ fn two_clients_converge_over_loopback_udp() {
     }
     assert!(settled > 5);
 }
+
+#[test]
+fn reliable_messages_ride_renets_ordered_channel() {
+    use ecs_replication::transport::{ClientTransport, ServerTransport};
+    let protocol = 7;
+    let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let mut server = UdpServer::bind(local, 1, protocol, DEMO_KEY).unwrap();
+    let token = server.connect_token(5).unwrap();
+    let mut client = UdpClient::connect(local, token).unwrap();
+    let id = ClientId(5);
+    let (mut to_client, mut to_server) = (Vec::new(), Vec::new());
+    let mut sent = false;
+    let mut events = Vec::new();
+    for _ in 0..3000 {
+        std::thread::sleep(Duration::from_millis(1));
+        let dt = Duration::from_millis(1);
+        server.update(dt, &mut events).unwrap();
+        client.update(dt).unwrap();
+        if client.is_connected() && server.connected_clients() == 1 && !sent {
+            for i in 0..50u8 {
+                server.send_message(id, &[i; 3]);
+                client.send_message(&[i; 5]);
+            }
+            sent = true;
+        }
+        while let Some(m) = server.receive_message(id) {
+            to_server.push(m);
+        }
+        while let Some(m) = client.receive_message() {
+            to_client.push(m);
+        }
+        server.flush().unwrap();
+        client.flush().unwrap();
+        if to_client.len() == 50 && to_server.len() == 50 {
+            break;
+        }
+    }
+    assert_eq!(to_client, (0..50u8).map(|i| vec![i; 3]).collect::<Vec<_>>());
+    assert_eq!(to_server, (0..50u8).map(|i| vec![i; 5]).collect::<Vec<_>>());
+}

@@ -120,6 +120,16 @@ impl ServerTransport for UdpServer {
         self.server.receive_message(client.0, DefaultChannel::Unreliable).map(|b| b.to_vec())
     }
 
+    fn send_message(&mut self, client: ClientId, message: &[u8]) {
+        if self.server.is_connected(client.0) {
+            self.server.send_message(client.0, DefaultChannel::ReliableOrdered, message.to_vec());
+        }
+    }
+
+    fn receive_message(&mut self, client: ClientId) -> Option<Vec<u8>> {
+        self.server.receive_message(client.0, DefaultChannel::ReliableOrdered).map(|b| b.to_vec())
+    }
+
     fn flush(&mut self) -> Result<(), TransportError> {
         self.transport.send_packets(&mut self.server);
         Ok(())
@@ -177,6 +187,16 @@ impl ClientTransport for UdpClient {
 
     fn receive(&mut self) -> Option<Vec<u8>> {
         self.client.receive_message(DefaultChannel::Unreliable).map(|b| b.to_vec())
+    }
+
+    fn send_message(&mut self, message: &[u8]) {
+        if self.client.is_connected() {
+            self.client.send_message(DefaultChannel::ReliableOrdered, message.to_vec());
+        }
+    }
+
+    fn receive_message(&mut self) -> Option<Vec<u8>> {
+        self.client.receive_message(DefaultChannel::ReliableOrdered).map(|b| b.to_vec())
     }
 
     fn flush(&mut self) -> Result<(), TransportError> {
