@@ -18,10 +18,13 @@
 //!   of the kept points in long runs, no re-sort);
 //! - when more than [`BroadPhase::rebuild_share`] of the entities changed, or
 //!   on the first run, rebuilds the grid from all positions instead;
-//! - finds despawned entities and entities that lost the component when the
-//!   count of entities with the component is below the count it tracks (the
-//!   store keeps no removal log, so this costs one liveness check per
-//!   tracked entity, only on such frames).
+//! - drops the entities that were despawned or lost the component since its
+//!   previous run, read from the store's removal log
+//!   ([`ecs_core::RemovedComponents`]): no sweep over the tracked entities;
+//! - only when an entity left the system's query without losing the
+//!   component (it was marked [`ecs_core::Disabled`]) does the count of
+//!   entities with the component fall below the count it tracks; then, and
+//!   only then, it checks every tracked entity once.
 //!
 //! Other systems read the grid through `Res<BroadPhase<C>>`, in parallel
 //! with each other.
@@ -56,7 +59,7 @@
 //! assert_eq!((stats.chunks_visited(), stats.rows_rekeyed), (0, 0));
 //! ```
 
-use ecs_core::{Changed, Component, Entity, Query, ResMut};
+use ecs_core::{Changed, Component, Entity, Query, RemovedComponents, ResMut};
 use glam::Vec3;
 
 use crate::cell::CellKey;
@@ -119,8 +122,12 @@ pub struct BroadPhaseStats {
     pub points_inserted: u64,
     /// Whether the grid was rebuilt from all positions.
     pub full_rebuild: bool,
-    /// Whether the run checked every tracked entity for despawns.
-    pub despawn_sweep: bool,
+    /// Entities the removal log reported (despawned, or lost the component).
+    pub removals_seen: u64,
+    /// Whether the run checked every tracked entity for membership (only
+    /// when entities left the query without losing the component, e.g.
+    /// were disabled).
+    pub membership_sweep: bool,
     /// Entities with the component in the world after the run.
     pub entities: u64,
 }
@@ -179,6 +186,8 @@ pub struct BroadPhase<C: SpatialPosition> {
     stats: BroadPhaseStats,
     // Scratch, reused across runs.
     changed: Vec<(Entity, C::Point)>,
+    /// Entities the removal log reported this run.
+    lost: Vec<Entity>,
     removed: Vec<u32>,
     inserted: Vec<(CellKey, Entity, C::Point)>,
     all_ids: Vec<Entity>,
@@ -213,6 +222,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
             rebuild_share: DEFAULT_REBUILD_SHARE,
             stats: BroadPhaseStats::default(),
             changed: Vec::new(),
+            lost: Vec::new(),
             removed: Vec::new(),
             inserted: Vec::new(),
             all_ids: Vec::new(),
@@ -254,15 +264,21 @@ impl<C: SpatialPosition> BroadPhase<C> {
     }
 
     /// Brings the grid up to date. `changed` must be the rows whose `C`
-    /// changed since the previous call and `present` all rows with `C`;
-    /// [`update_broad_phase`] passes its two queries here.
+    /// changed since the previous call, `present` all rows with `C`, and
+    /// `removed` the entities that were despawned or lost `C` since the
+    /// previous call (a [`RemovedComponents`] reader);
+    /// [`update_broad_phase`] passes its parameters here.
     pub fn update(
         &mut self,
         changed: &mut Query<'_, '_, (Entity, &C), Changed<C>>,
         present: &mut Query<'_, '_, (Entity, &C)>,
+        removed: impl IntoIterator<Item = Entity>,
     ) {
         self.stats = BroadPhaseStats::default();
         let current = present.matched_entity_count();
+        self.lost.clear();
+        self.lost.extend(removed);
+        self.stats.removals_seen = self.lost.len() as u64;
 
         self.changed.clear();
         let list = &mut self.changed;
@@ -333,6 +349,14 @@ impl<C: SpatialPosition> BroadPhase<C> {
     fn apply_changes(&mut self, present: &mut Query<'_, '_, (Entity, &C)>, current: usize) {
         self.removed.clear();
         self.inserted.clear();
+        // Despawned or lost the component (and not given it back since).
+        for i in 0..self.lost.len() {
+            let entity = self.lost[i];
+            let Some(&slot) = self.tracked.get(entity.index() as usize) else { continue };
+            if slot.generation == entity.generation() && slot.known != Known::No && present.get(entity).is_err() {
+                self.forget(entity, slot.known);
+            }
+        }
         for i in 0..self.changed.len() {
             let (entity, point) = self.changed[i];
             let slot = *slot_of(&mut self.tracked, entity);
@@ -373,9 +397,10 @@ impl<C: SpatialPosition> BroadPhase<C> {
         }
 
         // Every entity with the component is tracked now; more tracked than
-        // present means some were despawned or lost the component.
+        // present means some left the query without losing the component
+        // (despawns and removals came from the log above).
         if self.tracked_count > current {
-            self.stats.despawn_sweep = true;
+            self.stats.membership_sweep = true;
             for s in 0..self.grid.len() {
                 let entity = self.grid.ids()[s];
                 let slot = self.tracked[entity.index() as usize];
@@ -457,7 +482,8 @@ fn unreachable_after_filter(e: GridError) -> ! {
 pub fn update_broad_phase<C: SpatialPosition>(
     mut changed: Query<(Entity, &C), Changed<C>>,
     mut present: Query<(Entity, &C)>,
+    mut removed: RemovedComponents<C>,
     mut broad_phase: ResMut<BroadPhase<C>>,
 ) {
-    broad_phase.update(&mut changed, &mut present);
+    broad_phase.update(&mut changed, &mut present, removed.iter());
 }

@@ -163,7 +163,7 @@ fn a_frame_where_nothing_moved_skips_every_chunk() {
     assert_eq!(stats.chunks_skipped, stats.chunks_total, "{stats:?}");
     assert_eq!(stats.rows_rekeyed, 0);
     assert_eq!((stats.points_removed, stats.points_inserted), (0, 0));
-    assert!(!stats.full_rebuild && !stats.despawn_sweep);
+    assert!(!stats.full_rebuild && !stats.membership_sweep);
     assert_eq!(stats.entities, 5000);
 
     // Few moved: only their rows are re-keyed, no rebuild.
@@ -199,4 +199,33 @@ fn readers_share_the_grid_in_parallel() {
     let stages = schedule.stage_names();
     assert!(stages.iter().any(|s| s.len() == 2), "{stages:?}");
     assert_eq!(world.resource::<Counts>().unwrap().0, vec![50]);
+}
+
+#[test]
+fn despawns_and_lost_positions_come_from_the_removal_log_not_a_sweep() {
+    let (mut world, mut schedule, _rng, live) = setup(11, 3000);
+    schedule.run(&mut world).unwrap();
+    for &e in live.iter().step_by(100) {
+        world.despawn(e).unwrap();
+    }
+    for &e in live.iter().skip(50).step_by(100) {
+        world.remove_one::<Position>(e).unwrap();
+    }
+    schedule.run(&mut world).unwrap();
+    let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
+    assert_eq!(stats.removals_seen, 60, "{stats:?}");
+    assert_eq!(stats.points_removed, 60);
+    assert!(!stats.membership_sweep, "no sweep for despawns and removals: {stats:?}");
+    assert_eq!(stats.chunks_skipped, stats.chunks_total, "nothing moved: {stats:?}");
+    let grid = world.resource::<BroadPhase<Position>>().unwrap();
+    assert_eq!(grid.grid().len(), 3000 - 60);
+    assert!(live.iter().step_by(50).all(|e| !grid.grid().ids().contains(e)));
+
+    // Disabling hides an entity from the system's query without removing
+    // its position: that, and only that, takes the membership sweep.
+    world.insert_one(live[1], ecs_core::Disabled).unwrap();
+    schedule.run(&mut world).unwrap();
+    let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
+    assert!(stats.membership_sweep && stats.points_removed == 1, "{stats:?}");
+    assert!(!world.resource::<BroadPhase<Position>>().unwrap().grid().ids().contains(&live[1]));
 }
