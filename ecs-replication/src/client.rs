@@ -553,6 +553,14 @@ impl Client {
         };
         known.entry_tick = tick;
         let mut moved = false;
+        for i in 0..width {
+            if entry.removed >> i & 1 == 1 {
+                if let Some(column) = self.columns.get(i) {
+                    column.remove(world, known.local);
+                }
+                known.values[i] = None;
+            }
+        }
         for (index, value) in entry.components {
             let i = index as usize;
             // A predicted entity's predicted components belong to the

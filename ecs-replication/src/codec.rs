@@ -7,7 +7,9 @@
 //! entry count (varint, bounded)
 //! entry: kind (2 bits: spawn, update, despawn) | network id (varint, bounded)
 //!        spawn/update: component mask (one bit per schema component)
-//!                      per set bit: delta flag (1 bit, updates only) | value
+//!        update: removal flag (1 bit) [removed mask (one bit per schema component)]
+//!        spawn/update: per set bit of the component mask: delta flag (1 bit,
+//!                      updates only) | value
 //! ```
 //! Values follow the schema: raw bytes of a fixed size, a quantized position
 //! (absolute: `3 * bits`; delta: how many ticks back its baseline is, as a
@@ -35,7 +37,7 @@ use crate::quantize::{PositionQuantizer, RotationQuantizer};
 
 const MAGIC: u16 = 0xEC5A;
 /// The wire format version this codec writes and reads.
-pub const WIRE_VERSION: u8 = 3;
+pub const WIRE_VERSION: u8 = 4;
 
 /// How far back (in ticks) a position delta's baseline may lie.
 pub const MAX_DELTA_BACK: u32 = 255;
@@ -196,6 +198,10 @@ pub struct Entry {
     pub net_id: NetId,
     /// `(schema index, value)`, ascending by index.
     pub components: Vec<(u8, Value)>,
+    /// Updates: components removed from the entity (schema bits, none of
+    /// them in `components`). Spawns carry full state and despawns none,
+    /// so it is 0 for them.
+    pub removed: u64,
 }
 
 /// What a snapshot tells its client about time (see [`crate::clock`]):
@@ -264,6 +270,9 @@ pub enum DecodeError {
     UnknownComponent(u32),
     /// A delta flag on a field that cannot be delta-coded, or in a spawn.
     BadDelta(u32),
+    /// A removed mask naming a component the entry also sets, or one past
+    /// the schema.
+    BadRemoval(u64),
     /// Bytes after the last entry that are not padding.
     TrailingData,
 }
@@ -287,6 +296,9 @@ impl std::fmt::Display for DecodeError {
             DecodeError::NetIdOutOfRange(id) => write!(f, "network id {id} is out of range"),
             DecodeError::UnknownComponent(i) => write!(f, "component index {i} is not in the schema"),
             DecodeError::BadDelta(i) => write!(f, "component {i} cannot be delta-coded here"),
+            DecodeError::BadRemoval(mask) => {
+                write!(f, "removed mask {mask:#x} overlaps the set components or the schema's end")
+            }
             DecodeError::TrailingData => f.write_str("data after the last entry"),
         }
     }
@@ -304,6 +316,9 @@ pub enum EncodeError {
     },
     /// Components not in ascending schema order, or an index past the schema.
     BadIndex(u8),
+    /// A removal in a spawn or despawn, past the schema, or of a component
+    /// the entry also sets.
+    BadRemoval(u64),
 }
 
 impl std::fmt::Display for EncodeError {
@@ -311,6 +326,7 @@ impl std::fmt::Display for EncodeError {
         match self {
             EncodeError::WrongValue { index } => write!(f, "value for component {index} does not match its codec"),
             EncodeError::BadIndex(i) => write!(f, "component index {i} is out of order or not in the schema"),
+            EncodeError::BadRemoval(mask) => write!(f, "removed mask {mask:#x} does not fit the entry"),
         }
     }
 }
@@ -397,6 +413,9 @@ impl<'s> Encoder<'s> {
 }
 
 fn write_entry(schema: &Schema, w: &mut BitWriter, entry: &Entry) -> Result<(), EncodeError> {
+    if entry.kind != EntryKind::Update && entry.removed != 0 {
+        return Err(EncodeError::BadRemoval(entry.removed));
+    }
     let kind = match entry.kind {
         EntryKind::Spawn => 0,
         EntryKind::Update => 1,
@@ -415,6 +434,16 @@ fn write_entry(schema: &Schema, w: &mut BitWriter, entry: &Entry) -> Result<(), 
             mask |= 1 << index;
         }
         w.write_bits(mask, schema.len() as u32);
+        if entry.kind == EntryKind::Update {
+            let width_mask = if schema.len() == 64 { u64::MAX } else { (1u64 << schema.len()) - 1 };
+            if entry.removed & mask != 0 || entry.removed & !width_mask != 0 {
+                return Err(EncodeError::BadRemoval(entry.removed));
+            }
+            w.write_bool(entry.removed != 0);
+            if entry.removed != 0 {
+                w.write_bits(entry.removed, schema.len() as u32);
+            }
+        }
         for (index, value) in &entry.components {
             let codec = schema.codec(*index as usize).ok_or(EncodeError::BadIndex(*index))?;
             if entry.kind == EntryKind::Update {
@@ -524,9 +553,16 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
         }
         let net_id = NetId(net_id);
         let mut components = Vec::new();
+        let mut removed = 0;
         if kind != EntryKind::Despawn {
             let width = schema.len() as u32;
             let mask = r.read_bits(width)?;
+            if kind == EntryKind::Update && r.read_bool()? {
+                removed = r.read_bits(width)?;
+                if removed == 0 || removed & mask != 0 {
+                    return Err(DecodeError::BadRemoval(removed));
+                }
+            }
             for index in 0..64u32 {
                 if mask >> index & 1 == 0 {
                     continue;
@@ -569,7 +605,7 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
                 components.push((index as u8, value));
             }
         }
-        entries.push(Entry { kind, net_id, components });
+        entries.push(Entry { kind, net_id, components, removed });
     }
     if r.remaining() >= 8 || r.read_bits(r.remaining() as u32)? != 0 {
         return Err(DecodeError::TrailingData);
@@ -602,8 +638,9 @@ mod tests {
             any::<bool>(),
             proptest::array::uniform3(-100_000i32..100_000),
             1..=MAX_DELTA_BACK,
+            0u64..8,
         )
-            .prop_map(|(kind, net_id, pos, rot, hp, delta, d, back)| {
+            .prop_map(|(kind, net_id, pos, rot, hp, delta, d, back, drop_mask)| {
                 let kind = [EntryKind::Spawn, EntryKind::Update, EntryKind::Despawn][kind as usize];
                 let mut components = Vec::new();
                 if kind != EntryKind::Despawn {
@@ -622,7 +659,9 @@ mod tests {
                         components.push((2, Value::Bytes(h.to_vec())));
                     }
                 }
-                Entry { kind, net_id: NetId(net_id), components }
+                let set = components.iter().fold(0u64, |m, (i, _)| m | 1 << i);
+                let removed = if kind == EntryKind::Update { drop_mask & 0b111 & !set } else { 0 };
+                Entry { kind, net_id: NetId(net_id), components, removed }
             })
     }
 
@@ -689,35 +728,47 @@ mod tests {
         assert!(matches!(decode(&bytes, &schema, Limits::default()), Err(DecodeError::Bits(BitError::TooLong { .. }))));
 
         let mut enc = Encoder::new(&schema, 1, 0);
-        enc.push(&Entry { kind: EntryKind::Despawn, net_id: NetId(1 << 41), components: vec![] }).unwrap();
+        enc.push(&Entry { kind: EntryKind::Despawn, net_id: NetId(1 << 41), components: vec![], removed: 0 }).unwrap();
         assert_eq!(decode(&enc.finish(), &schema, Limits::default()), Err(DecodeError::NetIdOutOfRange(1 << 41)));
 
         let mut enc = Encoder::new(&schema, 1, 0);
-        let wrong =
-            Entry { kind: EntryKind::Spawn, net_id: NetId(1), components: vec![(2, Value::Bytes(vec![1, 2, 3]))] };
+        let wrong = Entry {
+            kind: EntryKind::Spawn,
+            net_id: NetId(1),
+            components: vec![(2, Value::Bytes(vec![1, 2, 3]))],
+            removed: 0,
+        };
         assert_eq!(enc.push(&wrong), Err(EncodeError::WrongValue { index: 2 }));
         let unordered = Entry {
             kind: EntryKind::Spawn,
             net_id: NetId(1),
             components: vec![(1, Value::Rotation(0)), (0, Value::Position([0; 3]))],
+            removed: 0,
         };
         assert_eq!(enc.push(&unordered), Err(EncodeError::BadIndex(0)));
         let spawn_delta = Entry {
             kind: EntryKind::Spawn,
             net_id: NetId(1),
             components: vec![(0, Value::PositionDelta { back: 1, delta: [1, 2, 3] })],
+            removed: 0,
         };
         assert_eq!(enc.push(&spawn_delta), Err(EncodeError::WrongValue { index: 0 }));
         let zero_back = Entry {
             kind: EntryKind::Update,
             net_id: NetId(1),
             components: vec![(0, Value::PositionDelta { back: 0, delta: [1, 2, 3] })],
+            removed: 0,
         };
         assert_eq!(enc.push(&zero_back), Err(EncodeError::WrongValue { index: 0 }));
         assert_eq!(enc.entries(), 0);
 
         // The budget is honoured exactly and a refused entry writes nothing.
-        let big = Entry { kind: EntryKind::Spawn, net_id: NetId(1), components: vec![(0, Value::Position([5; 3]))] };
+        let big = Entry {
+            kind: EntryKind::Spawn,
+            net_id: NetId(1),
+            components: vec![(0, Value::Position([5; 3]))],
+            removed: 0,
+        };
         let mut enc = Encoder::new(&schema, 1, 0);
         assert_eq!(enc.push_within(&big, 10), Ok(false));
         assert_eq!(enc.entries(), 0);

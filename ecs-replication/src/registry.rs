@@ -12,7 +12,7 @@ use std::any::TypeId;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use ecs_core::{Changed, ChunkStats, ChunkView, Component, Entity, QueryState, With, World};
+use ecs_core::{Changed, ChunkStats, ChunkView, Component, Entity, QueryState, RemovedReader, With, World};
 use glam::{Quat, Vec3};
 
 use crate::codec::{FieldCodec, Schema, SchemaError, Value};
@@ -148,6 +148,12 @@ pub(crate) trait Column: Send + Sync {
     /// since this column's previous scan (chunk ticks first, then row
     /// ticks). The first scan sees everything.
     fn scan_changed(&mut self, world: &World, f: &mut dyn FnMut(Entity, Result<Value, QuantizeError>));
+    /// Appends the replicated entities that lost the component since the
+    /// previous call and do not have it now (a removal and a re-insert in
+    /// between is a change, which [`Column::scan_changed`] reports). The
+    /// first call starts the removal log (the world logs removals of a
+    /// type only while a reader exists), so only the server pays for it.
+    fn scan_removed(&mut self, world: &mut World, out: &mut Vec<Entity>);
     /// Chunk counts of the latest [`Column::scan_changed`].
     fn scan_stats(&self) -> ChunkStats;
     /// The wire value of one entity's component, if it has one.
@@ -169,6 +175,7 @@ struct TypedColumn<T: Component, C: ComponentCodec<T>> {
     codec: C,
     changed: QueryState<(Entity, &'static T), ChangedReplicated<T>>,
     predicted: QueryState<(Entity, &'static T), With<Predicted>>,
+    removed: Option<RemovedReader<T>>,
     _marker: PhantomData<fn() -> T>,
 }
 
@@ -180,6 +187,23 @@ impl<T: Component, C: ComponentCodec<T>> Column for TypedColumn<T, C> {
                 f(entity, codec.encode(value));
             }
         });
+    }
+
+    fn scan_removed(&mut self, world: &mut World, out: &mut Vec<Entity>) {
+        let Some(reader) = &mut self.removed else {
+            self.removed = Some(world.removed_reader::<T>());
+            return;
+        };
+        let start = out.len();
+        out.extend(reader.read(world));
+        let mut i = start;
+        while i < out.len() {
+            if world.has::<T>(out[i]).unwrap_or(true) {
+                out.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
     }
 
     fn scan_stats(&self) -> ChunkStats {
@@ -325,6 +349,7 @@ impl Registry {
                 codec: ArcCodec(codec),
                 changed: QueryState::new(world),
                 predicted: QueryState::new(world),
+                removed: None,
                 _marker: PhantomData,
             }) as Box<dyn Column>
         }));

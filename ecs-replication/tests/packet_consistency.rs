@@ -46,15 +46,16 @@ fn spawn(id: u64, x: i32, hp: u32) -> Entry {
         kind: EntryKind::Spawn,
         net_id: NetId(id),
         components: vec![(0, Value::Position([x, 0, 0])), (2, health(hp))],
+        removed: 0,
     }
 }
 
 fn set_hp(id: u64, hp: u32) -> Entry {
-    Entry { kind: EntryKind::Update, net_id: NetId(id), components: vec![(2, health(hp))] }
+    Entry { kind: EntryKind::Update, net_id: NetId(id), components: vec![(2, health(hp))], removed: 0 }
 }
 
 fn set_x(id: u64, x: i32) -> Entry {
-    Entry { kind: EntryKind::Update, net_id: NetId(id), components: vec![(0, Value::Position([x, 0, 0]))] }
+    Entry { kind: EntryKind::Update, net_id: NetId(id), components: vec![(0, Value::Position([x, 0, 0]))], removed: 0 }
 }
 
 fn delta_x(id: u64, back: u32, dx: i32) -> Entry {
@@ -62,11 +63,12 @@ fn delta_x(id: u64, back: u32, dx: i32) -> Entry {
         kind: EntryKind::Update,
         net_id: NetId(id),
         components: vec![(0, Value::PositionDelta { back, delta: [dx, 0, 0] })],
+        removed: 0,
     }
 }
 
 fn despawn(id: u64) -> Entry {
-    Entry { kind: EntryKind::Despawn, net_id: NetId(id), components: Vec::new() }
+    Entry { kind: EntryKind::Despawn, net_id: NetId(id), components: Vec::new(), removed: 0 }
 }
 
 /// A client holding entities 1, 2 and 3 (position, rotation, health), all
@@ -79,6 +81,7 @@ fn setup() -> (World, Client) {
             kind: EntryKind::Spawn,
             net_id: NetId(id),
             components: vec![(0, Value::Position([id as i32 * 100, 0, 0])), (1, rotation()), (2, health(id as u32))],
+            removed: 0,
         })
         .collect();
     assert!(matches!(client.receive(&mut cw, &packet(SETUP, &spawns)), Ok(Receipt::Applied { .. })));

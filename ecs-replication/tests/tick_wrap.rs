@@ -36,7 +36,7 @@ fn packet(tick: u32, entries: &[Entry]) -> Vec<u8> {
 }
 
 fn at_x(kind: EntryKind, net_id: u64, x: i32) -> Entry {
-    Entry { kind, net_id: NetId(net_id), components: vec![(0, Value::Position([x, 0, 0]))] }
+    Entry { kind, net_id: NetId(net_id), components: vec![(0, Value::Position([x, 0, 0]))], removed: 0 }
 }
 
 #[test]
@@ -77,6 +77,7 @@ fn the_client_applies_packets_after_tick_u32_max() {
         kind: EntryKind::Update,
         net_id: NetId(1),
         components: vec![(0, Value::PositionDelta { back: 3, delta: [5, 0, 0] })],
+        removed: 0,
     };
     assert_eq!(client.receive(&mut cw, &packet(2, &[delta])), Ok(Receipt::Applied { tick: 2, entries: 1 }));
     assert_eq!(held(&client)[&NetId(1)][0], Some(Value::Position([25, 0, 0])));

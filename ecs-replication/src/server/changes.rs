@@ -141,13 +141,36 @@ impl ChangeScan {
         }
     }
 
-    fn find_changes(&mut self, world: &World, registry: &Registry, stats: &mut TickStats) {
+    fn find_changes(&mut self, world: &mut World, registry: &Registry, stats: &mut TickStats) {
         let position_index = registry.position_index();
         let quantizer = registry.position_quantizer();
         let (records, by_entity, changed, moved) =
             (&mut self.records, &self.by_entity, &mut self.changed, &mut self.moved);
         let mut positions_changed = false;
+        let mut removed = Vec::new();
         for (index, column) in self.columns.iter_mut().enumerate() {
+            // Removals first: a removal and a re-insert in one tick is a
+            // change, which the scan below reports.
+            removed.clear();
+            column.scan_removed(world, &mut removed);
+            for entity in &removed {
+                let Some(net) = by_entity.get(entity) else { continue };
+                let Some(record) = records.get_mut(net) else { continue };
+                if record.values[index].take().is_none() {
+                    continue;
+                }
+                if Some(index) == position_index {
+                    record.position = None;
+                    positions_changed = true;
+                    moved.push(*net);
+                }
+                if record.changed_mask == 0 {
+                    changed.push(*net);
+                }
+                record.changed_mask |= 1 << index;
+                stats.removed += 1;
+            }
+            let world: &World = world;
             column.scan_changed(world, &mut |entity, value| {
                 let Some(net) = by_entity.get(&entity) else { return };
                 let Some(record) = records.get_mut(net) else { return };

@@ -118,8 +118,11 @@ impl Interest {
                 // grid can key it", so both paths agree on every entity.
                 let r2 = view.radius * view.radius;
                 for &net in moved.iter() {
-                    let Some(p) = records.get(&net).and_then(|r| r.position) else { continue };
-                    let inside = p.distance_squared(view.center) <= r2 && grid.cell_key_of(p).is_ok();
+                    let Some(record) = records.get(&net) else { continue };
+                    // Without a position (it was removed): seen everywhere.
+                    let inside = record
+                        .position
+                        .is_none_or(|p| p.distance_squared(view.center) <= r2 && grid.cell_key_of(p).is_ok());
                     match (client.interest.binary_search(&net), inside) {
                         (Err(i), true) => {
                             client.interest.insert(i, net);

@@ -177,6 +177,8 @@ pub struct TickStats {
     pub despawned: usize,
     /// Entities with at least one changed component value.
     pub changed: usize,
+    /// Components removed from live replicated entities.
+    pub removed: usize,
     /// Values that could not be quantized (kept at their previous value).
     pub quantize_errors: u64,
     /// Whether the interest grid was rebuilt.

@@ -73,23 +73,30 @@ pub(super) fn build_packet(
         let record = records.get(net);
         let entry = match (t.phase, record) {
             (Phase::Despawning, _) | (_, None) => {
-                Entry { kind: EntryKind::Despawn, net_id: *net, components: Vec::new() }
+                Entry { kind: EntryKind::Despawn, net_id: *net, components: Vec::new(), removed: 0 }
             }
             (Phase::Spawning, Some(r)) => Entry {
                 kind: EntryKind::Spawn,
                 net_id: *net,
                 components: r.values.iter().enumerate().filter_map(|(i, v)| v.clone().map(|v| (i as u8, v))).collect(),
+                removed: 0,
             },
             (Phase::Live, Some(r)) => {
                 if t.dirty == 0 && !confirm.contains(net) {
                     continue;
                 }
                 let mut components = Vec::new();
+                let mut removed = 0;
                 for (i, v) in r.values.iter().enumerate() {
-                    let Some(v) = v else { continue };
                     if t.dirty >> i & 1 == 0 {
                         continue;
                     }
+                    let Some(v) = v else {
+                        // Written, then removed: the removal is the news,
+                        // on the same acknowledgement rule as a value.
+                        removed |= 1 << i;
+                        continue;
+                    };
                     let mut value = v.clone();
                     if Some(i) == position_index
                         && let (Value::Position(cur), Some((at, base)), Some(codec)) =
@@ -113,7 +120,7 @@ pub(super) fn build_packet(
                     }
                     components.push((i as u8, value));
                 }
-                Entry { kind: EntryKind::Update, net_id: *net, components }
+                Entry { kind: EntryKind::Update, net_id: *net, components, removed }
             }
         };
         let mut fits = encoder.push_within(&entry, config.budget_bytes).map_err(ServerError::Encode)?;
@@ -125,7 +132,7 @@ pub(super) fn build_packet(
             fits = true;
         }
         if fits {
-            let mask = entry.components.iter().fold(0u64, |m, (i, _)| m | 1 << i);
+            let mask = entry.components.iter().fold(entry.removed, |m, (i, _)| m | 1 << i);
             let position = match (position_index, record) {
                 (Some(i), Some(r)) if mask >> i & 1 == 1 => match &r.values[i] {
                     Some(Value::Position(p)) => Some(*p),

@@ -112,12 +112,25 @@ impl Scene {
                 let step = Vec3::new(rng.unit() - 0.5, rng.unit() - 0.5, 0.0) * 2.0;
                 p.0 = (p.0 + step).clamp(Vec3::splat(-self.half), Vec3::splat(self.half));
             } else if r < 0.35 {
-                world.get_mut::<Rotation>(e).unwrap().0 = Quat::from_rotation_z(rng.unit() * 6.0);
+                if let Ok(mut rot) = world.get_mut::<Rotation>(e) {
+                    rot.0 = Quat::from_rotation_z(rng.unit() * 6.0);
+                }
             } else if r < 0.4 {
-                world.get_mut::<Health>(e).unwrap().0 = rng.below(1000) as u32;
+                if let Ok(mut hp) = world.get_mut::<Health>(e) {
+                    hp.0 = rng.below(1000) as u32;
+                }
             } else if r < 0.42 {
                 // A jump (large delta or absolute).
                 world.get_mut::<Position>(e).unwrap().0 = rng.point(self.half);
+            } else if r < 0.43 {
+                // Components come and go: removals are replicated.
+                if world.remove_one::<Health>(e).is_err() {
+                    world.insert_one(e, Health(rng.below(50) as u32)).unwrap();
+                }
+            } else if r < 0.44 {
+                if world.remove_one::<Rotation>(e).is_err() {
+                    world.insert_one(e, Rotation(Quat::from_rotation_z(rng.unit()))).unwrap();
+                }
             }
         }
     }
@@ -234,6 +247,10 @@ impl Run {
                 if let Some(ecs_replication::codec::Value::Position(p)) = &values[0] {
                     assert_eq!(cw.get::<Position>(local).unwrap().0, q.dequantize(*p));
                 }
+                // A component the server removed is gone from the client's
+                // world too.
+                assert_eq!(cw.has::<Rotation>(local).unwrap(), values[1].is_some(), "{when}: rotation of {net}");
+                assert_eq!(cw.has::<Health>(local).unwrap(), values[2].is_some(), "{when}: health of {net}");
             }
         }
     }
