@@ -127,10 +127,8 @@ impl Scene {
                 if world.remove_one::<Health>(e).is_err() {
                     world.insert_one(e, Health(rng.below(50) as u32)).unwrap();
                 }
-            } else if r < 0.44 {
-                if world.remove_one::<Rotation>(e).is_err() {
-                    world.insert_one(e, Rotation(Quat::from_rotation_z(rng.unit()))).unwrap();
-                }
+            } else if r < 0.44 && world.remove_one::<Rotation>(e).is_err() {
+                world.insert_one(e, Rotation(Quat::from_rotation_z(rng.unit()))).unwrap();
             }
         }
     }
