@@ -43,12 +43,17 @@
 //! assert_eq!(moved.iter(&world).count(), 2);
 //! ```
 //!
+//! In an [`ecs_core::App`], add [`TransformPlugin`]: it installs the
+//! hierarchy hooks and runs propagation in `PostUpdate` (see [`plugin`]).
+//!
 //! Modules: [`components`] (the four components), [`hierarchy`] (editing
-//! the hierarchy), [`propagate`] (the system and how it skips).
+//! the hierarchy), [`propagate`] (the system and how it skips), [`plugin`]
+//! (the App plugin).
 #![forbid(unsafe_code)]
 
 pub mod components;
 pub mod hierarchy;
+pub mod plugin;
 pub mod propagate;
 
 pub use components::{ChildOf, Children, GlobalTransform, LocalTransform, transform_bundle};
@@ -56,12 +61,13 @@ pub use hierarchy::{
     CommandsHierarchyExt, DespawnMode, HierarchyError, HierarchyErrors, HierarchyHooksInstalled, WorldHierarchyExt,
     init_hierarchy,
 };
+pub use plugin::{TransformPlugin, TransformSystems};
 pub use propagate::{PropagationScratch, add_transform_systems, propagate_transforms};
 
 /// The items most game code needs.
 pub mod prelude {
     pub use crate::{
-        ChildOf, Children, CommandsHierarchyExt, DespawnMode, GlobalTransform, LocalTransform, WorldHierarchyExt,
-        add_transform_systems, propagate_transforms, transform_bundle,
+        ChildOf, Children, CommandsHierarchyExt, DespawnMode, GlobalTransform, LocalTransform, TransformPlugin,
+        TransformSystems, WorldHierarchyExt, add_transform_systems, propagate_transforms, transform_bundle,
     };
 }
