@@ -23,8 +23,9 @@
 //! system for `ecs-core` worlds: a [`BroadPhase`] resource kept in sync with
 //! a position component by [`update_broad_phase`], which reads chunk ticks so
 //! a frame where nothing moved costs O(chunks) and a frame where few moved
-//! re-keys only the changed rows. Without the feature the crate does not
-//! depend on `ecs-core`.
+//! re-keys only the changed rows, and [`plugin`] the [`BroadPhasePlugin`]
+//! that adds it to an `ecs_core::App` in one line. Without the feature the
+//! crate does not depend on `ecs-core`.
 //!
 //! ```
 //! use ecs_spatial::{EncodingConfig, SparseGrid};
@@ -54,6 +55,8 @@ pub mod config;
 pub mod error;
 pub mod grid;
 pub mod point;
+#[cfg(feature = "ecs")]
+pub mod plugin;
 pub mod query;
 pub mod radix;
 pub mod region;
@@ -72,6 +75,8 @@ pub use config::{EncodingConfig, quantize_axis};
 pub use error::{BatchError, ConfigError, ConfigField, EncodeError, GridError};
 pub use grid::{Cell, CellLookup, SparseGrid};
 pub use point::{EntityId, GridPoint};
+#[cfg(feature = "ecs")]
+pub use plugin::{BroadPhasePlugin, SpatialSystems};
 pub use query::{Neighbor, NeighborLists, cell_probes};
 pub use radix::radix_sort_by_key;
 pub use region::{GLOBAL_CELL_MAX, GLOBAL_CELL_MIN, GlobalCell, RegionId, RegionKey};
