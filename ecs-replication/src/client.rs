@@ -35,7 +35,9 @@ use ecs_core::{Entity, World};
 use glam::{Quat, Vec3};
 
 use crate::ack::Ack;
-use crate::codec::{DecodeError, Entry, EntryKind, FieldCodec, Limits, NetId, Schema, TimeSync, Value, decode};
+use crate::codec::{
+    DecodeError, DeltaError, Entry, EntryKind, Limits, NetId, Schema, TimeSync, Value, decode, resolve_value,
+};
 use crate::interpolation::InterpolationBuffer;
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
 use crate::registry::{Column, PositionWriter, Predicted, Registry, RotationWriter};
@@ -162,7 +164,10 @@ enum Seen {
 struct Known {
     local: Entity,
     values: Vec<Option<Value>>,
-    history: VecDeque<(u32, [i32; 3])>,
+    /// The entity's state after each applied entry of the last
+    /// [`HISTORY_TICKS`] ticks (at least the newest): the baselines the
+    /// server's deltas may name.
+    history: VecDeque<(u32, Vec<Option<Value>>)>,
     /// Whether the client predicts it ([`Client::set_predicted`]).
     predicted: bool,
     /// The newest tick whose packet held an entry for it: its values are
@@ -474,33 +479,31 @@ impl Client {
                 (EntryKind::Update, None) => return Err(ClientError::UnknownEntity(id)),
             };
             seen.insert(id, after);
-            if entry.kind == EntryKind::Update {
+            if entry.kind == EntryKind::Update && entry.baseline != 0 {
                 let history = match after {
                     Seen::Live { history: true } => held.map(|k| &k.history),
                     _ => None,
                 };
+                let base_tick = tick.wrapping_sub(entry.baseline);
+                let missing = ClientError::MissingBaseline { net_id: id, tick: base_tick };
+                let state = history
+                    .and_then(|h| h.iter().rev().find(|(t, _)| *t == base_tick))
+                    .map(|(_, state)| state)
+                    .ok_or(missing.clone())?;
                 for (component, value) in &mut entry.components {
-                    if let Value::PositionDelta { back, delta } = *value {
-                        let base_tick = tick.wrapping_sub(back);
-                        let base = history
-                            .and_then(|h| h.iter().rev().find(|(t, _)| *t == base_tick))
-                            .map(|(_, p)| *p)
-                            .ok_or(ClientError::MissingBaseline { net_id: id, tick: base_tick })?;
-                        let Some(FieldCodec::Position(q)) = self.schema.codec(*component as usize) else {
-                            return Err(ClientError::DeltaOutOfRange(id));
-                        };
-                        let half = 1i64 << (q.bits() - 1);
-                        let mut abs = [0i32; 3];
-                        for axis in 0..3 {
-                            let v = base[axis] as i64 + delta[axis] as i64;
-                            if v < -half || v >= half {
-                                return Err(ClientError::DeltaOutOfRange(id));
-                            }
-                            abs[axis] = v as i32;
-                        }
-                        *value = Value::Position(abs);
+                    if !matches!(value, Value::Delta(_)) {
+                        continue;
                     }
+                    let codec = self.schema.codec(*component as usize).ok_or(ClientError::DeltaOutOfRange(id))?;
+                    let base = state.get(*component as usize).and_then(|v| v.as_ref());
+                    let delta = std::mem::replace(value, Value::Bytes(Vec::new()));
+                    *value = match resolve_value(codec, base, delta) {
+                        Ok(v) => v,
+                        Err(DeltaError::WrongBaseline) => return Err(missing),
+                        Err(_) => return Err(ClientError::DeltaOutOfRange(id)),
+                    };
                 }
+                entry.baseline = 0;
             }
             out.push(entry);
         }
@@ -577,19 +580,18 @@ impl Client {
             {
                 column.write(world, known.local, &value);
             }
-            if let (Some((pi, _)), Value::Position(p)) = (self.position, &value)
-                && pi == i
-            {
-                known.history.push_back((tick, *p));
-                moved = true;
-            }
-            if self.rotation.is_some_and(|(ri, _)| ri == i) {
+            if self.position.is_some_and(|(pi, _)| pi == i) || self.rotation.is_some_and(|(ri, _)| ri == i) {
                 moved = true;
             }
             if let Some(slot) = known.values.get_mut(i) {
                 *slot = Some(value);
             }
         }
+        // The state after this entry is a baseline the server may name.
+        if known.history.back().is_some_and(|(t, _)| *t == tick) {
+            known.history.pop_back();
+        }
+        known.history.push_back((tick, known.values.clone()));
         while known.history.len() > 1
             && known.history.front().is_some_and(|(t, _)| tick_diff(tick, *t) > HISTORY_TICKS as i32)
         {

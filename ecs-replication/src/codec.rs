@@ -1,6 +1,6 @@
 //! The snapshot packet codec: no ECS types, usable on its own.
 //!
-//! ## Wire format (version 1), bit-packed
+//! ## Wire format (version 5), bit-packed
 //! ```text
 //! magic u16 | version u8 | schema hash ^ CRC-32 u32 | tick u32 | baseline tick u32 (0 = none)
 //! time sync flag (1 bit) [echoed client timestamp u16 | ticks held u8 | input lead i8]
@@ -8,13 +8,19 @@
 //! entry: kind (2 bits: spawn, update, despawn) | network id (varint, bounded)
 //!        spawn/update: component mask (one bit per schema component)
 //!        update: removal flag (1 bit) [removed mask (one bit per schema component)]
-//!        spawn/update: per set bit of the component mask: delta flag (1 bit,
-//!                      updates only) | value
+//!                baseline flag (1 bit) [packet-baseline flag (1 bit) | else
+//!                ticks back (varint, 1..=MAX_DELTA_BACK)]
+//!        spawn/update: per set bit of the component mask:
+//!                [delta flag (1 bit), only in an update with a baseline] | value
 //! ```
 //! Values follow the schema: raw bytes of a fixed size, a quantized position
-//! (absolute: `3 * bits`; delta: how many ticks back its baseline is, as a
-//! varint of at most [`MAX_DELTA_BACK`], then three zigzag varints against
-//! the value the receiver got at that tick), or a smallest-three rotation.
+//! (`3 * bits`), or a smallest-three rotation. A delta (see
+//! [`crate::delta`]) is against the value the receiver got for that entity
+//! in the packet of the entry's baseline tick: the packet's own baseline
+//! (the client's newest acknowledged tick, one bit) or `back` ticks before
+//! this packet. Positions and rotations send bit-packed per-axis or
+//! per-level differences, plain bytes an XOR mask or word differences, as
+//! the registry chose per component.
 //!
 //! The third field is the schema hash XOR a CRC-32 of every other byte of
 //! the packet: a packet from another schema or with any single flipped bit
@@ -32,14 +38,16 @@
 //! holds (no update after a despawn of the same entity, no second spawn, ...)
 //! is checked by [`crate::client::Client`] before it applies anything.
 
-use crate::bits::{BitError, BitReader, BitWriter, varint_bits, zigzag};
+use crate::bits::{BitError, BitReader, BitWriter, varint_bits};
+pub use crate::delta::{BytesDelta, Delta, DeltaError};
+use crate::delta::{read_small, read_xor, small_bits, write_small, write_xor, xor_bits};
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
 
 const MAGIC: u16 = 0xEC5A;
 /// The wire format version this codec writes and reads.
-pub const WIRE_VERSION: u8 = 4;
+pub const WIRE_VERSION: u8 = 5;
 
-/// How far back (in ticks) a position delta's baseline may lie.
+/// How far back (in ticks) a delta's baseline may lie.
 pub const MAX_DELTA_BACK: u32 = 255;
 
 /// The server's id of a replicated entity: what packets name, never an
@@ -58,8 +66,9 @@ impl std::fmt::Display for NetId {
 /// How one component type is put on the wire.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum FieldCodec {
-    /// Plain bytes of a fixed size (plain-old-data components).
-    Bytes(u16),
+    /// Plain bytes of a fixed size (plain-old-data components), and how
+    /// they are delta-coded.
+    Bytes(u16, BytesDelta),
     /// A position quantized to fixed point.
     Position(PositionQuantizer),
     /// A rotation as smallest three.
@@ -79,7 +88,8 @@ pub enum SchemaError {
     TooManyComponents,
     /// Two components with one name.
     DuplicateName(String),
-    /// A byte field of size 0 or over 1024.
+    /// A byte field of size 0 or over 1024, or word deltas on a size that
+    /// is not a multiple of 4.
     BadByteSize(String),
 }
 
@@ -88,7 +98,9 @@ impl std::fmt::Display for SchemaError {
         match self {
             SchemaError::TooManyComponents => f.write_str("a schema holds at most 64 component types"),
             SchemaError::DuplicateName(n) => write!(f, "component {n} is listed twice"),
-            SchemaError::BadByteSize(n) => write!(f, "component {n}: byte size must be 1 to 1024"),
+            SchemaError::BadByteSize(n) => {
+                write!(f, "component {n}: byte size must be 1 to 1024 (a multiple of 4 for word deltas)")
+            }
         }
     }
 }
@@ -105,8 +117,8 @@ impl Schema {
             if fields[..i].iter().any(|(n, _)| n == name) {
                 return Err(SchemaError::DuplicateName(name.clone()));
             }
-            if let FieldCodec::Bytes(n) = codec
-                && !(1..=1024).contains(n)
+            if let FieldCodec::Bytes(n, delta) = codec
+                && (!(1..=1024).contains(n) || (*delta == BytesDelta::Words && !n.is_multiple_of(4)))
             {
                 return Err(SchemaError::BadByteSize(name.clone()));
             }
@@ -147,7 +159,14 @@ impl Schema {
                 eat(b as u64);
             }
             match codec {
-                FieldCodec::Bytes(n) => eat(0x100 | *n as u64),
+                FieldCodec::Bytes(n, delta) => {
+                    eat(0x100 | *n as u64);
+                    eat(match delta {
+                        BytesDelta::None => 0x400,
+                        BytesDelta::Xor => 0x401,
+                        BytesDelta::Words => 0x402,
+                    });
+                }
                 FieldCodec::Position(p) => {
                     eat(0x200 | p.bits() as u64);
                     eat(p.unit().to_bits() as u64);
@@ -166,16 +185,11 @@ pub enum Value {
     Bytes(Vec<u8>),
     /// A quantized position.
     Position([i32; 3]),
-    /// A quantized position relative to the value the receiver got in the
-    /// packet `back` ticks before this one (`1..=MAX_DELTA_BACK`).
-    PositionDelta {
-        /// Ticks between this packet and the baseline's.
-        back: u32,
-        /// Per-axis difference from the baseline.
-        delta: [i32; 3],
-    },
     /// A smallest-three rotation.
     Rotation(u64),
+    /// The difference from the value the receiver holds at the entry's
+    /// baseline tick (updates with a baseline only).
+    Delta(Delta),
 }
 
 /// What happens to one entity.
@@ -196,6 +210,9 @@ pub struct Entry {
     pub kind: EntryKind,
     /// The server's id for the entity (not an ECS handle).
     pub net_id: NetId,
+    /// Updates: how many ticks before this packet the baseline of its
+    /// deltas lies (`1..=MAX_DELTA_BACK`), or 0 with no deltas.
+    pub baseline: u32,
     /// `(schema index, value)`, ascending by index.
     pub components: Vec<(u8, Value)>,
     /// Updates: components removed from the entity (schema bits, none of
@@ -273,6 +290,9 @@ pub enum DecodeError {
     /// A removed mask naming a component the entry also sets, or one past
     /// the schema.
     BadRemoval(u64),
+    /// A delta baseline outside `1..=MAX_DELTA_BACK` ticks back, or "the
+    /// packet's baseline" in a packet without one.
+    BadBaseline(u64),
     /// Bytes after the last entry that are not padding.
     TrailingData,
 }
@@ -299,6 +319,7 @@ impl std::fmt::Display for DecodeError {
             DecodeError::BadRemoval(mask) => {
                 write!(f, "removed mask {mask:#x} overlaps the set components or the schema's end")
             }
+            DecodeError::BadBaseline(back) => write!(f, "delta baseline {back} ticks back is out of range"),
             DecodeError::TrailingData => f.write_str("data after the last entry"),
         }
     }
@@ -316,9 +337,11 @@ pub enum EncodeError {
     },
     /// Components not in ascending schema order, or an index past the schema.
     BadIndex(u8),
-    /// A removal in a spawn or despawn, past the schema, or of a component
-    /// the entry also sets.
+    /// A removal or a baseline in a spawn or despawn, a removal past the
+    /// schema or of a component the entry also sets.
     BadRemoval(u64),
+    /// A baseline past [`MAX_DELTA_BACK`].
+    BadBaseline(u32),
 }
 
 impl std::fmt::Display for EncodeError {
@@ -327,6 +350,7 @@ impl std::fmt::Display for EncodeError {
             EncodeError::WrongValue { index } => write!(f, "value for component {index} does not match its codec"),
             EncodeError::BadIndex(i) => write!(f, "component index {i} is out of order or not in the schema"),
             EncodeError::BadRemoval(mask) => write!(f, "removed mask {mask:#x} does not fit the entry"),
+            EncodeError::BadBaseline(back) => write!(f, "baseline {back} ticks back is out of range"),
         }
     }
 }
@@ -337,6 +361,9 @@ impl std::error::Error for EncodeError {}
 #[derive(Clone, Debug)]
 pub struct Encoder<'s> {
     schema: &'s Schema,
+    /// The packet's tick and baseline tick (entries whose baseline is the
+    /// packet's say so in one bit).
+    ticks: (u32, u32),
     writer: BitWriter,
     entries: u64,
     body: BitWriter,
@@ -362,7 +389,7 @@ impl<'s> Encoder<'s> {
             writer.write_bits(s.hold as u64, 8);
             writer.write_bits(s.lead as u8 as u64, 8);
         }
-        Encoder { schema, writer, entries: 0, body: BitWriter::new() }
+        Encoder { schema, ticks: (tick, baseline), writer, entries: 0, body: BitWriter::new() }
     }
 
     /// Appends one entry. Fails, writing nothing, if a value does not fit
@@ -376,7 +403,7 @@ impl<'s> Encoder<'s> {
     /// does not fit its field.
     pub fn push_within(&mut self, entry: &Entry, max_bytes: usize) -> Result<bool, EncodeError> {
         let start = self.body.bit_len();
-        if let Err(e) = write_entry(self.schema, &mut self.body, entry) {
+        if let Err(e) = write_entry(self.schema, self.ticks, &mut self.body, entry) {
             self.body.truncate(start);
             return Err(e);
         }
@@ -412,9 +439,12 @@ impl<'s> Encoder<'s> {
     }
 }
 
-fn write_entry(schema: &Schema, w: &mut BitWriter, entry: &Entry) -> Result<(), EncodeError> {
-    if entry.kind != EntryKind::Update && entry.removed != 0 {
+fn write_entry(schema: &Schema, ticks: (u32, u32), w: &mut BitWriter, entry: &Entry) -> Result<(), EncodeError> {
+    if entry.kind != EntryKind::Update && (entry.removed != 0 || entry.baseline != 0) {
         return Err(EncodeError::BadRemoval(entry.removed));
+    }
+    if entry.baseline > MAX_DELTA_BACK {
+        return Err(EncodeError::BadBaseline(entry.baseline));
     }
     let kind = match entry.kind {
         EntryKind::Spawn => 0,
@@ -423,75 +453,160 @@ fn write_entry(schema: &Schema, w: &mut BitWriter, entry: &Entry) -> Result<(), 
     };
     w.write_bits(kind, 2);
     w.write_varint(entry.net_id.0);
-    if entry.kind != EntryKind::Despawn {
-        let mut mask = 0u64;
-        let mut last: Option<u8> = None;
-        for (index, _) in &entry.components {
-            if last.is_some_and(|l| l >= *index) || *index as usize >= schema.len() {
-                return Err(EncodeError::BadIndex(*index));
-            }
-            last = Some(*index);
-            mask |= 1 << index;
+    if entry.kind == EntryKind::Despawn {
+        return Ok(());
+    }
+    let mut mask = 0u64;
+    let mut last: Option<u8> = None;
+    for (index, _) in &entry.components {
+        if last.is_some_and(|l| l >= *index) || *index as usize >= schema.len() {
+            return Err(EncodeError::BadIndex(*index));
         }
-        w.write_bits(mask, schema.len() as u32);
-        if entry.kind == EntryKind::Update {
-            let width_mask = if schema.len() == 64 { u64::MAX } else { (1u64 << schema.len()) - 1 };
-            if entry.removed & mask != 0 || entry.removed & !width_mask != 0 {
-                return Err(EncodeError::BadRemoval(entry.removed));
-            }
-            w.write_bool(entry.removed != 0);
-            if entry.removed != 0 {
-                w.write_bits(entry.removed, schema.len() as u32);
-            }
+        last = Some(*index);
+        mask |= 1 << index;
+    }
+    w.write_bits(mask, schema.len() as u32);
+    if entry.kind == EntryKind::Update {
+        let width_mask = if schema.len() == 64 { u64::MAX } else { (1u64 << schema.len()) - 1 };
+        if entry.removed & mask != 0 || entry.removed & !width_mask != 0 {
+            return Err(EncodeError::BadRemoval(entry.removed));
         }
-        for (index, value) in &entry.components {
-            let codec = schema.codec(*index as usize).ok_or(EncodeError::BadIndex(*index))?;
-            if entry.kind == EntryKind::Update {
-                w.write_bool(matches!(value, Value::PositionDelta { .. }));
-            }
-            match (codec, value) {
-                (FieldCodec::Bytes(n), Value::Bytes(bytes)) if bytes.len() == n as usize => {
-                    for b in bytes {
-                        w.write_bits(*b as u64, 8);
-                    }
-                }
-                (FieldCodec::Position(q), Value::Position(p)) => q.write(w, *p),
-                (FieldCodec::Position(_), Value::PositionDelta { back, delta })
-                    if entry.kind == EntryKind::Update && (1..=MAX_DELTA_BACK).contains(back) =>
-                {
-                    w.write_varint(*back as u64);
-                    for v in delta {
-                        w.write_signed_varint(*v as i64);
-                    }
-                }
-                (FieldCodec::Rotation(r), Value::Rotation(bits)) => r.write(w, *bits),
-                _ => return Err(EncodeError::WrongValue { index: *index }),
+        w.write_bool(entry.removed != 0);
+        if entry.removed != 0 {
+            w.write_bits(entry.removed, schema.len() as u32);
+        }
+        w.write_bool(entry.baseline != 0);
+        if entry.baseline != 0 {
+            let (tick, packet_baseline) = ticks;
+            let same = packet_baseline != 0 && tick.wrapping_sub(packet_baseline) == entry.baseline;
+            w.write_bool(same);
+            if !same {
+                w.write_varint(entry.baseline as u64);
             }
         }
+    }
+    for (index, value) in &entry.components {
+        let codec = schema.codec(*index as usize).ok_or(EncodeError::BadIndex(*index))?;
+        let is_delta = matches!(value, Value::Delta(_));
+        if entry.baseline != 0 {
+            w.write_bool(is_delta);
+        } else if is_delta {
+            return Err(EncodeError::WrongValue { index: *index });
+        }
+        write_value(w, codec, value).ok_or(EncodeError::WrongValue { index: *index })?;
     }
     Ok(())
 }
 
-/// Bits `value` takes on the wire as a component of an update entry,
-/// delta flag not counted; `None` if it does not fit `codec`. The server
-/// sizes its choices (delta or absolute) with this.
+/// Writes one value; `None` (nothing useful written) if it does not fit
+/// `codec`.
+fn write_value(w: &mut BitWriter, codec: FieldCodec, value: &Value) -> Option<()> {
+    match (codec, value) {
+        (FieldCodec::Bytes(n, _), Value::Bytes(bytes)) if bytes.len() == n as usize => {
+            for b in bytes {
+                w.write_bits(*b as u64, 8);
+            }
+        }
+        (FieldCodec::Position(q), Value::Position(p)) => q.write(w, *p),
+        (FieldCodec::Rotation(r), Value::Rotation(bits)) => r.write(w, *bits),
+        (FieldCodec::Position(_), Value::Delta(Delta::Position(d)))
+        | (FieldCodec::Rotation(_), Value::Delta(Delta::Rotation(d))) => {
+            for v in d {
+                write_small(w, *v);
+            }
+        }
+        (FieldCodec::Bytes(n, BytesDelta::Xor), Value::Delta(Delta::Xor(x))) if x.len() == n as usize => {
+            write_xor(w, x)
+        }
+        (FieldCodec::Bytes(n, BytesDelta::Words), Value::Delta(Delta::Words(d))) if d.len() * 4 == n as usize => {
+            for v in d {
+                write_small(w, *v);
+            }
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// Bits `value` takes on the wire as a component of an entry, delta flag
+/// not counted; `None` if it does not fit `codec`. The server sizes its
+/// choices (delta or absolute) with this.
 ///
 /// ```
-/// use ecs_replication::codec::{FieldCodec, Value, value_bits};
+/// use ecs_replication::codec::{Delta, FieldCodec, Value, value_bits};
 /// use ecs_replication::quantize::PositionQuantizer;
 /// let codec = FieldCodec::Position(PositionQuantizer::new(0.01, 20).unwrap());
 /// assert_eq!(value_bits(codec, &Value::Position([0; 3])), Some(60));
-/// assert_eq!(value_bits(codec, &Value::PositionDelta { back: 1, delta: [1, 0, -1] }), Some(32));
+/// // Still, a step of 1, a step of 100: 2 + 6 + 12 bits.
+/// assert_eq!(value_bits(codec, &Value::Delta(Delta::Position([0, 1, -100]))), Some(20));
 /// ```
 pub fn value_bits(codec: FieldCodec, value: &Value) -> Option<usize> {
     match (codec, value) {
-        (FieldCodec::Bytes(n), Value::Bytes(b)) if b.len() == n as usize => Some(8 * n as usize),
+        (FieldCodec::Bytes(n, _), Value::Bytes(b)) if b.len() == n as usize => Some(8 * n as usize),
         (FieldCodec::Position(q), Value::Position(_)) => Some(3 * q.bits() as usize),
-        (FieldCodec::Position(_), Value::PositionDelta { back, delta }) => {
-            Some(varint_bits(*back as u64) + delta.iter().map(|d| varint_bits(zigzag(*d as i64))).sum::<usize>())
-        }
         (FieldCodec::Rotation(r), Value::Rotation(_)) => Some(r.total_bits() as usize),
+        (FieldCodec::Position(_), Value::Delta(Delta::Position(d)))
+        | (FieldCodec::Rotation(_), Value::Delta(Delta::Rotation(d))) => Some(d.iter().map(|v| small_bits(*v)).sum()),
+        (FieldCodec::Bytes(n, BytesDelta::Xor), Value::Delta(Delta::Xor(x))) if x.len() == n as usize => {
+            Some(xor_bits(x))
+        }
+        (FieldCodec::Bytes(n, BytesDelta::Words), Value::Delta(Delta::Words(d))) if d.len() * 4 == n as usize => {
+            Some(d.iter().map(|v| small_bits(*v)).sum())
+        }
         _ => None,
+    }
+}
+
+/// The delta of `current` against `base` for `codec`, if the codec
+/// delta-codes and both are absolute values of it (a rotation whose dropped
+/// component changed, or bytes with [`BytesDelta::None`], have none).
+pub fn delta_of(codec: FieldCodec, base: &Value, current: &Value) -> Option<Value> {
+    let delta = match (codec, base, current) {
+        (FieldCodec::Position(_), Value::Position(a), Value::Position(b)) => {
+            Delta::Position([0, 1, 2].map(|i| b[i] as i64 - a[i] as i64))
+        }
+        (FieldCodec::Rotation(q), Value::Rotation(a), Value::Rotation(b)) => {
+            Delta::Rotation(crate::delta::rotation_delta(q, *a, *b)?)
+        }
+        (FieldCodec::Bytes(_, BytesDelta::Xor), Value::Bytes(a), Value::Bytes(b)) => {
+            Delta::Xor(crate::delta::xor_delta(a, b)?)
+        }
+        (FieldCodec::Bytes(_, BytesDelta::Words), Value::Bytes(a), Value::Bytes(b)) => {
+            Delta::Words(crate::delta::words_delta(a, b)?)
+        }
+        _ => return None,
+    };
+    Some(Value::Delta(delta))
+}
+
+/// The absolute value a delta stands for, given the receiver's baseline
+/// value; an absolute `value` is returned as it is.
+pub fn resolve_value(codec: FieldCodec, base: Option<&Value>, value: Value) -> Result<Value, DeltaError> {
+    let Value::Delta(delta) = value else { return Ok(value) };
+    let base = base.ok_or(DeltaError::WrongBaseline)?;
+    match (codec, base, delta) {
+        (FieldCodec::Position(q), Value::Position(a), Delta::Position(d)) => {
+            let half = 1i64 << (q.bits() - 1);
+            let mut out = [0i32; 3];
+            for i in 0..3 {
+                let v = (a[i] as i64).checked_add(d[i]).ok_or(DeltaError::OutOfRange)?;
+                if v < -half || v >= half {
+                    return Err(DeltaError::OutOfRange);
+                }
+                out[i] = v as i32;
+            }
+            Ok(Value::Position(out))
+        }
+        (FieldCodec::Rotation(q), Value::Rotation(a), Delta::Rotation(d)) => {
+            crate::delta::apply_rotation_delta(q, *a, d).map(Value::Rotation)
+        }
+        (FieldCodec::Bytes(..), Value::Bytes(a), Delta::Xor(x)) => {
+            crate::delta::apply_xor_delta(a, &x).map(Value::Bytes)
+        }
+        (FieldCodec::Bytes(..), Value::Bytes(a), Delta::Words(d)) => {
+            crate::delta::apply_words_delta(a, &d).map(Value::Bytes)
+        }
+        _ => Err(DeltaError::WrongBaseline),
     }
 }
 
@@ -511,6 +626,40 @@ pub fn seal(bytes: &mut [u8], schema: &Schema) {
     bytes[3..7].copy_from_slice(&field.to_le_bytes());
 }
 
+/// Reads an absolute value of `codec`.
+fn read_value(r: &mut BitReader<'_>, codec: FieldCodec) -> Result<Value, DecodeError> {
+    Ok(match codec {
+        FieldCodec::Bytes(n, _) => {
+            // `n` comes from the schema (at most 1024), not the packet.
+            let mut out = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                out.push(r.read_bits(8)? as u8);
+            }
+            Value::Bytes(out)
+        }
+        FieldCodec::Position(q) => Value::Position(q.read(r)?),
+        FieldCodec::Rotation(q) => Value::Rotation(q.read(r)?),
+    })
+}
+
+/// Reads a delta of `codec`.
+fn read_delta(r: &mut BitReader<'_>, codec: FieldCodec, index: u32) -> Result<Value, DecodeError> {
+    let delta = match codec {
+        FieldCodec::Position(_) => Delta::Position([read_small(r)?, read_small(r)?, read_small(r)?]),
+        FieldCodec::Rotation(_) => Delta::Rotation([read_small(r)?, read_small(r)?, read_small(r)?]),
+        FieldCodec::Bytes(n, BytesDelta::Xor) => Delta::Xor(read_xor(r, n as usize)?),
+        FieldCodec::Bytes(n, BytesDelta::Words) => {
+            let mut words = Vec::with_capacity(n as usize / 4);
+            for _ in 0..n / 4 {
+                words.push(read_small(r)?);
+            }
+            Delta::Words(words)
+        }
+        FieldCodec::Bytes(_, BytesDelta::None) => return Err(DecodeError::BadDelta(index)),
+    };
+    Ok(Value::Delta(delta))
+}
+
 /// Decodes one packet, checking everything.
 pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, DecodeError> {
     let mut r = BitReader::new(bytes);
@@ -527,7 +676,7 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
         return Err(DecodeError::SchemaMismatch { expected: schema.hash(), found });
     }
     let tick = r.read_bits(32)? as u32;
-    let baseline = r.read_bits(32)? as u32;
+    let packet_baseline = r.read_bits(32)? as u32;
     let sync = if r.read_bool()? {
         let echo = r.read_bits(16)? as u16;
         let hold = r.read_bits(8)? as u8;
@@ -554,13 +703,30 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
         let net_id = NetId(net_id);
         let mut components = Vec::new();
         let mut removed = 0;
+        let mut baseline = 0;
         if kind != EntryKind::Despawn {
             let width = schema.len() as u32;
             let mask = r.read_bits(width)?;
-            if kind == EntryKind::Update && r.read_bool()? {
-                removed = r.read_bits(width)?;
-                if removed == 0 || removed & mask != 0 {
-                    return Err(DecodeError::BadRemoval(removed));
+            if kind == EntryKind::Update {
+                if r.read_bool()? {
+                    removed = r.read_bits(width)?;
+                    if removed == 0 || removed & mask != 0 {
+                        return Err(DecodeError::BadRemoval(removed));
+                    }
+                }
+                if r.read_bool()? {
+                    let back = if r.read_bool()? {
+                        if packet_baseline == 0 {
+                            return Err(DecodeError::BadBaseline(0));
+                        }
+                        tick.wrapping_sub(packet_baseline) as u64
+                    } else {
+                        r.read_varint()?
+                    };
+                    if !(1..=MAX_DELTA_BACK as u64).contains(&back) {
+                        return Err(DecodeError::BadBaseline(back));
+                    }
+                    baseline = back as u32;
                 }
             }
             for index in 0..64u32 {
@@ -568,49 +734,17 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
                     continue;
                 }
                 let codec = schema.codec(index as usize).ok_or(DecodeError::UnknownComponent(index))?;
-                let delta = kind == EntryKind::Update && r.read_bool()?;
-                let value = match codec {
-                    FieldCodec::Bytes(n) => {
-                        if delta {
-                            return Err(DecodeError::BadDelta(index));
-                        }
-                        // `n` comes from the schema (at most 1024), not the
-                        // packet.
-                        let mut out = Vec::with_capacity(n as usize);
-                        for _ in 0..n {
-                            out.push(r.read_bits(8)? as u8);
-                        }
-                        Value::Bytes(out)
-                    }
-                    FieldCodec::Position(q) if !delta => Value::Position(q.read(&mut r)?),
-                    FieldCodec::Position(_) => {
-                        let back = r.read_varint()?;
-                        if !(1..=MAX_DELTA_BACK as u64).contains(&back) {
-                            return Err(DecodeError::BadDelta(index));
-                        }
-                        let mut d = [0i32; 3];
-                        for v in &mut d {
-                            let x = r.read_signed_varint()?;
-                            *v = i32::try_from(x).map_err(|_| DecodeError::BadDelta(index))?;
-                        }
-                        Value::PositionDelta { back: back as u32, delta: d }
-                    }
-                    FieldCodec::Rotation(rq) => {
-                        if delta {
-                            return Err(DecodeError::BadDelta(index));
-                        }
-                        Value::Rotation(rq.read(&mut r)?)
-                    }
-                };
+                let delta = baseline != 0 && r.read_bool()?;
+                let value = if delta { read_delta(&mut r, codec, index)? } else { read_value(&mut r, codec)? };
                 components.push((index as u8, value));
             }
         }
-        entries.push(Entry { kind, net_id, components, removed });
+        entries.push(Entry { kind, net_id, baseline, components, removed });
     }
     if r.remaining() >= 8 || r.read_bits(r.remaining() as u32)? != 0 {
         return Err(DecodeError::TrailingData);
     }
-    Ok(Packet { tick, baseline, sync, entries })
+    Ok(Packet { tick, baseline: packet_baseline, sync, entries })
 }
 
 #[cfg(test)]
@@ -622,7 +756,8 @@ mod tests {
         Schema::new(vec![
             ("position".into(), FieldCodec::Position(PositionQuantizer::new(0.01, 24).unwrap())),
             ("rotation".into(), FieldCodec::Rotation(RotationQuantizer::new(9).unwrap())),
-            ("health".into(), FieldCodec::Bytes(2)),
+            ("health".into(), FieldCodec::Bytes(2, BytesDelta::Xor)),
+            ("ammo".into(), FieldCodec::Bytes(8, BytesDelta::Words)),
         ])
         .unwrap()
     }
@@ -630,38 +765,44 @@ mod tests {
     fn entry() -> impl Strategy<Value = Entry> {
         let pos = proptest::array::uniform3(-(1i32 << 23)..(1i32 << 23));
         (
-            0u8..3,
-            0u64..1_000_000,
-            proptest::option::of(pos),
-            proptest::option::of(0u64..(1 << 29)),
-            proptest::option::of(any::<[u8; 2]>()),
-            any::<bool>(),
-            proptest::array::uniform3(-100_000i32..100_000),
-            1..=MAX_DELTA_BACK,
-            0u64..8,
+            (0u8..3, 0u64..1_000_000, proptest::option::of(pos), proptest::option::of(0u64..(1 << 29))),
+            (proptest::option::of(any::<[u8; 2]>()), proptest::option::of(any::<[u8; 8]>())),
+            (0u8..16, proptest::array::uniform3(-100_000i64..100_000), 0..=MAX_DELTA_BACK, 0u64..16),
         )
-            .prop_map(|(kind, net_id, pos, rot, hp, delta, d, back, drop_mask)| {
+            .prop_map(|((kind, net_id, pos, rot), (hp, ammo), (deltas, d, back, drop_mask))| {
                 let kind = [EntryKind::Spawn, EntryKind::Update, EntryKind::Despawn][kind as usize];
+                let baseline = if kind == EntryKind::Update { back } else { 0 };
+                // Component `i` goes as a delta if bit `i` of `deltas` is set
+                // (updates with a baseline only).
+                let delta = |i: u8| baseline != 0 && deltas >> i & 1 == 1;
                 let mut components = Vec::new();
                 if kind != EntryKind::Despawn {
                     if let Some(p) = pos {
-                        let v = if delta && kind == EntryKind::Update {
-                            Value::PositionDelta { back, delta: d }
-                        } else {
-                            Value::Position(p)
-                        };
-                        components.push((0, v));
+                        components
+                            .push((0, if delta(0) { Value::Delta(Delta::Position(d)) } else { Value::Position(p) }));
                     }
                     if let Some(r) = rot {
-                        components.push((1, Value::Rotation(r)));
+                        let v =
+                            if delta(1) { Value::Delta(Delta::Rotation([d[1], 0, -3])) } else { Value::Rotation(r) };
+                        components.push((1, v));
                     }
                     if let Some(h) = hp {
-                        components.push((2, Value::Bytes(h.to_vec())));
+                        let v =
+                            if delta(2) { Value::Delta(Delta::Xor(vec![h[0], 0])) } else { Value::Bytes(h.to_vec()) };
+                        components.push((2, v));
+                    }
+                    if let Some(a) = ammo {
+                        let v = if delta(3) {
+                            Value::Delta(Delta::Words(vec![d[2], -1]))
+                        } else {
+                            Value::Bytes(a.to_vec())
+                        };
+                        components.push((3, v));
                     }
                 }
                 let set = components.iter().fold(0u64, |m, (i, _)| m | 1 << i);
-                let removed = if kind == EntryKind::Update { drop_mask & 0b111 & !set } else { 0 };
-                Entry { kind, net_id: NetId(net_id), components, removed }
+                let removed = if kind == EntryKind::Update { drop_mask & !set } else { 0 };
+                Entry { kind, net_id: NetId(net_id), baseline, components, removed }
             })
     }
 
@@ -684,6 +825,26 @@ mod tests {
         }
 
         #[test]
+        fn entries_at_the_packet_baseline_take_one_bit(back in 1..=MAX_DELTA_BACK, tick in any::<u32>()) {
+            let schema = schema();
+            let e = Entry {
+                kind: EntryKind::Update,
+                net_id: NetId(5),
+                baseline: back,
+                components: vec![(0, Value::Delta(Delta::Position([1, 0, 0])))],
+                removed: 0,
+            };
+            let size = |packet_baseline: u32| {
+                let mut enc = Encoder::new(&schema, tick, packet_baseline);
+                enc.push(&e).unwrap();
+                let bytes = enc.finish();
+                prop_assert_eq!(&decode(&bytes, &schema, Limits::default()).unwrap().entries, &vec![e.clone()]);
+                Ok(bytes.len())
+            };
+            prop_assert!(size(tick.wrapping_sub(back))? <= size(0)?);
+        }
+
+        #[test]
         fn hostile_bytes_are_refused_without_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = decode(&bytes, &schema(), Limits::default());
         }
@@ -700,7 +861,22 @@ mod tests {
                 let i = at % bytes.len();
                 bytes[i] ^= 1 << bit;
             }
+            seal(&mut bytes, &schema);
             let _ = decode(&bytes, &schema, Limits::default());
+        }
+
+        #[test]
+        fn deltas_resolve_to_the_value(a in proptest::array::uniform3(-1000i32..1000), b in proptest::array::uniform3(-1000i32..1000), x in any::<[u8; 8]>(), y in any::<[u8; 8]>()) {
+            let schema = schema();
+            let (pa, pb) = (Value::Position(a), Value::Position(b));
+            let p = schema.codec(0).unwrap();
+            prop_assert_eq!(resolve_value(p, Some(&pa), delta_of(p, &pa, &pb).unwrap()), Ok(pb));
+            let words = schema.codec(3).unwrap();
+            let (bx, by) = (Value::Bytes(x.to_vec()), Value::Bytes(y.to_vec()));
+            prop_assert_eq!(resolve_value(words, Some(&bx), delta_of(words, &bx, &by).unwrap()), Ok(by));
+            let h = schema.codec(2).unwrap();
+            let (hx, hy) = (Value::Bytes(x[..2].to_vec()), Value::Bytes(y[..2].to_vec()));
+            prop_assert_eq!(resolve_value(h, Some(&hx), delta_of(h, &hx, &hy).unwrap()), Ok(hy));
         }
     }
 
@@ -709,10 +885,11 @@ mod tests {
         let schema = schema();
         let bytes = Encoder::new(&schema, 1, 0).finish();
         assert!(decode(&bytes, &schema, Limits::default()).is_ok());
-        let other = Schema::new(vec![("position".into(), FieldCodec::Bytes(12))]).unwrap();
+        let other = Schema::new(vec![("position".into(), FieldCodec::Bytes(12, BytesDelta::Xor))]).unwrap();
         assert!(matches!(decode(&bytes, &other, Limits::default()), Err(DecodeError::SchemaMismatch { .. })));
         assert!(matches!(decode(&[0, 0, 0], &schema, Limits::default()), Err(DecodeError::BadMagic(0))));
         assert!(matches!(decode(&[], &schema, Limits::default()), Err(DecodeError::Bits(_))));
+        assert!(Schema::new(vec![("odd".into(), FieldCodec::Bytes(6, BytesDelta::Words))]).is_err());
 
         // A huge entry count is refused before any allocation.
         let mut w = BitWriter::new();
@@ -727,48 +904,40 @@ mod tests {
         seal(&mut bytes, &schema);
         assert!(matches!(decode(&bytes, &schema, Limits::default()), Err(DecodeError::Bits(BitError::TooLong { .. }))));
 
+        let entry = |kind, net_id, baseline, components| Entry {
+            kind,
+            net_id: NetId(net_id),
+            baseline,
+            components,
+            removed: 0,
+        };
         let mut enc = Encoder::new(&schema, 1, 0);
-        enc.push(&Entry { kind: EntryKind::Despawn, net_id: NetId(1 << 41), components: vec![], removed: 0 }).unwrap();
+        enc.push(&entry(EntryKind::Despawn, 1 << 41, 0, vec![])).unwrap();
         assert_eq!(decode(&enc.finish(), &schema, Limits::default()), Err(DecodeError::NetIdOutOfRange(1 << 41)));
 
+        // "Against the packet's baseline" in a packet without one.
+        let mut enc = Encoder::new(&schema, 10, 7);
+        enc.push(&entry(EntryKind::Update, 1, 3, vec![(0, Value::Delta(Delta::Position([1, 1, 1])))])).unwrap();
+        let mut bytes = enc.finish();
+        bytes[11..15].copy_from_slice(&[0; 4]);
+        seal(&mut bytes, &schema);
+        assert_eq!(decode(&bytes, &schema, Limits::default()).map(|_| ()), Err(DecodeError::BadBaseline(0)));
+
         let mut enc = Encoder::new(&schema, 1, 0);
-        let wrong = Entry {
-            kind: EntryKind::Spawn,
-            net_id: NetId(1),
-            components: vec![(2, Value::Bytes(vec![1, 2, 3]))],
-            removed: 0,
-        };
+        let wrong = entry(EntryKind::Spawn, 1, 0, vec![(2, Value::Bytes(vec![1, 2, 3]))]);
         assert_eq!(enc.push(&wrong), Err(EncodeError::WrongValue { index: 2 }));
-        let unordered = Entry {
-            kind: EntryKind::Spawn,
-            net_id: NetId(1),
-            components: vec![(1, Value::Rotation(0)), (0, Value::Position([0; 3]))],
-            removed: 0,
-        };
+        let unordered = entry(EntryKind::Spawn, 1, 0, vec![(1, Value::Rotation(0)), (0, Value::Position([0; 3]))]);
         assert_eq!(enc.push(&unordered), Err(EncodeError::BadIndex(0)));
-        let spawn_delta = Entry {
-            kind: EntryKind::Spawn,
-            net_id: NetId(1),
-            components: vec![(0, Value::PositionDelta { back: 1, delta: [1, 2, 3] })],
-            removed: 0,
-        };
-        assert_eq!(enc.push(&spawn_delta), Err(EncodeError::WrongValue { index: 0 }));
-        let zero_back = Entry {
-            kind: EntryKind::Update,
-            net_id: NetId(1),
-            components: vec![(0, Value::PositionDelta { back: 0, delta: [1, 2, 3] })],
-            removed: 0,
-        };
-        assert_eq!(enc.push(&zero_back), Err(EncodeError::WrongValue { index: 0 }));
+        let spawn_delta = entry(EntryKind::Spawn, 1, 1, vec![(0, Value::Delta(Delta::Position([1, 2, 3])))]);
+        assert_eq!(enc.push(&spawn_delta), Err(EncodeError::BadRemoval(0)));
+        let no_baseline = entry(EntryKind::Update, 1, 0, vec![(0, Value::Delta(Delta::Position([1, 2, 3])))]);
+        assert_eq!(enc.push(&no_baseline), Err(EncodeError::WrongValue { index: 0 }));
+        let far = entry(EntryKind::Update, 1, MAX_DELTA_BACK + 1, vec![]);
+        assert_eq!(enc.push(&far), Err(EncodeError::BadBaseline(MAX_DELTA_BACK + 1)));
         assert_eq!(enc.entries(), 0);
 
         // The budget is honoured exactly and a refused entry writes nothing.
-        let big = Entry {
-            kind: EntryKind::Spawn,
-            net_id: NetId(1),
-            components: vec![(0, Value::Position([5; 3]))],
-            removed: 0,
-        };
+        let big = entry(EntryKind::Spawn, 1, 0, vec![(0, Value::Position([5; 3]))]);
         let mut enc = Encoder::new(&schema, 1, 0);
         assert_eq!(enc.push_within(&big, 10), Ok(false));
         assert_eq!(enc.entries(), 0);

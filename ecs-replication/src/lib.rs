@@ -67,6 +67,7 @@ pub mod client;
 pub mod clock;
 pub mod codec;
 pub mod conditioner;
+pub mod delta;
 pub mod input;
 pub mod interpolation;
 pub mod prediction;

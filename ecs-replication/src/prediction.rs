@@ -261,7 +261,7 @@ mod tests {
         let b = r.encode(glam::Quat::from_rotation_y(0.31)).unwrap();
         assert!(a != b && values_agree(codec, &Value::Rotation(a), &Value::Rotation(b), 3));
         assert!(!values_agree(codec, &Value::Rotation(a), &Value::Rotation(b), 0));
-        let bytes = FieldCodec::Bytes(2);
+        let bytes = FieldCodec::Bytes(2, crate::codec::BytesDelta::Xor);
         assert!(!values_agree(bytes, &Value::Bytes(vec![1, 2]), &Value::Bytes(vec![1, 3]), 100));
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use ecs_core::{Changed, ChunkStats, ChunkView, Component, Entity, QueryState, RemovedReader, With, World};
 use glam::{Quat, Vec3};
 
-use crate::codec::{FieldCodec, Schema, SchemaError, Value};
+use crate::codec::{BytesDelta, FieldCodec, Schema, SchemaError, Value};
 use crate::quantize::{PositionQuantizer, QuantizeError, RotationQuantizer};
 
 /// Marks an entity the server replicates.
@@ -42,12 +42,12 @@ pub trait ComponentCodec<T>: Send + Sync + 'static {
     fn decode(&self, value: &Value) -> Option<T>;
 }
 
-/// Plain-old-data components as their bytes.
-pub struct PodCodec;
+/// Plain-old-data components as their bytes, delta-coded as chosen.
+pub struct PodCodec(pub BytesDelta);
 
 impl<T: bytemuck::Pod> ComponentCodec<T> for PodCodec {
     fn field(&self) -> FieldCodec {
-        FieldCodec::Bytes(std::mem::size_of::<T>() as u16)
+        FieldCodec::Bytes(std::mem::size_of::<T>() as u16, self.0)
     }
 
     fn encode(&self, value: &T) -> Result<Value, QuantizeError> {
@@ -356,9 +356,23 @@ impl Registry {
         Ok(self)
     }
 
-    /// Registers a plain-old-data component, sent as its bytes.
+    /// Registers a plain-old-data component, sent as its bytes and
+    /// delta-coded as an XOR against the acknowledged baseline (only the
+    /// bytes that changed go, with a one-bit-per-byte mask).
     pub fn pod<T: Component + bytemuck::Pod>(self, name: &str) -> Result<Self, RegistryError> {
-        self.with_codec::<T, PodCodec>(name, PodCodec)
+        self.pod_with_delta::<T>(name, BytesDelta::Xor)
+    }
+
+    /// Registers a plain-old-data component with a chosen delta coding:
+    /// [`BytesDelta::Words`] for structs of 32-bit counters, timers and
+    /// fixed-point numbers (each word's difference, a few bits when it
+    /// moves a little), [`BytesDelta::None`] to always send it whole.
+    pub fn pod_with_delta<T: Component + bytemuck::Pod>(
+        self,
+        name: &str,
+        delta: BytesDelta,
+    ) -> Result<Self, RegistryError> {
+        self.with_codec::<T, PodCodec>(name, PodCodec(delta))
     }
 
     /// Registers the position component: fixed point with step `unit` and

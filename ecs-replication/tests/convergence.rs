@@ -286,3 +286,30 @@ fn an_entry_larger_than_the_budget_still_arrives() {
     values.sort();
     assert_eq!(values, vec![0, 1, 2]);
 }
+
+#[test]
+fn every_component_type_is_delta_coded() {
+    use ecs_replication::codec::Value;
+    let mut run = Run::new(21, &[None], ServerConfig::default(), 30);
+    run.set_links(LinkConfig { loss: 0.1, delay: 2, jitter: 2, duplicate: 0.0, corrupt: 0.0 });
+    let schema = run.server.registry().schema().clone();
+    let mut deltas = [0usize; 3];
+    for _ in 0..300 {
+        run.step(true, 40);
+        for (_, packet) in run.server.packets() {
+            for e in decode(packet, &schema, Limits::default()).unwrap().entries {
+                for (i, v) in &e.components {
+                    if matches!(v, Value::Delta(_)) {
+                        deltas[*i as usize] += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(deltas.iter().all(|d| *d > 20), "deltas per component (position, rotation, health): {deltas:?}");
+    run.set_links(LinkConfig::clean(1));
+    for _ in 0..4 {
+        run.step(false, 40);
+    }
+    run.assert_converged("after delta-coded updates of every type");
+}

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use common::*;
 use ecs_core::{Entity, World};
 use ecs_replication::client::{ClientError, Inconsistency};
-use ecs_replication::codec::{Encoder, Entry, EntryKind, Value};
+use ecs_replication::codec::{Delta, Encoder, Entry, EntryKind, Value};
 use ecs_replication::prelude::*;
 use glam::{Quat, Vec3};
 use proptest::prelude::*;
@@ -44,6 +44,7 @@ fn health(v: u32) -> Value {
 fn spawn(id: u64, x: i32, hp: u32) -> Entry {
     Entry {
         kind: EntryKind::Spawn,
+        baseline: 0,
         net_id: NetId(id),
         components: vec![(0, Value::Position([x, 0, 0])), (2, health(hp))],
         removed: 0,
@@ -51,24 +52,31 @@ fn spawn(id: u64, x: i32, hp: u32) -> Entry {
 }
 
 fn set_hp(id: u64, hp: u32) -> Entry {
-    Entry { kind: EntryKind::Update, net_id: NetId(id), components: vec![(2, health(hp))], removed: 0 }
+    Entry { kind: EntryKind::Update, baseline: 0, net_id: NetId(id), components: vec![(2, health(hp))], removed: 0 }
 }
 
 fn set_x(id: u64, x: i32) -> Entry {
-    Entry { kind: EntryKind::Update, net_id: NetId(id), components: vec![(0, Value::Position([x, 0, 0]))], removed: 0 }
+    Entry {
+        kind: EntryKind::Update,
+        baseline: 0,
+        net_id: NetId(id),
+        components: vec![(0, Value::Position([x, 0, 0]))],
+        removed: 0,
+    }
 }
 
 fn delta_x(id: u64, back: u32, dx: i32) -> Entry {
     Entry {
         kind: EntryKind::Update,
         net_id: NetId(id),
-        components: vec![(0, Value::PositionDelta { back, delta: [dx, 0, 0] })],
+        baseline: back,
+        components: vec![(0, Value::Delta(Delta::Position([dx as i64, 0, 0])))],
         removed: 0,
     }
 }
 
 fn despawn(id: u64) -> Entry {
-    Entry { kind: EntryKind::Despawn, net_id: NetId(id), components: Vec::new(), removed: 0 }
+    Entry { kind: EntryKind::Despawn, baseline: 0, net_id: NetId(id), components: Vec::new(), removed: 0 }
 }
 
 /// A client holding entities 1, 2 and 3 (position, rotation, health), all
@@ -79,6 +87,7 @@ fn setup() -> (World, Client) {
     let spawns: Vec<Entry> = (1..=3u64)
         .map(|id| Entry {
             kind: EntryKind::Spawn,
+            baseline: 0,
             net_id: NetId(id),
             components: vec![(0, Value::Position([id as i32 * 100, 0, 0])), (1, rotation()), (2, health(id as u32))],
             removed: 0,
@@ -317,12 +326,12 @@ fn model(entries: &[Entry]) -> Option<BTreeMap<NetId, Vec<Option<Value>>>> {
                 let values = held.get_mut(&e.net_id)?;
                 for (i, v) in &e.components {
                     let v = match v {
-                        Value::PositionDelta { back, delta } => {
-                            if *back != 1 || !history.contains(&e.net_id) {
+                        Value::Delta(Delta::Position(delta)) => {
+                            if e.baseline != 1 || !history.contains(&e.net_id) {
                                 return None;
                             }
-                            let base = e.net_id.0 as i32 * 100;
-                            Value::Position([base + delta[0], delta[1], delta[2]])
+                            let base = e.net_id.0 as i64 * 100;
+                            Value::Position([(base + delta[0]) as i32, delta[1] as i32, delta[2] as i32])
                         }
                         v => v.clone(),
                     };

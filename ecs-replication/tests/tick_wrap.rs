@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use ecs_core::World;
-use ecs_replication::codec::{Encoder, Entry, EntryKind, Value};
+use ecs_replication::codec::{Delta, Encoder, Entry, EntryKind, Value};
 use ecs_replication::interpolation::InterpolationBuffer;
 use ecs_replication::prelude::*;
 use glam::{Quat, Vec3};
@@ -36,7 +36,7 @@ fn packet(tick: u32, entries: &[Entry]) -> Vec<u8> {
 }
 
 fn at_x(kind: EntryKind, net_id: u64, x: i32) -> Entry {
-    Entry { kind, net_id: NetId(net_id), components: vec![(0, Value::Position([x, 0, 0]))], removed: 0 }
+    Entry { kind, net_id: NetId(net_id), baseline: 0, components: vec![(0, Value::Position([x, 0, 0]))], removed: 0 }
 }
 
 #[test]
@@ -76,7 +76,8 @@ fn the_client_applies_packets_after_tick_u32_max() {
     let delta = Entry {
         kind: EntryKind::Update,
         net_id: NetId(1),
-        components: vec![(0, Value::PositionDelta { back: 3, delta: [5, 0, 0] })],
+        baseline: 3,
+        components: vec![(0, Value::Delta(Delta::Position([5, 0, 0])))],
         removed: 0,
     };
     assert_eq!(client.receive(&mut cw, &packet(2, &[delta])), Ok(Receipt::Applied { tick: 2, entries: 1 }));

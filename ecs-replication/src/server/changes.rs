@@ -5,11 +5,14 @@
 //! their chunk tick, then row ticks). Values are quantized once here; a
 //! write that quantizes to the same value is not a change.
 
+use std::collections::VecDeque;
+
 use ecs_core::{Added, Entity, QueryState, With, World};
 use glam::Vec3;
 
 use crate::codec::{NetId, Value};
 use crate::registry::{Column, Registry, Replicated};
+use crate::tick::tick_newer;
 
 use super::{IdMap, TickStats};
 
@@ -17,6 +20,11 @@ use super::{IdMap, TickStats};
 pub(super) struct Record {
     pub(super) entity: Entity,
     pub(super) values: Vec<Option<Value>>,
+    /// The values at the end of each tick they changed (and the spawn),
+    /// ascending, back to the newest one at or before the delta window's
+    /// start: a client's baseline at tick `b` is the newest entry at or
+    /// before `b`.
+    pub(super) history: VecDeque<(u32, Vec<Option<Value>>)>,
     /// The dequantized position, if it has the position component.
     pub(super) position: Option<Vec3>,
     /// Components changed this tick (schema bits).
@@ -24,9 +32,9 @@ pub(super) struct Record {
 }
 
 impl Record {
-    /// The components it has (schema bits).
-    pub(super) fn full_mask(&self) -> u64 {
-        self.values.iter().enumerate().filter(|(_, v)| v.is_some()).fold(0, |m, (i, _)| m | 1 << i)
+    /// The values at tick `tick`, if still held.
+    pub(super) fn state_at(&self, tick: u32) -> Option<&[Option<Value>]> {
+        self.history.iter().rev().find(|(t, _)| !tick_newer(*t, tick)).map(|(_, v)| v.as_slice())
     }
 }
 
@@ -71,7 +79,14 @@ impl ChangeScan {
     }
 
     /// Finds this tick's spawns, despawns and changed values.
-    pub(super) fn scan(&mut self, world: &mut World, registry: &Registry, stats: &mut TickStats) {
+    pub(super) fn scan(
+        &mut self,
+        world: &mut World,
+        registry: &Registry,
+        tick: u32,
+        window: u32,
+        stats: &mut TickStats,
+    ) {
         for net in self.changed.drain(..) {
             if let Some(r) = self.records.get_mut(&net) {
                 r.changed_mask = 0;
@@ -82,6 +97,18 @@ impl ChangeScan {
         self.positions_changed = false;
         self.find_spawns_and_despawns(world, registry, stats);
         self.find_changes(world, registry, stats);
+        // The new states are baselines from now on.
+        let oldest = tick.wrapping_sub(window);
+        for net in self.changed.iter().chain(&self.spawned) {
+            let Some(r) = self.records.get_mut(net) else { continue };
+            if r.history.back().is_some_and(|(t, _)| *t == tick) {
+                r.history.pop_back();
+            }
+            r.history.push_back((tick, r.values.clone()));
+            while r.history.len() > 1 && r.history.get(1).is_some_and(|(t, _)| !tick_newer(*t, oldest)) {
+                r.history.pop_front();
+            }
+        }
     }
 
     fn find_spawns_and_despawns(&mut self, world: &mut World, registry: &Registry, stats: &mut TickStats) {
@@ -134,7 +161,7 @@ impl ChangeScan {
                 self.positions_changed = true;
                 self.moved.push(net);
             }
-            self.records.insert(net, Record { entity, values, position, changed_mask: 0 });
+            self.records.insert(net, Record { entity, values, history: VecDeque::new(), position, changed_mask: 0 });
             self.by_entity.insert(entity, net);
             self.spawned.push(net);
             stats.spawned += 1;

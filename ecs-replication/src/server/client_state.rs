@@ -38,8 +38,10 @@ pub(super) struct Tracked {
     pub(super) dirty: u64,
     /// The tick of the newest change marked dirty.
     pub(super) last_change: u32,
-    /// The newest acknowledged position and its tick: a delta baseline.
-    pub(super) acked_position: Option<(u32, [i32; 3])>,
+    /// The newest acknowledged tick whose packet held an entry for it in
+    /// this epoch (0: none): the client's state of the entity then is the
+    /// server's state at that tick, the baseline of deltas.
+    pub(super) acked_tick: u32,
     /// The priority accumulator.
     pub(super) priority: f32,
     /// Whether its id is in `ClientState::pending`.
@@ -52,7 +54,6 @@ pub(super) struct SentEntry {
     pub(super) epoch: u32,
     pub(super) kind: EntryKind,
     pub(super) mask: u64,
-    pub(super) position: Option<[i32; 3]>,
 }
 
 /// One sent packet.
@@ -156,7 +157,7 @@ impl ClientState {
                 t.sent_in_epoch = true;
                 t.dirty = 0;
                 t.last_change = tick;
-                t.acked_position = None;
+                t.acked_tick = 0;
             }
             Some(_) => return,
             None => {
@@ -174,7 +175,7 @@ impl ClientState {
                         sent_in_epoch: false,
                         dirty: 0,
                         last_change: tick,
-                        acked_position: None,
+                        acked_tick: 0,
                         priority: 0.0,
                         queued,
                     },
@@ -194,7 +195,7 @@ impl ClientState {
         }
         t.phase = Phase::Despawning;
         t.dirty = 0;
-        t.acked_position = None;
+        t.acked_tick = 0;
         self.queue(net_id);
     }
 
@@ -248,10 +249,8 @@ impl ClientState {
                         if e.kind == EntryKind::Spawn {
                             t.phase = Phase::Live;
                         }
-                        if let Some(p) = e.position
-                            && t.acked_position.is_none_or(|(at, _)| tick_newer(tick, at))
-                        {
-                            t.acked_position = Some((tick, p));
+                        if t.acked_tick == 0 || tick_newer(tick, t.acked_tick) {
+                            t.acked_tick = tick;
                         }
                         if !tick_newer(t.last_change, tick) {
                             t.dirty &= !e.mask;

@@ -481,7 +481,7 @@ impl Server {
         self.tick = next_tick(self.tick);
         self.tick_stats = TickStats::default();
         let tick = self.tick;
-        self.changes.scan(world, &self.registry, &mut self.tick_stats);
+        self.changes.scan(world, &self.registry, tick, self.config.delta_window, &mut self.tick_stats);
         let changes = &mut self.changes;
         for &net in &changes.despawned {
             for client in self.clients.values_mut() {
@@ -506,6 +506,8 @@ impl Server {
             self.interest.update(&mut self.clients, &changes.records, &mut changes.moved, tick);
         let changed_masks: Vec<(NetId, u64)> =
             changes.changed.iter().filter_map(|n| changes.records.get(n).map(|r| (*n, r.changed_mask))).collect();
+        let width = self.registry.schema().len();
+        let all_components = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
         for client in self.clients.values_mut() {
             // Changes of this tick go to the entities this client tracks.
             client.mark_changed(&changed_masks, tick);
@@ -518,12 +520,16 @@ impl Server {
                 let mut ids: Vec<NetId> = client.tracked.keys().copied().collect();
                 ids.sort_unstable();
                 for net in ids {
-                    if let (Some(t), Some(r)) = (client.tracked.get_mut(&net), changes.records.get(&net))
+                    if let Some(t) = client.tracked.get_mut(&net)
+                        && changes.records.contains_key(&net)
                         && t.phase == Phase::Live
                     {
-                        t.dirty = r.full_mask();
+                        // Every component: values, and removals of what it
+                        // lacks (the client may hold a component removed
+                        // while it was behind).
+                        t.dirty = all_components;
                         t.last_change = tick;
-                        t.acked_position = None;
+                        t.acked_tick = 0;
                     }
                     client.queue(net);
                 }

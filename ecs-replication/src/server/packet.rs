@@ -3,7 +3,7 @@
 
 use ecs_core::Entity;
 
-use crate::codec::{Encoder, Entry, EntryKind, NetId, Value, value_bits};
+use crate::codec::{Encoder, Entry, EntryKind, NetId, delta_of, value_bits};
 use crate::registry::Registry;
 use crate::tick::tick_diff;
 
@@ -22,8 +22,7 @@ pub(super) fn build_packet(
     config: &ServerConfig,
     tick: u32,
 ) -> Result<(), ServerError> {
-    let position_index = registry.position_index();
-    let position_codec = position_index.and_then(|i| registry.schema().codec(i));
+    let schema = registry.schema();
     let mut encoder = Encoder::with_sync(registry.schema(), tick, client.newest_ack, client.time_sync(tick));
     let center = client.view.map(|v| v.center);
     // The entities this client controls go in every packet, changed or not,
@@ -73,11 +72,12 @@ pub(super) fn build_packet(
         let record = records.get(net);
         let entry = match (t.phase, record) {
             (Phase::Despawning, _) | (_, None) => {
-                Entry { kind: EntryKind::Despawn, net_id: *net, components: Vec::new(), removed: 0 }
+                Entry { kind: EntryKind::Despawn, net_id: *net, baseline: 0, components: Vec::new(), removed: 0 }
             }
             (Phase::Spawning, Some(r)) => Entry {
                 kind: EntryKind::Spawn,
                 net_id: *net,
+                baseline: 0,
                 components: r.values.iter().enumerate().filter_map(|(i, v)| v.clone().map(|v| (i as u8, v))).collect(),
                 removed: 0,
             },
@@ -85,8 +85,16 @@ pub(super) fn build_packet(
                 if t.dirty == 0 && !confirm.contains(net) {
                     continue;
                 }
+                // The baseline: the client's state at its newest
+                // acknowledged entry for this entity, if recent enough and
+                // still in the record's history.
+                let back = tick_diff(tick, t.acked_tick);
+                let base = (t.acked_tick != 0 && (1..=config.delta_window as i32).contains(&back))
+                    .then(|| r.state_at(t.acked_tick))
+                    .flatten();
                 let mut components = Vec::new();
                 let mut removed = 0;
+                let mut any_delta = false;
                 for (i, v) in r.values.iter().enumerate() {
                     if t.dirty >> i & 1 == 0 {
                         continue;
@@ -98,29 +106,17 @@ pub(super) fn build_packet(
                         continue;
                     };
                     let mut value = v.clone();
-                    if Some(i) == position_index
-                        && let (Value::Position(cur), Some((at, base)), Some(codec)) =
-                            (v, t.acked_position, position_codec)
+                    if let (Some(Some(old)), Some(codec)) = (base.map(|b| &b[i]), schema.codec(i))
+                        && let Some(delta) = delta_of(codec, old, v)
+                        && value_bits(codec, &delta) < value_bits(codec, &value)
                     {
-                        let back = tick_diff(tick, at).max(0) as u32;
-                        if (1..=config.delta_window).contains(&back) {
-                            let d = [
-                                cur[0] as i64 - base[0] as i64,
-                                cur[1] as i64 - base[1] as i64,
-                                cur[2] as i64 - base[2] as i64,
-                            ];
-                            if d.iter().all(|x| i32::try_from(*x).is_ok()) {
-                                let delta =
-                                    Value::PositionDelta { back, delta: [d[0] as i32, d[1] as i32, d[2] as i32] };
-                                if value_bits(codec, &delta) < value_bits(codec, &value) {
-                                    value = delta;
-                                }
-                            }
-                        }
+                        value = delta;
+                        any_delta = true;
                     }
                     components.push((i as u8, value));
                 }
-                Entry { kind: EntryKind::Update, net_id: *net, components, removed }
+                let baseline = if any_delta { back as u32 } else { 0 };
+                Entry { kind: EntryKind::Update, net_id: *net, baseline, components, removed }
             }
         };
         let mut fits = encoder.push_within(&entry, config.budget_bytes).map_err(ServerError::Encode)?;
@@ -133,14 +129,7 @@ pub(super) fn build_packet(
         }
         if fits {
             let mask = entry.components.iter().fold(entry.removed, |m, (i, _)| m | 1 << i);
-            let position = match (position_index, record) {
-                (Some(i), Some(r)) if mask >> i & 1 == 1 => match &r.values[i] {
-                    Some(Value::Position(p)) => Some(*p),
-                    _ => None,
-                },
-                _ => None,
-            };
-            sent.push(SentEntry { net_id: *net, epoch: t.epoch, kind: entry.kind, mask, position });
+            sent.push(SentEntry { net_id: *net, epoch: t.epoch, kind: entry.kind, mask });
             t.priority = 0.0;
             t.sent_in_epoch = true;
             client.stats.entries_sent += 1;
@@ -194,14 +183,14 @@ pub(super) fn build_packet(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::FieldCodec;
+    use crate::codec::{Delta, FieldCodec, Value};
 
     #[test]
-    fn codec_sizes_match_the_old_server_formula() {
-        // The server used to size deltas with its own copy of the varint
-        // length: the codec's answer is the same.
+    fn deltas_are_chosen_by_their_codec_size() {
         let codec = FieldCodec::Position(crate::quantize::PositionQuantizer::new(0.01, 20).unwrap());
-        let delta = Value::PositionDelta { back: 3, delta: [1, -200, 70_000] };
-        assert_eq!(value_bits(codec, &delta), Some(8 + 8 + 16 + 24));
+        let (a, b) = (Value::Position([100, 5, 0]), Value::Position([103, 5, -700]));
+        let delta = delta_of(codec, &a, &b).unwrap();
+        assert_eq!(delta, Value::Delta(Delta::Position([3, 0, -700])));
+        assert!(value_bits(codec, &delta) < value_bits(codec, &b));
     }
 }

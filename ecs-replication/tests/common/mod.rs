@@ -111,9 +111,14 @@ impl Scene {
                 let mut p = world.get_mut::<Position>(e).unwrap();
                 let step = Vec3::new(rng.unit() - 0.5, rng.unit() - 0.5, 0.0) * 2.0;
                 p.0 = (p.0 + step).clamp(Vec3::splat(-self.half), Vec3::splat(self.half));
-            } else if r < 0.35 {
+            } else if r < 0.33 {
                 if let Ok(mut rot) = world.get_mut::<Rotation>(e) {
                     rot.0 = Quat::from_rotation_z(rng.unit() * 6.0);
+                }
+            } else if r < 0.35 {
+                // A small turn: a delta of a few levels.
+                if let Ok(mut rot) = world.get_mut::<Rotation>(e) {
+                    rot.0 = (rot.0 * Quat::from_rotation_z(0.05)).normalize();
                 }
             } else if r < 0.4 {
                 if let Ok(mut hp) = world.get_mut::<Health>(e) {
