@@ -29,7 +29,7 @@
 //! state, and a despawn of an entity the client does not hold (no earlier
 //! entry touched it) does nothing.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use ecs_core::{Entity, World};
 use glam::{Quat, Vec3};
@@ -40,7 +40,7 @@ use crate::codec::{
 };
 use crate::interpolation::InterpolationBuffer;
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
-use crate::registry::{Column, PositionWriter, Predicted, Registry, RotationWriter};
+use crate::registry::{Column, PositionWriter, Predicted, Registry, RotationWriter, Write};
 use crate::tick::{tick_diff, tick_newer};
 
 /// Ticks of position history kept per entity (baselines the server may
@@ -149,6 +149,9 @@ pub struct ClientCounters {
     pub refused: u64,
     /// Packet bytes received (all of them).
     pub bytes_received: u64,
+    /// Components held back now because an entity they reference is not
+    /// held (yet); see [`crate::registry::MapEntities`].
+    pub deferred: usize,
 }
 
 /// What the earlier entries of a packet left an entity as.
@@ -203,6 +206,8 @@ pub struct Client {
     counters: ClientCounters,
     sync: Option<TimeSync>,
     predicted_mask: u64,
+    /// Components to write once their entity references resolve.
+    unresolved: BTreeSet<(NetId, u8)>,
     /// Interpolation of remote entities into the world, when on.
     interpolate: Option<InterpolationConfig>,
     writers: (Option<PositionWriter>, Option<RotationWriter>),
@@ -252,6 +257,7 @@ impl Client {
             counters: ClientCounters::default(),
             sync: None,
             predicted_mask: registry.predicted_mask(),
+            unresolved: BTreeSet::new(),
             interpolate: None,
             writers: registry.writers(),
             moving: HashSet::new(),
@@ -343,16 +349,36 @@ impl Client {
             } else {
                 let _ = world.remove_one::<Predicted>(known.local);
                 // Back to the server's values.
-                for (i, value) in known.values.iter().enumerate() {
-                    if self.predicted_mask >> i & 1 == 1
-                        && let (Some(value), Some(column)) = (value, self.columns.get(i))
-                    {
-                        column.write(world, known.local, value);
+                for i in 0..self.columns.len() {
+                    if self.predicted_mask >> i & 1 == 1 {
+                        self.unresolved.insert((net_id, i as u8));
                     }
                 }
+                self.write_pending(world);
             }
         }
         true
+    }
+
+    /// Writes the held values of the components waiting to be written:
+    /// those whose entity references did not resolve yet, and those set
+    /// aside by the packet just applied (every mapped component is written
+    /// at the end of its packet, so references to entities spawned later
+    /// in the same packet resolve). What still does not resolve waits for
+    /// the next packet.
+    fn write_pending(&mut self, world: &mut World) {
+        let known = &self.known;
+        let refs = |n: NetId| known.get(&n).map(|k| k.local);
+        let columns = &self.columns;
+        self.unresolved.retain(|(net, index)| {
+            let Some(k) = known.get(net) else { return false };
+            let (Some(Some(value)), Some(column)) = (k.values.get(*index as usize), columns.get(*index as usize))
+            else {
+                return false;
+            };
+            matches!(column.write(world, k.local, value, &refs), Write::Deferred(_))
+        });
+        self.counters.deferred = self.unresolved.len();
     }
 
     /// Whether a held entity is predicted.
@@ -435,6 +461,7 @@ impl Client {
         for entry in resolved {
             self.apply(world, packet.tick, entry);
         }
+        self.write_pending(world);
         if self.last_applied != 0 {
             // Positive: the packet is newer.
             let shift = tick_diff(packet.tick, self.last_applied) as u32;
@@ -578,7 +605,11 @@ impl Client {
                 && !interpolated
                 && let Some(column) = self.columns.get(i)
             {
-                column.write(world, known.local, &value);
+                if column.is_mapped() {
+                    self.unresolved.insert((entry.net_id, index));
+                } else {
+                    column.write(world, known.local, &value, &|_| None);
+                }
             }
             if self.position.is_some_and(|(pi, _)| pi == i) || self.rotation.is_some_and(|(ri, _)| ri == i) {
                 moved = true;

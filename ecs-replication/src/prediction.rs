@@ -200,6 +200,7 @@ impl Prediction {
             return false;
         }
         // Back to the server's state at `confirmed`.
+        let refs = |n| client.local_entity(n);
         for p in client.predicted() {
             if !world.contains(p.local) {
                 continue;
@@ -210,7 +211,7 @@ impl Prediction {
                 }
                 match p.values.get(index).and_then(|v| v.as_ref()) {
                     Some(value) => {
-                        self.columns[index].write(world, p.local, value);
+                        self.columns[index].write(world, p.local, value, &refs);
                     }
                     None => self.columns[index].remove(world, p.local),
                 }

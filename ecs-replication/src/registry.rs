@@ -93,6 +93,76 @@ impl AsPosition for ecs_spatial::Position {
     }
 }
 
+/// A component that references other entities (a target, an owner, a
+/// list of members). On the server each reference goes on the wire as the
+/// referenced entity's network id (none if that entity is not replicated);
+/// on a client it becomes the local entity of that network id. A
+/// reference to an entity the client does not hold (yet: a spawn later in
+/// the same packet resolves at the packet's end; outside its interest; not
+/// arrived) is deferred: the component is not written until every
+/// reference resolves, and is retried after each packet
+/// ([`crate::client::ClientCounters::deferred`]). It is never written with
+/// a wrong entity. A reference to nothing becomes [`NO_ENTITY`], a handle
+/// no world hands out.
+///
+/// Limit: references are mapped when the component is written; one written
+/// before its target was replicated names nothing until written again.
+///
+/// ```
+/// use ecs_core::Entity;
+/// use ecs_replication::registry::MapEntities;
+///
+/// #[derive(Clone)]
+/// struct Squad { leader: Entity, members: [Entity; 3] }
+/// impl MapEntities for Squad {
+///     fn map_entities(&mut self, map: &mut dyn FnMut(Entity) -> Entity) {
+///         self.leader = map(self.leader);
+///         for m in &mut self.members {
+///             *m = map(*m);
+///         }
+///     }
+/// }
+/// ```
+pub trait MapEntities {
+    /// Passes every entity reference through `map`, in place.
+    fn map_entities(&mut self, map: &mut dyn FnMut(Entity) -> Entity);
+}
+
+/// A component that is exactly one entity reference
+/// ([`Registry::entity_ref`]).
+pub trait AsEntity: Sized {
+    /// The referenced entity.
+    fn entity(&self) -> Entity;
+    /// The component for a reference.
+    fn from_entity(entity: Entity) -> Self;
+}
+
+/// The handle a reference to nothing becomes on a client (a network id of
+/// 0: the server's entity was not replicated). No world hands it out.
+pub const NO_ENTITY: Entity = Entity::from_parts(u32::MAX, u32::MAX);
+
+/// One entity reference as 8 bytes (the network id), XOR-delta-coded.
+pub struct EntityCodec;
+
+impl<T: AsEntity> ComponentCodec<T> for EntityCodec {
+    fn field(&self) -> FieldCodec {
+        FieldCodec::Bytes(8, BytesDelta::Xor)
+    }
+
+    fn encode(&self, value: &T) -> Result<Value, QuantizeError> {
+        Ok(Value::Bytes(value.entity().to_bits().to_le_bytes().to_vec()))
+    }
+
+    fn decode(&self, value: &Value) -> Option<T> {
+        match value {
+            Value::Bytes(b) => {
+                Some(T::from_entity(Entity::from_bits(u64::from_le_bytes(b.as_slice().try_into().ok()?))))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A component that is a rotation (what [`RotationCodec`] quantizes).
 pub trait AsRotation: Sized {
     /// The rotation.
@@ -141,13 +211,36 @@ impl<T: AsRotation> ComponentCodec<T> for RotationCodec {
     }
 }
 
+/// How a server names entities on the wire: its entity to the network id
+/// (none for an entity that is not replicated).
+pub(crate) type ServerRefs<'a> = &'a dyn Fn(Entity) -> Option<NetId>;
+/// How a client finds the local entity of a network id.
+pub(crate) type ClientRefs<'a> = &'a dyn Fn(NetId) -> Option<Entity>;
+
+/// What writing a wire value into a (client) entity did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Write {
+    /// Written.
+    Done,
+    /// The value does not fit the codec, or the entity is gone.
+    Refused,
+    /// The value references an entity this client does not hold (yet):
+    /// nothing was written.
+    Deferred(NetId),
+}
+
 /// What the server and client do with one registered component type,
 /// without naming the type.
 pub(crate) trait Column: Send + Sync {
     /// Calls `f` for every replicated entity whose component was written
     /// since this column's previous scan (chunk ticks first, then row
     /// ticks). The first scan sees everything.
-    fn scan_changed(&mut self, world: &World, f: &mut dyn FnMut(Entity, Result<Value, QuantizeError>));
+    fn scan_changed(
+        &mut self,
+        world: &World,
+        refs: ServerRefs<'_>,
+        f: &mut dyn FnMut(Entity, Result<Value, QuantizeError>),
+    );
     /// Appends the replicated entities that lost the component since the
     /// previous call and do not have it now (a removal and a re-insert in
     /// between is a change, which [`Column::scan_changed`] reports). The
@@ -157,34 +250,63 @@ pub(crate) trait Column: Send + Sync {
     /// Chunk counts of the latest [`Column::scan_changed`].
     fn scan_stats(&self) -> ChunkStats;
     /// The wire value of one entity's component, if it has one.
-    fn read(&self, world: &World, entity: Entity) -> Option<Result<Value, QuantizeError>>;
-    /// Writes a wire value into a (client) entity. `false` if the value
-    /// does not fit the codec or the entity is gone.
-    fn write(&self, world: &mut World, entity: Entity, value: &Value) -> bool;
+    fn read(&self, world: &World, entity: Entity, refs: ServerRefs<'_>) -> Option<Result<Value, QuantizeError>>;
+    /// Writes a wire value into a (client) entity.
+    fn write(&self, world: &mut World, entity: Entity, value: &Value, refs: ClientRefs<'_>) -> Write;
     /// Removes the component from a (client) entity, if it has it.
     fn remove(&self, world: &mut World, entity: Entity);
     /// Appends the wire value of every [`Predicted`] entity's component
     /// (the query matches the predicted archetypes only).
     fn save_predicted(&mut self, world: &World, index: u8, out: &mut Vec<(Entity, u8, Value)>);
+    /// Whether the component holds entity references.
+    fn is_mapped(&self) -> bool;
 }
 
 /// Replicated rows whose `T` was written since the last scan.
 type ChangedReplicated<T> = (Changed<T>, With<Replicated>);
 
+/// A copy of a component with its entity references passed through a map.
+type MapFn<T> = Arc<dyn Fn(&T, &mut dyn FnMut(Entity) -> Entity) -> T + Send + Sync>;
+
 struct TypedColumn<T: Component, C: ComponentCodec<T>> {
     codec: C,
+    map: Option<MapFn<T>>,
     changed: QueryState<(Entity, &'static T), ChangedReplicated<T>>,
     predicted: QueryState<(Entity, &'static T), With<Predicted>>,
     removed: Option<RemovedReader<T>>,
     _marker: PhantomData<fn() -> T>,
 }
 
+/// On the wire an entity reference is its network id in an entity's bits
+/// (0: none, an entity that is not replicated).
+fn to_wire(refs: ServerRefs<'_>, entity: Entity) -> Entity {
+    Entity::from_bits(refs(entity).map_or(0, |n| n.0))
+}
+
+impl<T: Component, C: ComponentCodec<T>> TypedColumn<T, C> {
+    fn encode(&self, value: &T, refs: ServerRefs<'_>) -> Result<Value, QuantizeError> {
+        match &self.map {
+            None => self.codec.encode(value),
+            Some(map) => self.codec.encode(&map(value, &mut |e| to_wire(refs, e))),
+        }
+    }
+}
+
 impl<T: Component, C: ComponentCodec<T>> Column for TypedColumn<T, C> {
-    fn scan_changed(&mut self, world: &World, f: &mut dyn FnMut(Entity, Result<Value, QuantizeError>)) {
-        let codec = &self.codec;
+    fn scan_changed(
+        &mut self,
+        world: &World,
+        refs: ServerRefs<'_>,
+        f: &mut dyn FnMut(Entity, Result<Value, QuantizeError>),
+    ) {
+        let (codec, map) = (&self.codec, &self.map);
         self.changed.for_each_chunk(world, |view: ChunkView<'_, (Entity, &T), ChangedReplicated<T>>| {
             for (entity, value) in view.items() {
-                f(entity, codec.encode(value));
+                let encoded = match map {
+                    None => codec.encode(value),
+                    Some(map) => codec.encode(&map(value, &mut |e| to_wire(refs, e))),
+                };
+                f(entity, encoded);
             }
         });
     }
@@ -210,15 +332,31 @@ impl<T: Component, C: ComponentCodec<T>> Column for TypedColumn<T, C> {
         self.changed.stats()
     }
 
-    fn read(&self, world: &World, entity: Entity) -> Option<Result<Value, QuantizeError>> {
-        world.get::<T>(entity).ok().map(|v| self.codec.encode(v))
+    fn read(&self, world: &World, entity: Entity, refs: ServerRefs<'_>) -> Option<Result<Value, QuantizeError>> {
+        world.get::<T>(entity).ok().map(|v| self.encode(v, refs))
     }
 
-    fn write(&self, world: &mut World, entity: Entity, value: &Value) -> bool {
-        match self.codec.decode(value) {
-            Some(v) => world.insert_one(entity, v).is_ok(),
-            None => false,
+    fn write(&self, world: &mut World, entity: Entity, value: &Value, refs: ClientRefs<'_>) -> Write {
+        let Some(mut v) = self.codec.decode(value) else { return Write::Refused };
+        if let Some(map) = &self.map {
+            // Every reference must resolve, or nothing is written: never a
+            // wrong entity, never a half-mapped component.
+            let mut unknown = None;
+            v = map(&v, &mut |e| match e.to_bits() {
+                0 => NO_ENTITY,
+                bits => match refs(NetId(bits)) {
+                    Some(local) => local,
+                    None => {
+                        unknown.get_or_insert(NetId(bits));
+                        NO_ENTITY
+                    }
+                },
+            });
+            if let Some(missing) = unknown {
+                return Write::Deferred(missing);
+            }
         }
+        if world.insert_one(entity, v).is_ok() { Write::Done } else { Write::Refused }
     }
 
     fn remove(&self, world: &mut World, entity: Entity) {
@@ -226,12 +364,24 @@ impl<T: Component, C: ComponentCodec<T>> Column for TypedColumn<T, C> {
     }
 
     fn save_predicted(&mut self, world: &World, index: u8, out: &mut Vec<(Entity, u8, Value)>) {
-        let codec = &self.codec;
+        let (codec, map) = (&self.codec, &self.map);
         self.predicted.for_each(world, |(entity, value)| {
-            if let Ok(v) = codec.encode(value) {
+            // Local references back to network ids, as the server sends
+            // them.
+            let encoded = match map {
+                None => codec.encode(value),
+                Some(map) => {
+                    codec.encode(&map(value, &mut |e| Entity::from_bits(world.get::<NetId>(e).map_or(0, |n| n.0))))
+                }
+            };
+            if let Ok(v) = encoded {
                 out.push((entity, index, v));
             }
         });
+    }
+
+    fn is_mapped(&self) -> bool {
+        self.map.is_some()
     }
 }
 
@@ -265,6 +415,8 @@ pub struct Registry {
     types: Vec<TypeId>,
     /// Per component: `Some(tolerance)` if it is predicted.
     predicted: Vec<Option<u32>>,
+    /// Per component: whether it holds entity references.
+    mapped: Vec<bool>,
     factories: Vec<ColumnFactory>,
     position: Option<usize>,
     rotation: Option<usize>,
@@ -318,6 +470,7 @@ impl Registry {
             names: Vec::new(),
             types: Vec::new(),
             predicted: Vec::new(),
+            mapped: Vec::new(),
             factories: Vec::new(),
             position: None,
             rotation: None,
@@ -328,10 +481,39 @@ impl Registry {
     }
 
     /// Registers `T` with any codec.
-    pub fn with_codec<T: Component, C: ComponentCodec<T>>(
+    pub fn with_codec<T: Component, C: ComponentCodec<T>>(self, name: &str, codec: C) -> Result<Self, RegistryError> {
+        self.register::<T, C>(name, codec, None)
+    }
+
+    /// Registers `T`, a component that references other entities, with any
+    /// codec: references are mapped (see [`MapEntities`]).
+    pub fn mapped<T: Component + Clone + MapEntities, C: ComponentCodec<T>>(
+        self,
+        name: &str,
+        codec: C,
+    ) -> Result<Self, RegistryError> {
+        let map: MapFn<T> = Arc::new(|value: &T, f: &mut dyn FnMut(Entity) -> Entity| {
+            let mut copy = value.clone();
+            copy.map_entities(f);
+            copy
+        });
+        self.register::<T, C>(name, codec, Some(map))
+    }
+
+    /// Registers `T`, a component that is one reference to another entity
+    /// (a target, an owner, a parent): on the wire its network id in 8
+    /// bytes, XOR-delta-coded; mapped as [`MapEntities`] describes.
+    pub fn entity_ref<T: Component + AsEntity>(self, name: &str) -> Result<Self, RegistryError> {
+        let map: MapFn<T> =
+            Arc::new(|value: &T, f: &mut dyn FnMut(Entity) -> Entity| T::from_entity(f(value.entity())));
+        self.register::<T, EntityCodec>(name, EntityCodec, Some(map))
+    }
+
+    fn register<T: Component, C: ComponentCodec<T>>(
         mut self,
         name: &str,
         codec: C,
+        map: Option<MapFn<T>>,
     ) -> Result<Self, RegistryError> {
         let mut names = self.names.clone();
         names.push((name.to_string(), codec.field()));
@@ -342,11 +524,13 @@ impl Registry {
         self.names = names;
         self.types.push(TypeId::of::<T>());
         self.predicted.push(None);
+        self.mapped.push(map.is_some());
         let codec = std::sync::Arc::new(codec);
         self.factories.push(Box::new(move |world: &mut World| {
             let codec = std::sync::Arc::clone(&codec);
             Box::new(TypedColumn::<T, ArcCodec<C>> {
                 codec: ArcCodec(codec),
+                map: map.clone(),
                 changed: QueryState::new(world),
                 predicted: QueryState::new(world),
                 removed: None,
@@ -478,6 +662,11 @@ impl Registry {
 
     pub(crate) fn writers(&self) -> (Option<PositionWriter>, Option<RotationWriter>) {
         (self.position_writer.clone(), self.rotation_writer.clone())
+    }
+
+    /// Whether component `index` holds entity references.
+    pub fn is_mapped(&self, index: usize) -> bool {
+        self.mapped.get(index).copied().unwrap_or(false)
     }
 
     pub(crate) fn columns(&self, world: &mut World) -> Vec<Box<dyn Column>> {

@@ -142,12 +142,19 @@ impl ChangeScan {
             }
         }
         new_entities.sort_unstable();
-        for entity in new_entities {
-            let net = NetId(self.next_net_id);
+        // Ids first, so references between new entities resolve.
+        let first = self.next_net_id;
+        for entity in &new_entities {
+            self.by_entity.insert(*entity, NetId(self.next_net_id));
             self.next_net_id += 1;
+        }
+        for (i, entity) in new_entities.into_iter().enumerate() {
+            let net = NetId(first + i as u64);
+            let by_entity = &self.by_entity;
+            let refs = |e: Entity| by_entity.get(&e).copied();
             let mut values = Vec::with_capacity(self.columns.len());
             for column in &self.columns {
-                values.push(match column.read(world, entity) {
+                values.push(match column.read(world, entity, &refs) {
                     Some(Ok(v)) => Some(v),
                     Some(Err(_)) => {
                         stats.quantize_errors += 1;
@@ -162,7 +169,6 @@ impl ChangeScan {
                 self.moved.push(net);
             }
             self.records.insert(net, Record { entity, values, history: VecDeque::new(), position, changed_mask: 0 });
-            self.by_entity.insert(entity, net);
             self.spawned.push(net);
             stats.spawned += 1;
         }
@@ -198,7 +204,8 @@ impl ChangeScan {
                 stats.removed += 1;
             }
             let world: &World = world;
-            column.scan_changed(world, &mut |entity, value| {
+            let refs = |e: Entity| by_entity.get(&e).copied();
+            column.scan_changed(world, &refs, &mut |entity, value| {
                 let Some(net) = by_entity.get(&entity) else { return };
                 let Some(record) = records.get_mut(net) else { return };
                 let value = match value {
