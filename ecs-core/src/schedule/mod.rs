@@ -319,6 +319,9 @@ pub struct Schedule {
     /// ages them once per frame).
     no_event_updates: bool,
     executor: ExecutorKind,
+    /// [`ExecutorKind::Auto`]'s threshold for this schedule, if not the
+    /// default.
+    auto_parallel_min: Option<Duration>,
     /// Per-system scratch of one run: whether it can run.
     runnable: Vec<bool>,
     command_errors: Vec<CommandError>,
@@ -409,6 +412,17 @@ impl Schedule {
         self.executor
     }
 
+    /// Sets the amount of work (the latest run times of the systems between
+    /// two sync points, added up) below which [`ExecutorKind::Auto`] keeps
+    /// them on the calling thread (default
+    /// [`ExecutorKind::AUTO_PARALLEL_MIN`]). `Duration::ZERO` makes `Auto`
+    /// always parallel, `Duration::MAX` always sequential after the first
+    /// run.
+    pub fn set_auto_parallel_min(&mut self, min: Duration) -> &mut Self {
+        self.auto_parallel_min = Some(min);
+        self
+    }
+
     /// Whether the systems of `order` are too little work to be worth other
     /// threads, judging by their latest runs (unknown before any ran).
     fn too_small_for_threads(&self, order: &[usize]) -> bool {
@@ -421,7 +435,7 @@ impl Schedule {
                 total += stats.time;
             }
         }
-        known && total < ExecutorKind::AUTO_PARALLEL_MIN
+        known && total < self.auto_parallel_min.unwrap_or(ExecutorKind::AUTO_PARALLEL_MIN)
     }
 
     /// How many systems the schedule holds.
