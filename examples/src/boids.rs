@@ -4,36 +4,45 @@
 //! 2, obstacle aversion distance 30, move speed 25, frame time clamped to
 //! 0.05 s).
 //!
-//! [`add_boids`] spawns the flock, the target and the predator into a world
-//! and adds the systems to a schedule; the binary `boids` and the showcase
+//! [`add_boids`] spawns the flock, the target and the predator into an
+//! [`App`]'s world and adds the systems; the binary `boids` and the showcase
 //! both call it. A chosen share of the boids is [`Active`]: only those steer
 //! and move, the rest are written once at spawn, so their chunks are skipped
-//! by the broad phase every frame.
+//! by the broad phase every step.
 //!
-//! Each frame: [`move_target_and_predator`], then
-//! [`update_broad_phase::<Position>`](update_broad_phase) (unless the caller
-//! runs it already), then [`steer_boids`] (reads the grid through `Res`, in
-//! parallel over chunks), then [`move_boids`].
+//! The flock moves in the app's fixed steps (`FixedUpdate`, reading the
+//! fixed clock through [`Time`]); the frame time is the app's virtual clock,
+//! clamped to [`BoidsConfig::max_frame_time`] (Unity's 0.05 s), so a stalled
+//! frame runs at most that much simulation. Each step:
+//! [`update_broad_phase::<Position>`](ecs_spatial::update_broad_phase)
+//! (the [`BroadPhasePlugin`], in `FixedPreUpdate`, unless the caller runs
+//! one already), then in `FixedUpdate` [`move_target_and_predator`],
+//! [`steer_boids`] (reads the grid through `Res`, in parallel over chunks)
+//! and [`move_boids`], in the set [`BoidsSystems`].
 //!
 //! ```
+//! use std::time::Duration;
 //! use ecs_core::prelude::*;
-//! use ecs_examples::boids::{BoidsConfig, add_boids, set_frame_time};
+//! use ecs_examples::boids::{BoidsConfig, add_boids};
+//! use ecs_spatial::Position;
 //!
-//! let mut world = World::new();
-//! let mut schedule = Schedule::new();
+//! let mut app = App::new();
+//! app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(20)))
+//!     .insert_resource(Time::<Fixed>::from_hz(50.0));
 //! let config = BoidsConfig { boids: 500, ..BoidsConfig::default() };
-//! let scene = add_boids(&mut world, &mut schedule, &config).unwrap();
-//! for _ in 0..10 {
-//!     set_frame_time(&mut world, 1.0 / 60.0);
-//!     schedule.run(&mut world).unwrap();
-//! }
-//! assert_eq!(scene.boids.len(), 500);
+//! let scene = add_boids(&mut app, &config).unwrap();
+//! let start = app.world().get::<Position>(scene.boids[0]).unwrap().0;
+//! app.run_frames(10); // 10 steps of 20 ms at 25 units per second: 5 units flown
+//! let moved = app.world().get::<Position>(scene.boids[0]).unwrap().0.distance(start);
+//! assert!(moved > 3.0 && moved <= 5.001, "{moved}"); // less as the crow flies: it turned
 //! ```
 
+use std::time::Duration;
+
+use ecs_core::StoreError;
 use ecs_core::prelude::*;
-use ecs_core::{ScheduleError, StoreError};
-use ecs_spatial::GridError;
-use ecs_spatial::broad_phase::{BroadPhase, Position, update_broad_phase};
+use ecs_spatial::broad_phase::{BroadPhase, Position};
+use ecs_spatial::{BroadPhasePlugin, GridError};
 use glam::Vec3;
 
 /// The flock's size and steering weights.
@@ -56,13 +65,14 @@ pub struct BoidsConfig {
     pub obstacle_aversion_distance: f32,
     /// Speed of every boid, units per second.
     pub move_speed: f32,
-    /// Upper bound of the frame time, seconds ([`set_frame_time`] clamps to it).
+    /// Upper bound of the frame time, seconds: [`add_boids`] sets it as the
+    /// app's [`Time<Virtual>`] maximum delta.
     pub max_frame_time: f32,
     /// Seed of the spawn layout.
     pub seed: u64,
-    /// Whether [`add_boids`] inserts the `BroadPhase<Position>` resource and
-    /// adds `update_broad_phase::<Position>`; turn it off when the caller
-    /// already runs the broad phase on [`Position`].
+    /// Whether [`add_boids`] adds the [`BroadPhasePlugin`] on [`Position`]
+    /// (cells of [`BoidsConfig::cell_radius`]); turn it off when the caller
+    /// already runs a broad phase on [`Position`] before the fixed steps.
     pub add_broad_phase: bool,
 }
 
@@ -128,8 +138,6 @@ pub enum BoidsError {
     Store(StoreError),
     /// The broad phase refused its configuration.
     Grid(GridError),
-    /// The schedule refused to run.
-    Schedule(ScheduleError),
 }
 
 impl std::fmt::Display for BoidsError {
@@ -138,7 +146,6 @@ impl std::fmt::Display for BoidsError {
             BoidsError::Config(s) => write!(f, "bad configuration: {s}"),
             BoidsError::Store(e) => write!(f, "store: {e}"),
             BoidsError::Grid(e) => write!(f, "broad phase: {e}"),
-            BoidsError::Schedule(e) => write!(f, "schedule: {e}"),
         }
     }
 }
@@ -185,20 +192,15 @@ pub struct BoidSettings {
     pub obstacle_aversion_distance: f32,
     /// See [`BoidsConfig::move_speed`].
     pub move_speed: f32,
-    /// See [`BoidsConfig::max_frame_time`].
-    pub max_frame_time: f32,
     /// Radius of the target's circular path.
     pub path_radius: f32,
 }
 
-/// The boids' clock, a resource: set the frame time with [`set_frame_time`].
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct BoidsClock {
-    /// Seconds of this frame (clamped to [`BoidSettings::max_frame_time`]).
-    pub dt: f32,
-    /// Simulated seconds since the start.
-    pub elapsed: f32,
-}
+/// The flock's systems (in `FixedUpdate`), to order other systems against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BoidsSystems;
+
+impl SystemSet for BoidsSystems {}
 
 /// The entities [`add_boids`] spawned.
 #[derive(Clone, Debug, PartialEq)]
@@ -232,17 +234,24 @@ impl Rng {
 }
 
 /// Spawns the flock (active boids first, in their own archetype), the
-/// target and the predator, inserts the [`BoidSettings`] and [`BoidsClock`]
-/// resources (and, with [`BoidsConfig::add_broad_phase`], the
-/// `BroadPhase<Position>` resource with cells of
-/// [`BoidsConfig::cell_radius`]), and adds the systems to `schedule` in frame
-/// order. Call [`set_frame_time`] before each `schedule.run`.
+/// target and the predator into `app`'s world, inserts the
+/// [`BoidSettings`] resource, sets the virtual clock's maximum delta to
+/// [`BoidsConfig::max_frame_time`], adds (with
+/// [`BoidsConfig::add_broad_phase`]) the [`BroadPhasePlugin`] on
+/// [`Position`] with cells of [`BoidsConfig::cell_radius`], and adds the
+/// systems to `FixedUpdate` (see the [module docs](self)).
 ///
 /// # Errors
 /// [`BoidsError::Config`] for a value out of range, [`BoidsError::Grid`] or
 /// [`BoidsError::Store`] if the grid or the store refuse the setup.
-pub fn add_boids(world: &mut World, schedule: &mut Schedule, config: &BoidsConfig) -> Result<BoidsScene, BoidsError> {
+pub fn add_boids(app: &mut App, config: &BoidsConfig) -> Result<BoidsScene, BoidsError> {
     config.validate()?;
+    let grid = if config.add_broad_phase {
+        Some(BroadPhasePlugin::<Position>::try_new(Vec3::ZERO, config.cell_radius).map_err(BoidsError::Grid)?)
+    } else {
+        None
+    };
+    let world = app.world_mut();
     let radius = config.spawn_radius();
     let half_height = config.spawn_half_height();
     let mut rng = Rng(config.seed);
@@ -284,30 +293,17 @@ pub fn add_boids(world: &mut World, schedule: &mut Schedule, config: &BoidsConfi
         target_weight: config.target_weight,
         obstacle_aversion_distance: config.obstacle_aversion_distance,
         move_speed: config.move_speed,
-        max_frame_time: config.max_frame_time,
         path_radius,
     });
-    world.insert_resource(BoidsClock::default());
-    if config.add_broad_phase {
-        let grid = BroadPhase::<Position>::new(Vec3::ZERO, config.cell_radius).map_err(BoidsError::Grid)?;
-        world.insert_resource(grid);
-        schedule
-            .add_systems((move_target_and_predator, update_broad_phase::<Position>, steer_boids, move_boids).chain());
-    } else {
-        schedule.add_systems((move_target_and_predator, steer_boids, move_boids).chain());
+    if let Some(clock) = world.resource_mut::<Time<Virtual>>() {
+        // In whole microseconds: 0.05_f32 is not exactly 50 ms.
+        clock.set_max_delta(Duration::from_micros((f64::from(config.max_frame_time) * 1e6).round().max(1.0) as u64));
     }
+    if let Some(grid) = grid {
+        app.add_plugins(grid);
+    }
+    app.add_systems(FixedUpdate, (move_target_and_predator, steer_boids, move_boids).chain().in_set(BoidsSystems));
     Ok(BoidsScene { boids, active, target, predator })
-}
-
-/// Sets this frame's time, clamped to `0..=max_frame_time` (NaN counts as
-/// 0), and advances the boids' clock. Does nothing before [`add_boids`].
-pub fn set_frame_time(world: &mut World, seconds: f32) {
-    let max = world.resource::<BoidSettings>().map_or(0.05, |s| s.max_frame_time);
-    let dt = if seconds.is_nan() { 0.0 } else { seconds.clamp(0.0, max) };
-    if let Some(clock) = world.resource_mut::<BoidsClock>() {
-        clock.dt = dt;
-        clock.elapsed += dt;
-    }
 }
 
 /// Speed of the target along its path, units per second.
@@ -328,14 +324,15 @@ fn predator_point(radius: f32, t: f32) -> Vec3 {
     Vec3::new(r * angle.cos(), 4.0 * (t * 0.7).sin(), r * angle.sin())
 }
 
-/// Moves the target and the predator along their paths.
+/// Moves the target and the predator along their paths, to where they are
+/// at the end of this step (fixed time).
 pub fn move_target_and_predator(
     mut target: Query<&mut Position, With<BoidTarget>>,
     mut predator: Query<&mut Position, (With<Predator>, Without<BoidTarget>)>,
-    clock: Res<BoidsClock>,
+    time: Res<Time>,
     settings: Res<BoidSettings>,
 ) {
-    let t = clock.elapsed;
+    let t = time.elapsed_secs();
     target.for_each_mut(|mut p| p.0 = target_point(settings.path_radius, t));
     predator.for_each_mut(|mut p| p.0 = predator_point(settings.path_radius, t));
 }
@@ -344,7 +341,7 @@ pub fn move_target_and_predator(
 /// weighted sum of alignment (neighbours' mean heading minus its own),
 /// separation (away from the neighbours' centre) and target seeking, each
 /// normalized; within `obstacle_aversion_distance` of the predator it turns
-/// away from it instead. The heading turns towards that by `dt`.
+/// away from it instead. The heading turns towards that by `dt` (the step).
 #[allow(
     clippy::too_many_arguments,
     reason = "one steering step reads each flock input separately; a struct would only rename them"
@@ -390,7 +387,7 @@ pub fn steer_boids(
     goals: Query<(&Position, Option<&BoidTarget>), TargetOrPredator>,
     grid: Res<BroadPhase<Position>>,
     settings: Res<BoidSettings>,
-    clock: Res<BoidsClock>,
+    time: Res<Time>,
 ) {
     let mut goals = goals;
     let (mut target, mut predator) = (Vec3::ZERO, Vec3::splat(f32::INFINITY));
@@ -402,7 +399,7 @@ pub fn steer_boids(
         }
     });
     let grid = grid.grid();
-    let (settings, dt) = (*settings, clock.dt);
+    let (settings, dt) = (*settings, time.delta_secs());
     let radius = settings.cell_radius;
     let headings = &headings;
     boids.par_for_each_mut(|(me, position, heading, mut steering)| {
@@ -422,13 +419,13 @@ pub fn steer_boids(
 }
 
 /// Turns every active boid to its [`Steering`] and moves it at
-/// [`BoidSettings::move_speed`] for the frame's time.
+/// [`BoidSettings::move_speed`] for the step's time.
 pub fn move_boids(
     mut boids: Query<(&mut Position, &mut Heading, &Steering), With<Active>>,
     settings: Res<BoidSettings>,
-    clock: Res<BoidsClock>,
+    time: Res<Time>,
 ) {
-    let step = settings.move_speed * clock.dt;
+    let step = settings.move_speed * time.delta_secs();
     boids.par_for_each_mut(|(mut position, mut heading, steering)| {
         heading.0 = steering.0;
         position.0 += steering.0 * step;
@@ -494,21 +491,27 @@ pub const PALETTE: [u8; 15] = [16, 20, 32, 90, 96, 110, 235, 235, 220, 80, 220, 
 mod tests {
     use super::*;
 
-    fn run(config: &BoidsConfig, frames: usize) -> (World, Schedule, BoidsScene) {
-        let mut world = World::new();
-        let mut schedule = Schedule::new();
-        let scene = add_boids(&mut world, &mut schedule, config).unwrap();
-        for _ in 0..frames {
-            set_frame_time(&mut world, 1.0 / 30.0);
-            schedule.run(&mut world).unwrap();
-        }
-        (world, schedule, scene)
+    /// An app of 30 frames per second of game time on a manual clock, fixed
+    /// steps of 1/60 s (two a frame).
+    fn app() -> App {
+        let mut app = App::new();
+        app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_nanos(33_333_334)))
+            .insert_resource(Time::<Fixed>::from_duration(Duration::from_nanos(16_666_667)));
+        app
+    }
+
+    fn run(config: &BoidsConfig, frames: u64) -> (App, BoidsScene) {
+        let mut app = app();
+        let scene = add_boids(&mut app, config).unwrap();
+        app.run_frames(frames);
+        (app, scene)
     }
 
     #[test]
     fn boids_stay_finite_and_separated() {
         let config = BoidsConfig { boids: 2_000, active_share: 1.0, ..BoidsConfig::default() };
-        let (world, _, scene) = run(&config, 150);
+        let (app, scene) = run(&config, 150);
+        let world = app.world();
         let positions: Vec<Vec3> = scene.boids.iter().map(|&e| world.get::<Position>(e).unwrap().0).collect();
         assert!(positions.iter().all(|p| p.is_finite()));
         for &e in &scene.boids {
@@ -530,35 +533,58 @@ mod tests {
         }
         assert!(crowded * 10 < positions.len(), "{crowded} of {} boids within 1 unit of another", positions.len());
         // And they went somewhere: the same seed spawns the same flock.
-        let (start, _, scene0) = run(&config, 0);
+        let (start, scene0) = run(&config, 0);
         let moved = scene0
             .boids
             .iter()
             .zip(&positions)
-            .filter(|&(&e, p)| start.get::<Position>(e).unwrap().0.distance(*p) > 10.0)
+            .filter(|&(&e, p)| start.world().get::<Position>(e).unwrap().0.distance(*p) > 10.0)
             .count();
         assert!(moved * 10 > positions.len() * 9, "only {moved} boids moved more than 10 units");
     }
 
     #[test]
+    fn the_same_frames_give_the_same_flock() {
+        let config = BoidsConfig { boids: 300, active_share: 1.0, ..BoidsConfig::default() };
+        let (a, scene) = run(&config, 40);
+        let (b, _) = run(&config, 40);
+        for &e in &scene.boids {
+            assert_eq!(a.world().get::<Position>(e).unwrap(), b.world().get::<Position>(e).unwrap());
+        }
+        // 40 frames of 1/30 s: 80 fixed steps, 80/60 s of flight.
+        let fixed = a.world().resource::<Time<Fixed>>().unwrap();
+        assert_eq!(fixed.frame_count(), 80);
+    }
+
+    #[test]
     fn resting_boids_stay_and_their_chunks_are_skipped() {
         let config = BoidsConfig { boids: 20_000, active_share: 0.1, ..BoidsConfig::default() };
-        let mut world = World::new();
-        let mut schedule = Schedule::new();
-        let scene = add_boids(&mut world, &mut schedule, &config).unwrap();
+        let mut app = app();
+        let scene = add_boids(&mut app, &config).unwrap();
         let resting = scene.boids[scene.active];
-        let before = world.get::<Position>(resting).unwrap().0;
+        let before = app.world().get::<Position>(resting).unwrap().0;
         let mover = scene.boids[0];
-        let mover_before = world.get::<Position>(mover).unwrap().0;
-        for _ in 0..3 {
-            set_frame_time(&mut world, 1.0 / 30.0);
-            schedule.run(&mut world).unwrap();
-        }
+        let mover_before = app.world().get::<Position>(mover).unwrap().0;
+        app.run_frames(3);
+        let world = app.world();
         assert_eq!(world.get::<Position>(resting).unwrap().0, before);
         assert_ne!(world.get::<Position>(mover).unwrap().0, mover_before);
         let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
         assert!(stats.skip_ratio() > 0.8, "{stats:?}");
         assert_eq!(stats.rows_rekeyed as usize, scene.active + 2, "active boids, target and predator");
+    }
+
+    #[test]
+    fn a_stalled_frame_runs_at_most_max_frame_time() {
+        let mut app = app();
+        add_boids(&mut app, &BoidsConfig { boids: 10, ..BoidsConfig::default() }).unwrap();
+        app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_secs(3)))
+            .insert_resource(Time::<Fixed>::from_duration(Duration::from_millis(10)));
+        app.update();
+        // A 3 s frame counts as 0.05 s: five fixed steps of 10 ms.
+        let fixed = app.world().resource::<Time<Fixed>>().unwrap();
+        assert_eq!(fixed.steps_this_frame(), 5);
+        assert_eq!(app.world().resource::<Time<Virtual>>().unwrap().delta(), Duration::from_millis(50));
     }
 
     #[test]
@@ -570,7 +596,6 @@ mod tests {
             target_weight: 2.0,
             obstacle_aversion_distance: 30.0,
             move_speed: 25.0,
-            max_frame_time: 0.05,
             path_radius: 100.0,
         };
         let h = Vec3::X;
@@ -582,20 +607,12 @@ mod tests {
         let flee =
             next_heading(&settings, 0.05, Vec3::ZERO, h, 0, Vec3::ZERO, Vec3::ZERO, Vec3::Z * 50.0, Vec3::Z * 10.0);
         assert!(flee.z < 0.0, "{flee}");
-        // Frame time is clamped.
-        let mut world = World::new();
-        let mut schedule = Schedule::new();
-        add_boids(&mut world, &mut schedule, &BoidsConfig { boids: 10, ..BoidsConfig::default() }).unwrap();
-        set_frame_time(&mut world, 3.0);
-        assert_eq!(world.resource::<BoidsClock>().unwrap().dt, 0.05);
-        set_frame_time(&mut world, f32::NAN);
-        assert_eq!(world.resource::<BoidsClock>().unwrap().dt, 0.0);
         assert!(matches!(
-            add_boids(
-                &mut World::new(),
-                &mut Schedule::new(),
-                &BoidsConfig { active_share: 2.0, ..BoidsConfig::default() }
-            ),
+            add_boids(&mut App::new(), &BoidsConfig { active_share: 2.0, ..BoidsConfig::default() }),
+            Err(BoidsError::Config(_))
+        ));
+        assert!(matches!(
+            add_boids(&mut App::new(), &BoidsConfig { max_frame_time: 0.0, ..BoidsConfig::default() }),
             Err(BoidsError::Config(_))
         ));
     }

@@ -5,8 +5,9 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use ecs_core::app::Schedules;
 use ecs_core::prelude::*;
-use ecs_examples::boids::{BoidsConfig, PALETTE, add_boids, render_top_down, set_frame_time};
+use ecs_examples::boids::{BoidsConfig, PALETTE, add_boids, render_top_down};
 use ecs_spatial::broad_phase::{BroadPhase, Position};
 
 const HELP: &str = "boids: a flock that separates, aligns, seeks a moving target and flees a predator,
@@ -18,11 +19,13 @@ usage: boids [--boids N] [--active SHARE] [--frames N] [--gif PATH]
   --active SHARE  share of the boids that move, 0.0..=1.0 (default 0.25)
   --frames N      frames to run (default 200; with --gif, frames of the animation, default 125)
   --gif PATH      write a top-down animation (480x480, 25 frames per second) to PATH
-                  instead of printing timings; the frame time is then a fixed 1/25 s
+                  instead of printing timings; each frame is then 1/25 s of game time
   --help          this text
 
-Without --gif every frame uses the measured time of the previous one, clamped to 0.05 s,
-and prints its time per system and the broad phase's chunk skip ratio.";
+The flock moves in fixed steps of 1/60 s. Without --gif the game clock follows the real clock,
+each frame counting at most 0.05 s, so a frame runs as many steps as its time holds; every
+frame prints its time, its steps, the latest step's time per system and the broad phase's
+chunk skip ratio.";
 
 #[derive(Debug)]
 struct Options {
@@ -77,9 +80,8 @@ fn main() -> ExitCode {
 
 fn run(options: &Options) -> Result<(), String> {
     let config = BoidsConfig { boids: options.boids, active_share: options.active, ..BoidsConfig::default() };
-    let mut world = World::new();
-    let mut schedule = Schedule::new();
-    let scene = add_boids(&mut world, &mut schedule, &config).map_err(|e| e.to_string())?;
+    let mut app = App::new();
+    let scene = add_boids(&mut app, &config).map_err(|e| e.to_string())?;
     println!(
         "boids: {} boids ({} active), cell radius {}, spawn radius {:.0}",
         scene.boids.len(),
@@ -88,8 +90,8 @@ fn run(options: &Options) -> Result<(), String> {
         config.spawn_radius()
     );
     match &options.gif {
-        Some(path) => write_gif(&mut world, &mut schedule, &config, options.frames.unwrap_or(125), path),
-        None => print_frames(&mut world, &mut schedule, options.frames.unwrap_or(200)),
+        Some(path) => write_gif(&mut app, &config, options.frames.unwrap_or(125), path),
+        None => print_frames(&mut app, options.frames.unwrap_or(200)),
     }
 }
 
@@ -99,22 +101,28 @@ fn short_name(path: &str) -> &str {
     base.rsplit("::").next().unwrap_or(base)
 }
 
-fn print_frames(world: &mut World, schedule: &mut Schedule, frames: usize) -> Result<(), String> {
-    let mut frame_time = 1.0 / 60.0;
+fn print_frames(app: &mut App, frames: usize) -> Result<(), String> {
+    app.build_schedules().map_err(|e| e.to_string())?;
     let mut totals: Vec<Duration> = Vec::with_capacity(frames);
-    let mut skip_sum = 0.0;
+    let (mut skip_sum, mut stepped) = (0.0, 0usize);
     for frame in 0..frames {
-        set_frame_time(world, frame_time);
         let start = Instant::now();
-        schedule.run(world).map_err(|e| e.to_string())?;
+        app.update();
         let took = start.elapsed();
-        frame_time = took.as_secs_f32();
         totals.push(took);
+        let world = app.world();
+        let steps = world.resource::<Time<Fixed>>().map_or(0, Time::steps_this_frame);
+        let mut line = format!("frame {frame:4}  {:8.3} ms, {steps} step{} |", took.as_secs_f64() * 1e3, plural(steps));
+        let schedules = world.resource::<Schedules>().ok_or("the app has no schedules")?;
+        for label in [FixedPreUpdate.intern(), FixedUpdate.intern()] {
+            for system in schedules.get(label).into_iter().flat_map(Schedule::system_stats) {
+                line.push_str(&format!(" {} {:.3} ms", short_name(&system.name), system.time.as_secs_f64() * 1e3));
+            }
+        }
         let stats = world.resource::<BroadPhase<Position>>().map(BroadPhase::stats).unwrap_or_default();
-        skip_sum += stats.skip_ratio();
-        let mut line = format!("frame {frame:4}  {:8.3} ms |", took.as_secs_f64() * 1e3);
-        for system in schedule.system_stats() {
-            line.push_str(&format!(" {} {:.3} ms", short_name(&system.name), system.time.as_secs_f64() * 1e3));
+        if steps > 0 {
+            skip_sum += stats.skip_ratio();
+            stepped += 1;
         }
         line.push_str(&format!(
             " | grid: {} chunks, {:.1} % skipped, {} re-keyed, {} changed cell{}",
@@ -129,23 +137,26 @@ fn print_frames(world: &mut World, schedule: &mut Schedule, frames: usize) -> Re
     totals.sort();
     let median = totals[totals.len() / 2];
     let worst = totals[totals.len() - 1];
+    let steps = app.world().resource::<Time<Fixed>>().map_or(0, Time::frame_count);
     println!(
-        "{frames} frames: median {:.3} ms, worst {:.3} ms, mean grid skip ratio {:.1} %",
+        "{frames} frames, {steps} fixed steps: median {:.3} ms, worst {:.3} ms, mean grid skip ratio {:.1} %",
         median.as_secs_f64() * 1e3,
         worst.as_secs_f64() * 1e3,
-        skip_sum / frames as f64 * 100.0
+        if stepped == 0 { 0.0 } else { skip_sum / stepped as f64 * 100.0 }
     );
     Ok(())
 }
 
-fn write_gif(
-    world: &mut World,
-    schedule: &mut Schedule,
-    config: &BoidsConfig,
-    frames: usize,
-    path: &str,
-) -> Result<(), String> {
+fn plural(n: u32) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn write_gif(app: &mut App, config: &BoidsConfig, frames: usize, path: &str) -> Result<(), String> {
     const SIZE: u16 = 480;
+    // Each animation frame is 1/25 s of game time: two fixed steps of 1/50 s.
+    app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(40)))
+        .insert_resource(Time::<Fixed>::from_hz(50.0));
+    app.build_schedules().map_err(|e| e.to_string())?;
     let file = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
     let mut encoder =
         gif::Encoder::new(std::io::BufWriter::new(file), SIZE, SIZE, &PALETTE).map_err(|e| format!("{path}: {e}"))?;
@@ -153,9 +164,8 @@ fn write_gif(
     let extent = config.spawn_radius() * 1.15;
     let mut pixels = Vec::new();
     for frame in 0..frames {
-        set_frame_time(world, 1.0 / 25.0);
-        schedule.run(world).map_err(|e| e.to_string())?;
-        render_top_down(world, usize::from(SIZE), extent, &mut pixels);
+        app.update();
+        render_top_down(app.world_mut(), usize::from(SIZE), extent, &mut pixels);
         let mut image = gif::Frame::from_indexed_pixels(SIZE, SIZE, pixels.as_slice(), None);
         image.delay = 4; // hundredths of a second: 25 frames per second
         encoder.write_frame(&image).map_err(|e| format!("{path}: frame {frame}: {e}"))?;
