@@ -4,32 +4,39 @@
 //! neighbour cells scanned). Units whose health reaches zero are despawned,
 //! and the broad phase drops them.
 //!
-//! Each frame: [`march`] (units without a target walk towards the enemy),
-//! [`update_broad_phase::<UnitPosition>`](update_broad_phase), [`fight`] (pairs
-//! within range, nearest enemy per attacker, damage), [`reap`] (despawn the
-//! dead, count kills).
+//! The battle runs in an [`App`]'s fixed steps while the [`Battle`] state
+//! is [`Battle::Fighting`]. Each step:
+//! [`update_broad_phase::<UnitPosition>`](ecs_spatial::update_broad_phase)
+//! (the [`BroadPhasePlugin`], in `FixedPreUpdate`), then in `FixedUpdate`
+//! [`march`] (units without a target walk towards the enemy), [`fight`]
+//! (pairs within range, nearest enemy per attacker, damage for the step's
+//! time), [`reap`] (despawn the dead, count kills), then in
+//! `FixedPostUpdate` [`check_victory`], which ends the battle
+//! ([`Battle::Over`], applied at the next frame's state transition) once a
+//! team has no unit left; entering `Over` records the [`MeleeOutcome`].
 //!
 //! ```
+//! use std::time::Duration;
 //! use ecs_core::prelude::*;
-//! use ecs_examples::melee::{MeleeConfig, add_melee, summary};
+//! use ecs_examples::melee::{Battle, MeleeConfig, add_melee, summary};
 //!
-//! let mut world = World::new();
-//! let mut schedule = Schedule::new();
-//! add_melee(&mut world, &mut schedule, &MeleeConfig { units_per_team: 200, ..MeleeConfig::default() }).unwrap();
-//! for _ in 0..400 {
-//!     schedule.run(&mut world).unwrap();
-//! }
-//! let s = summary(&mut world);
+//! let mut app = App::new();
+//! app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(33)))
+//!     .insert_resource(Time::<Fixed>::from_duration(Duration::from_millis(33)));
+//! add_melee(&mut app, &MeleeConfig { units_per_team: 200, ..MeleeConfig::default() }).unwrap();
+//! app.run_frames(400);
+//! let s = summary(app.world_mut());
 //! assert!(s.kills[0] + s.kills[1] > 0);
 //! assert_eq!(s.alive[0] + s.alive[1] + s.kills[0] + s.kills[1], 400);
+//! assert_eq!(app.world().resource::<State<Battle>>().unwrap().get(), &Battle::Fighting);
 //! ```
 
 use std::collections::HashMap;
 
 use ecs_core::StoreError;
 use ecs_core::prelude::*;
-use ecs_spatial::GridError;
-use ecs_spatial::broad_phase::{BroadPhase, SpatialPosition, update_broad_phase};
+use ecs_spatial::broad_phase::{BroadPhase, SpatialPosition};
+use ecs_spatial::{BroadPhasePlugin, GridError};
 use glam::Vec3;
 
 /// A unit's position. Units have a position component of their own, so the
@@ -62,8 +69,6 @@ pub struct MeleeConfig {
     pub move_speed: f32,
     /// Distance between neighbouring units in a team's starting block.
     pub spacing: f32,
-    /// Fixed frame time, seconds.
-    pub frame_time: f32,
     /// Seed of the starting jitter.
     pub seed: u64,
 }
@@ -77,7 +82,6 @@ impl Default for MeleeConfig {
             health: 100.0,
             move_speed: 4.0,
             spacing: 1.5,
-            frame_time: 1.0 / 30.0,
             seed: 0x3E1EE,
         }
     }
@@ -133,16 +137,42 @@ pub struct Engaged(pub bool);
 pub struct MeleeSettings {
     /// Marching speed.
     pub move_speed: f32,
-    /// Fixed frame time, seconds.
-    pub frame_time: f32,
     /// The largest attack range of any unit: the all-pairs query radius.
     pub max_range: f32,
 }
 
+/// Whether the battle goes on (a state: the battle's systems run while
+/// [`Battle::Fighting`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Battle {
+    /// Both teams have units.
+    #[default]
+    Fighting,
+    /// A team has none left.
+    Over,
+}
+
+impl States for Battle {}
+
+/// How the battle ended, a resource inserted on entering [`Battle::Over`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MeleeOutcome {
+    /// The team with units left (`None`: both wiped out in the same step).
+    pub winner: Option<u8>,
+    /// Fixed steps fought.
+    pub steps: u64,
+}
+
+/// The battle's systems in `FixedUpdate`, to order other systems against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MeleeSystems;
+
+impl SystemSet for MeleeSystems {}
+
 /// What happened so far, a resource.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MeleeStats {
-    /// Frames fought.
+    /// Fixed steps fought.
     pub frames: u64,
     /// Enemies killed by each team.
     pub kills: [usize; 2],
@@ -161,27 +191,30 @@ pub struct MeleeSummary {
     pub kills: [usize; 2],
     /// Damage dealt by each team.
     pub damage: [f64; 2],
-    /// Frames fought.
+    /// Fixed steps fought.
     pub frames: u64,
 }
 
 /// Spawns two teams in facing blocks (team 0 at negative `x`, team 1 at
-/// positive `x`, 40 units apart), inserts the resources (including the
-/// `BroadPhase<UnitPosition>` with cells of the attack range) and adds the
-/// systems to `schedule` in frame order.
+/// positive `x`, 40 units apart) into `app`'s world, inserts the resources,
+/// adds the [`BroadPhasePlugin`] on [`UnitPosition`] (cells of the attack
+/// range) and the [`Battle`] state, and adds the systems (see the
+/// [module docs](self)). The step is the app's fixed step.
 ///
 /// # Errors
 /// [`MeleeError::Config`] for a value out of range; [`MeleeError::Grid`] or
 /// [`MeleeError::Store`] if the grid or the store refuse the setup.
-pub fn add_melee(world: &mut World, schedule: &mut Schedule, config: &MeleeConfig) -> Result<Vec<Entity>, MeleeError> {
+pub fn add_melee(app: &mut App, config: &MeleeConfig) -> Result<Vec<Entity>, MeleeError> {
     let positive = |v: f32| v.is_finite() && v > 0.0;
     if config.units_per_team == 0 || config.units_per_team > 10_000_000 {
         return Err(MeleeError::Config("units_per_team must be within 1..=10 million"));
     }
-    let values = [config.attack_range, config.damage_per_second, config.health, config.spacing, config.frame_time];
+    let values = [config.attack_range, config.damage_per_second, config.health, config.spacing];
     if !(values.into_iter().all(positive) && config.move_speed.is_finite() && config.move_speed >= 0.0) {
-        return Err(MeleeError::Config("ranges, damage, health, spacing and frame time must be finite and positive"));
+        return Err(MeleeError::Config("ranges, damage, health and spacing must be finite and positive"));
     }
+    let grid = BroadPhasePlugin::<UnitPosition>::try_new(Vec3::ZERO, config.attack_range).map_err(MeleeError::Grid)?;
+    let world = app.world_mut();
     let side = (config.units_per_team as f64).sqrt().ceil() as usize;
     let mut seed = config.seed;
     let mut jitter = move || {
@@ -206,21 +239,19 @@ pub fn add_melee(world: &mut World, schedule: &mut Schedule, config: &MeleeConfi
         }
         units.extend(world.spawn_batch(block));
     }
-    let grid = BroadPhase::<UnitPosition>::new(Vec3::ZERO, config.attack_range).map_err(MeleeError::Grid)?;
-    world.insert_resource(grid);
-    world.insert_resource(MeleeSettings {
-        move_speed: config.move_speed,
-        frame_time: config.frame_time,
-        max_range: config.attack_range,
-    });
+    world.insert_resource(MeleeSettings { move_speed: config.move_speed, max_range: config.attack_range });
     world.insert_resource(MeleeStats::default());
-    schedule.add_systems((march, update_broad_phase::<UnitPosition>, fight, reap).chain());
+    app.add_plugins(grid)
+        .init_state::<Battle>()
+        .add_systems(FixedUpdate, (march, fight, reap).chain().in_set(MeleeSystems).run_if(in_state(Battle::Fighting)))
+        .add_systems(FixedPostUpdate, check_victory.run_if(in_state(Battle::Fighting)))
+        .add_systems(OnEnter(Battle::Over), record_outcome);
     Ok(units)
 }
 
 /// Units without a target walk straight at the enemy side.
-pub fn march(mut units: Query<(&mut UnitPosition, &Team, &Engaged)>, settings: Res<MeleeSettings>) {
-    let step = settings.move_speed * settings.frame_time;
+pub fn march(mut units: Query<(&mut UnitPosition, &Team, &Engaged)>, settings: Res<MeleeSettings>, time: Res<Time>) {
+    let step = settings.move_speed * time.delta_secs();
     if step == 0.0 {
         return;
     }
@@ -233,12 +264,13 @@ pub fn march(mut units: Query<(&mut UnitPosition, &Team, &Engaged)>, settings: R
 
 /// Finds every pair of units within [`MeleeSettings::max_range`] with the
 /// grid's all-pairs query, keeps for each unit its nearest enemy within its
-/// own range, and deals damage for this frame.
+/// own range, and deals damage for this step.
 pub fn fight(
     units: Query<(&UnitPosition, &Team, &Attack)>,
     mut targets: Query<(Entity, &mut Health, &mut Engaged)>,
     grid: Res<BroadPhase<UnitPosition>>,
     settings: Res<MeleeSettings>,
+    time: Res<Time>,
     mut stats: ResMut<MeleeStats>,
     mut nearest: Local<HashMap<Entity, (Entity, f32)>>,
 ) {
@@ -268,7 +300,7 @@ pub fn fight(
     stats.frames += 1;
     for (&attacker, &(target, _)) in nearest.iter() {
         let Ok((_, team, attack)) = units.get(attacker) else { continue };
-        let damage = attack.damage_per_second * settings.frame_time;
+        let damage = attack.damage_per_second * time.delta_secs();
         if let Ok((_, mut health, _)) = targets.get_mut(target) {
             health.0 -= damage;
             stats.damage[usize::from(team.0.min(1))] += f64::from(damage);
@@ -295,6 +327,34 @@ pub fn reap(dead: Query<(Entity, &Health, &Team)>, mut commands: Commands, mut s
     });
 }
 
+/// Ends the battle once a team has no unit left (after [`reap`]'s
+/// despawns were applied).
+pub fn check_victory(units: Query<&Team>, mut next: ResMut<NextState<Battle>>) {
+    let mut units = units;
+    let mut alive = [false; 2];
+    units.for_each(|team| alive[usize::from(team.0.min(1))] = true);
+    if !(alive[0] && alive[1]) {
+        next.set(Battle::Over);
+    }
+}
+
+/// On entering [`Battle::Over`]: inserts the [`MeleeOutcome`].
+pub fn record_outcome(units: Query<&Team>, stats: Res<MeleeStats>, mut commands: Commands) {
+    let mut units = units;
+    let mut alive = [0usize; 2];
+    units.for_each(|team| alive[usize::from(team.0.min(1))] += 1);
+    let winner = match alive {
+        [0, 0] => None,
+        [_, 0] => Some(0),
+        _ => Some(1),
+    };
+    let outcome = MeleeOutcome { winner, steps: stats.frames };
+    commands.add(move |world: &mut World| -> Result<(), StoreError> {
+        world.insert_resource(outcome);
+        Ok(())
+    });
+}
+
 /// Units alive per team and the running totals.
 pub fn summary(world: &mut World) -> MeleeSummary {
     let mut alive = [0usize; 2];
@@ -306,6 +366,8 @@ pub fn summary(world: &mut World) -> MeleeSummary {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn unit(world: &mut World, team: u8, x: f32) -> Entity {
@@ -318,59 +380,90 @@ mod tests {
         ))
     }
 
-    fn still_battle() -> (World, Schedule) {
-        let mut world = World::new();
-        let mut schedule = Schedule::new();
+    /// A battle that does not march, one fixed step of 0.1 s per frame of
+    /// 0.1 s (the virtual clock's maximum delta raised to let it through).
+    fn still_battle() -> App {
+        let mut app = App::new();
+        app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(100)))
+            .insert_resource(Time::<Fixed>::from_duration(Duration::from_millis(100)));
+        app.world_mut().resource_mut::<Time<Virtual>>().unwrap().set_max_delta(Duration::from_millis(100));
         // One unit, so add_melee's setup runs; it is despawned before the test's units fight.
-        let config = MeleeConfig { units_per_team: 1, move_speed: 0.0, frame_time: 0.1, ..MeleeConfig::default() };
-        let setup = add_melee(&mut world, &mut schedule, &config).unwrap();
+        let config = MeleeConfig { units_per_team: 1, move_speed: 0.0, ..MeleeConfig::default() };
+        let setup = add_melee(&mut app, &config).unwrap();
         for e in setup {
-            world.despawn(e).unwrap();
+            app.world_mut().despawn(e).unwrap();
         }
-        (world, schedule)
+        app
     }
 
     #[test]
     fn a_unit_in_range_takes_damage_and_one_out_of_range_none() {
-        let (mut world, mut schedule) = still_battle();
-        let a = unit(&mut world, 0, 0.0);
-        let near = unit(&mut world, 1, 1.5); // in range of a
-        let far = unit(&mut world, 1, 10.0); // out of range of everyone
-        let friend = unit(&mut world, 0, -1.0); // in range of a, same team
-        schedule.run(&mut world).unwrap();
-        let health = |w: &World, e| w.get::<Health>(e).unwrap().0;
-        assert_eq!(health(&world, near), 97.0, "a hits its nearest enemy: 30/s for 0.1 s");
-        assert_eq!(health(&world, a), 97.0, "near hits back");
-        assert_eq!(health(&world, far), 100.0);
-        assert_eq!(health(&world, friend), 100.0, "friend is 2.5 from near: out of range, and a is a friend");
+        let mut app = still_battle();
+        let world = app.world_mut();
+        let a = unit(world, 0, 0.0);
+        let near = unit(world, 1, 1.5); // in range of a
+        let far = unit(world, 1, 10.0); // out of range of everyone
+        let friend = unit(world, 0, -1.0); // in range of a, same team
+        app.update();
+        let world = app.world();
+        let health = |e| world.get::<Health>(e).unwrap().0;
+        assert_eq!(health(near), 97.0, "a hits its nearest enemy: 30/s for 0.1 s");
+        assert_eq!(health(a), 97.0, "near hits back");
+        assert_eq!(health(far), 100.0);
+        assert_eq!(health(friend), 100.0, "friend is 2.5 from near: out of range, and a is a friend");
         assert!(world.get::<Engaged>(a).unwrap().0 && !world.get::<Engaged>(far).unwrap().0);
     }
 
     #[test]
     fn each_attacker_hits_only_its_nearest_enemy() {
-        let (mut world, mut schedule) = still_battle();
-        let a = unit(&mut world, 0, 0.0);
-        let close = unit(&mut world, 1, 0.5);
-        let farther = unit(&mut world, 1, -1.9);
-        schedule.run(&mut world).unwrap();
+        let mut app = still_battle();
+        let world = app.world_mut();
+        let a = unit(world, 0, 0.0);
+        let close = unit(world, 1, 0.5);
+        let farther = unit(world, 1, -1.9);
+        app.update();
         // a hits `close` only; both enemies hit a.
+        let world = app.world();
         assert_eq!(world.get::<Health>(close).unwrap().0, 97.0);
         assert_eq!(world.get::<Health>(farther).unwrap().0, 100.0);
         assert_eq!(world.get::<Health>(a).unwrap().0, 94.0);
     }
 
     #[test]
-    fn the_dead_are_despawned_and_leave_the_grid() {
-        let (mut world, mut schedule) = still_battle();
-        let a = unit(&mut world, 0, 0.0);
-        let b = unit(&mut world, 1, 1.0);
+    fn the_dead_are_despawned_and_leave_the_grid_and_the_battle_ends() {
+        let mut app = still_battle();
+        let world = app.world_mut();
+        let a = unit(world, 0, 0.0);
+        let b = unit(world, 1, 1.0);
         world.get_mut::<Health>(b).unwrap().0 = 2.0;
-        schedule.run(&mut world).unwrap(); // b takes 3 and dies
-        assert!(!world.contains(b) && world.contains(a));
-        schedule.run(&mut world).unwrap(); // the broad phase notices
+        app.update(); // b takes 3 and dies; check_victory asks for Over
+        assert!(!app.world().contains(b) && app.world().contains(a));
+        assert_eq!(app.world().resource::<State<Battle>>().unwrap().get(), &Battle::Fighting);
+        app.update(); // the transition; the step's broad phase drops b
+        let world = app.world();
+        assert_eq!(world.resource::<State<Battle>>().unwrap().get(), &Battle::Over);
+        assert_eq!(world.resource::<MeleeOutcome>(), Some(&MeleeOutcome { winner: Some(0), steps: 1 }));
         let grid = world.resource::<BroadPhase<UnitPosition>>().unwrap().grid();
         assert_eq!(grid.ids(), &[a]);
-        let s = summary(&mut world);
-        assert_eq!((s.alive, s.kills), ([1, 0], [1, 0]));
+        // Over: the battle's systems no longer run.
+        app.run_frames(3);
+        let s = summary(app.world_mut());
+        assert_eq!((s.alive, s.kills, s.frames), ([1, 0], [1, 0], 1));
+    }
+
+    #[test]
+    fn a_battle_is_the_same_for_the_same_config_and_fixed_steps() {
+        let battle = || {
+            let mut app = App::new();
+            app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(40)))
+                .insert_resource(Time::<Fixed>::from_duration(Duration::from_millis(20)));
+            add_melee(&mut app, &MeleeConfig { units_per_team: 100, ..MeleeConfig::default() }).unwrap();
+            app.run_frames(250);
+            summary(app.world_mut())
+        };
+        let (a, b) = (battle(), battle());
+        assert_eq!(a, b);
+        assert_eq!(a.frames, 500, "two steps a frame");
+        assert!(a.kills[0] + a.kills[1] > 0);
     }
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use ecs_core::prelude::*;
-use ecs_examples::melee::{MeleeConfig, MeleeStats, add_melee, summary};
+use ecs_examples::melee::{Battle, MeleeConfig, MeleeOutcome, MeleeStats, add_melee, summary};
 
 const HELP: &str = "melee: two teams of RTS units march at each other; each unit attacks the nearest enemy
 within attack range (2), found with the grid's all-pairs query; units at zero health die
@@ -14,8 +14,12 @@ within attack range (2), found with the grid's all-pairs query; units at zero he
 usage: melee [--units N] [--frames N]
 
   --units N    units per team (default 5000)
-  --frames N   frames to run, 1/30 s each (default 600)
+  --frames N   frames to run, each 1/30 s of game time and one fixed step (default 600);
+               the run ends early when a team is wiped out
   --help       this text";
+
+/// One frame of game time, and the fixed step: 1/30 s.
+const STEP: Duration = Duration::from_nanos(33_333_333);
 
 fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<(usize, usize)>, String> {
     let (mut units, mut frames) = (5_000usize, 600usize);
@@ -36,36 +40,33 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<(usize, usize)
 }
 
 fn main() -> ExitCode {
-    let (units, frames) = match parse(std::env::args().skip(1)) {
-        Ok(Some(v)) => v,
-        Ok(None) => {
-            println!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("melee: {e}\n\n{HELP}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut world = World::new();
-    let mut schedule = Schedule::new();
+    ecs_examples::cli::main_with("melee", HELP, parse, run)
+}
+
+fn run(&(units, frames): &(usize, usize)) -> Result<(), String> {
+    let mut app = App::new();
+    app.insert_resource(TimeUpdateStrategy::ManualDuration(STEP)).insert_resource(Time::<Fixed>::from_duration(STEP));
     let config = MeleeConfig { units_per_team: units, ..MeleeConfig::default() };
-    if let Err(e) = add_melee(&mut world, &mut schedule, &config) {
-        eprintln!("melee: {e}");
-        return ExitCode::FAILURE;
-    }
+    add_melee(&mut app, &config).map_err(|e| e.to_string())?;
+    app.build_schedules().map_err(|e| e.to_string())?;
     println!("melee: {units} units per team, attack range {}, {frames} frames", config.attack_range);
     let mut times: Vec<Duration> = Vec::with_capacity(frames);
     for frame in 0..frames {
         let start = Instant::now();
-        if let Err(e) = schedule.run(&mut world) {
-            eprintln!("melee: frame {frame}: {e}");
-            return ExitCode::FAILURE;
-        }
+        app.update();
         times.push(start.elapsed());
+        if app.world().resource::<State<Battle>>().is_some_and(|s| *s.get() == Battle::Over) {
+            let outcome = app.world().resource::<MeleeOutcome>().copied();
+            let winner = match outcome.and_then(|o| o.winner) {
+                Some(team) => format!("team {team} wins"),
+                None => "no unit left".to_owned(),
+            };
+            println!("frame {:4}: the battle is over: {winner}", frame + 1);
+            break;
+        }
         if frame % 50 == 49 || frame + 1 == frames {
-            let s = summary(&mut world);
-            let pairs = world.resource::<MeleeStats>().map_or(0, |m| m.pairs_in_range);
+            let s = summary(app.world_mut());
+            let pairs = app.world().resource::<MeleeStats>().map_or(0, |m| m.pairs_in_range);
             println!(
                 "frame {:4}: alive {:5} vs {:5}, pairs in range {pairs:6}, frame {:.3} ms",
                 frame + 1,
@@ -74,15 +75,10 @@ fn main() -> ExitCode {
                 times[frame].as_secs_f64() * 1e3
             );
         }
-        let s = summary(&mut world);
-        if s.alive[0] == 0 || s.alive[1] == 0 {
-            println!("frame {:4}: a team is wiped out", frame + 1);
-            break;
-        }
     }
-    let s = summary(&mut world);
+    let s = summary(app.world_mut());
     times.sort();
-    println!("summary after {} frames ({:.1} s of battle):", s.frames, s.frames as f64 * f64::from(config.frame_time));
+    println!("summary after {} steps ({:.1} s of battle):", s.frames, s.frames as f64 * STEP.as_secs_f64());
     for team in 0..2 {
         println!(
             "  team {team}: {:5} alive, {:5} kills, {:9.0} damage dealt",
@@ -94,7 +90,7 @@ fn main() -> ExitCode {
         times[times.len() / 2].as_secs_f64() * 1e3,
         times[times.len() - 1].as_secs_f64() * 1e3
     );
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 #[cfg(test)]
@@ -109,5 +105,10 @@ mod tests {
         assert!(parse(args(&["--units", "x"])).unwrap_err().contains("--units"));
         assert!(parse(args(&["--frames"])).unwrap_err().contains("needs a value"));
         assert!(parse(args(&["-x"])).unwrap_err().contains("unknown flag"));
+    }
+
+    #[test]
+    fn a_small_battle_runs_to_its_end() {
+        assert!(run(&(20, 2_000)).is_ok());
     }
 }
