@@ -1,6 +1,16 @@
 //! The showcase scene: static scenery, transform hierarchies (rigs), a flock
-//! of boids and two armies of melee units in one world, driven by one
-//! [`Schedule`] that runs the transform, broad-phase and replication systems.
+//! of boids and two armies of melee units in one [`App`]: the
+//! [`TransformPlugin`], two [`BroadPhasePlugin`]s, the flock and the battle
+//! in fixed steps of 1/60 s, and a replication server beside it.
+//!
+//! Each frame is 1/60 s of game time on a manual clock ([`FRAME`]), one
+//! fixed step: the broad phases (`FixedPreUpdate`), then [`spin_rigs`], the
+//! boids and the battle (`FixedUpdate`), then transform propagation and
+//! [`sync_positions`] (`PostUpdate`), then the replication tick
+//! ([`Showcase::step`]). The run is a state: [`ShowcaseState::Running`]
+//! while frames are measured, then [`Showcase::finish`] enters
+//! [`ShowcaseState::Summary`], which stops the simulation and records the
+//! [`ShowcaseSummary`].
 //!
 //! A chosen share of the rigs and boids is active (the units all march and
 //! fight, on a broad phase of their own: [`crate::melee`]); everything else
@@ -22,11 +32,15 @@
 //! let rows = show.system_rows();
 //! let propagation = rows.iter().find(|r| r.name == "propagate_transforms").unwrap();
 //! assert!(propagation.chunks.chunks_skipped > 0);
+//! let summary = show.finish().unwrap();
+//! assert_eq!(summary.fixed_steps, 2);
 //! ```
 
+use ecs_core::app::{AppError, Schedules};
 use ecs_core::prelude::*;
 use ecs_core::{ScheduleError, StoreError};
-use ecs_spatial::broad_phase::{BroadPhase, Position, update_broad_phase};
+use ecs_spatial::BroadPhasePlugin;
+use ecs_spatial::broad_phase::Position;
 
 use std::time::{Duration, Instant};
 
@@ -35,10 +49,10 @@ use ecs_replication::registry::RegistryError;
 use ecs_replication::transport::TransportError;
 use ecs_replication::transport::udp::Loopback;
 
-use crate::boids::{BoidsConfig, BoidsError, add_boids, set_frame_time};
-use crate::melee::{MeleeConfig, MeleeError, add_melee};
+use crate::boids::{BoidsConfig, BoidsError, BoidsSystems, add_boids};
+use crate::melee::{MeleeConfig, MeleeError, MeleeSummary, MeleeSystems, add_melee, summary};
 use ecs_transform::{
-    GlobalTransform, LocalTransform, WorldHierarchyExt, add_transform_systems, propagate_transforms, transform_bundle,
+    GlobalTransform, LocalTransform, TransformPlugin, TransformSystems, WorldHierarchyExt, transform_bundle,
 };
 use glam::{Quat, Vec3};
 
@@ -80,8 +94,10 @@ pub enum ShowcaseError {
     Config(String),
     /// The store refused an operation.
     Store(StoreError),
-    /// The schedule refused to build or run.
+    /// A schedule refused to build or run.
     Schedule(ScheduleError),
+    /// A schedule of the app refused to build.
+    App(AppError),
     /// A hierarchy edit failed.
     Hierarchy(ecs_transform::HierarchyError),
     /// The broad phase refused its configuration.
@@ -102,6 +118,7 @@ impl std::fmt::Display for ShowcaseError {
             ShowcaseError::Config(s) => write!(f, "bad configuration: {s}"),
             ShowcaseError::Store(e) => write!(f, "store: {e}"),
             ShowcaseError::Schedule(e) => write!(f, "schedule: {e}"),
+            ShowcaseError::App(e) => write!(f, "app: {e}"),
             ShowcaseError::Hierarchy(e) => write!(f, "hierarchy: {e}"),
             ShowcaseError::Grid(e) => write!(f, "broad phase: {e}"),
             ShowcaseError::Boids(e) => write!(f, "boids: {e}"),
@@ -126,6 +143,12 @@ impl From<ScheduleError> for ShowcaseError {
     }
 }
 
+impl From<AppError> for ShowcaseError {
+    fn from(e: AppError) -> Self {
+        ShowcaseError::App(e)
+    }
+}
+
 /// Nodes per rig: a root, three limbs of three nodes.
 pub const RIG_NODES: usize = 10;
 
@@ -142,13 +165,43 @@ pub struct Spin {
     pub phase: f32,
 }
 
-/// Fixed frame step, a resource.
+/// Game time per frame, and the fixed step: 1/60 s (the same duration
+/// for both, so every frame runs exactly one step).
+pub const FRAME: Duration = Duration::from_nanos(16_666_667);
+
+/// The showcase run (a state): the scene moves while
+/// [`ShowcaseState::Running`]; [`Showcase::finish`] enters
+/// [`ShowcaseState::Summary`], which stops it and records the
+/// [`ShowcaseSummary`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ShowcaseState {
+    /// Frames are being run and measured.
+    #[default]
+    Running,
+    /// The run is over.
+    Summary,
+}
+
+impl States for ShowcaseState {}
+
+/// The showcase's own systems in `FixedUpdate` ([`spin_rigs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ShowcaseSystems;
+
+impl SystemSet for ShowcaseSystems {}
+
+/// What the run did, a resource recorded on entering
+/// [`ShowcaseState::Summary`].
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FrameTime {
-    /// Seconds per frame.
-    pub dt: f32,
-    /// Seconds since the start.
-    pub elapsed: f32,
+pub struct ShowcaseSummary {
+    /// Fixed steps run.
+    pub fixed_steps: u64,
+    /// Game time simulated (the fixed steps), seconds.
+    pub game_seconds: f64,
+    /// Entities in the world.
+    pub entities: u32,
+    /// The battle: units alive and kills per team.
+    pub battle: MeleeSummary,
 }
 
 /// SplitMix64: small deterministic generator for scene layout.
@@ -176,14 +229,9 @@ impl Rng {
     }
 }
 
-/// Advances the frame clock.
-pub fn advance_clock(mut time: ResMut<FrameTime>) {
-    time.elapsed += time.dt;
-}
-
-/// Spins and bobs the active rigs' roots (their locals change every frame).
-pub fn spin_rigs(mut rigs: Query<(&mut LocalTransform, &Spin)>, time: Res<FrameTime>) {
-    let t = time.elapsed;
+/// Spins and bobs the active rigs' roots (their locals change every step).
+pub fn spin_rigs(mut rigs: Query<(&mut LocalTransform, &Spin)>, time: Res<Time>) {
+    let t = time.elapsed_secs();
     rigs.for_each_mut(|(mut local, spin)| {
         local.rotation = Quat::from_rotation_y(spin.speed * t);
         local.translation.y = 0.5 * (t * 2.0 + spin.phase).sin();
@@ -259,12 +307,19 @@ pub struct NetFrame {
     pub connected: usize,
 }
 
-/// The scene: world, schedule and what was spawned.
+/// On entering [`ShowcaseState::Summary`]: records the [`ShowcaseSummary`].
+fn record_summary(world: &mut World) {
+    let fixed_steps = world.resource::<Time<Fixed>>().map_or(0, Time::frame_count);
+    let game_seconds = world.resource::<Time<Fixed>>().map_or(0.0, Time::elapsed_secs_f64);
+    let battle = summary(world);
+    let entities = world.len();
+    world.insert_resource(ShowcaseSummary { fixed_steps, game_seconds, entities, battle });
+}
+
+/// The scene: the app and what was spawned.
 pub struct Showcase {
-    /// The world.
-    pub world: World,
-    /// The schedule every frame runs.
-    pub schedule: Schedule,
+    /// The app: world, plugins, schedules.
+    pub app: App,
     /// Scenery entities.
     pub scenery: usize,
     /// Rigs, and how many of them spin.
@@ -297,10 +352,17 @@ impl Showcase {
             return Err(ShowcaseError::Config(format!("active share {} is outside 0.0..=1.0", config.active)));
         }
         let mut rng = Rng::new(config.seed);
-        let mut world = World::new();
         let side = (config.entities as f32).sqrt() * 2.0;
-        world.insert_resource(FrameTime { dt: 1.0 / 60.0, elapsed: 0.0 });
-        world.insert_resource(BroadPhase::<Position>::new(Vec3::splat(-side), 8.0).map_err(ShowcaseError::Grid)?);
+        let grid = BroadPhasePlugin::<Position>::try_new(Vec3::splat(-side), 8.0).map_err(ShowcaseError::Grid)?;
+        let mut app = App::new();
+        app.add_plugins((TransformPlugin, grid))
+            .insert_resource(TimeUpdateStrategy::ManualDuration(FRAME))
+            .insert_resource(Time::<Fixed>::from_duration(FRAME))
+            .init_state::<ShowcaseState>()
+            .add_systems(FixedUpdate, spin_rigs.in_set(ShowcaseSystems))
+            .add_systems(PostUpdate, sync_positions.after(TransformSystems::Propagate))
+            .add_systems(OnEnter(ShowcaseState::Summary), record_summary);
+        let world = app.world_mut();
 
         let scenery = config.entities / 2;
         world.spawn_batch((0..scenery).map(|_| {
@@ -336,13 +398,8 @@ impl Showcase {
             }
         }
 
-        let mut schedule = Schedule::new();
-        schedule.add_systems((advance_clock, spin_rigs).chain());
-        add_transform_systems(&mut schedule);
-        schedule.add_systems(sync_positions.after(propagate_transforms).after(spin_rigs));
-        schedule.add_systems(update_broad_phase::<Position>.after(sync_positions));
-        // The flock shares the scene's broad phase (its systems read the grid
-        // after `update_broad_phase` and move boids after it has run).
+        // The flock shares the scene's broad phase (the plugin above keeps
+        // it before every fixed step; the boids read it in the step).
         let flock = BoidsConfig {
             boids: config.entities / 5,
             active_share: config.active as f32,
@@ -350,20 +407,23 @@ impl Showcase {
             add_broad_phase: false,
             ..BoidsConfig::default()
         };
-        let flock = add_boids(&mut world, &mut schedule, &flock).map_err(ShowcaseError::Boids)?;
+        let flock = add_boids(&mut app, &flock).map_err(ShowcaseError::Boids)?;
         for &boid in &flock.boids {
-            world.insert_one(boid, Replicated)?;
+            app.world_mut().insert_one(boid, Replicated)?;
         }
         // Two armies march at each other and fight (all-pairs query on the
         // units' own broad phase); the dead are despawned.
-        let armies = MeleeConfig {
-            units_per_team: (config.entities / 20).max(1),
-            frame_time: 1.0 / 60.0,
-            ..MeleeConfig::default()
-        };
-        let units = add_melee(&mut world, &mut schedule, &armies).map_err(ShowcaseError::Melee)?.len();
+        let armies = MeleeConfig { units_per_team: (config.entities / 20).max(1), ..MeleeConfig::default() };
+        let units = add_melee(&mut app, &armies).map_err(ShowcaseError::Melee)?.len();
+        // Everything moves only while the run is on.
+        let running = || in_state(ShowcaseState::Running);
+        app.configure_sets(FixedUpdate, ShowcaseSystems.run_if(running()))
+            .configure_sets(FixedUpdate, BoidsSystems.run_if(running()))
+            .configure_sets(FixedUpdate, MeleeSystems.run_if(running()));
+        app.build_schedules()?;
         let network = if config.clients > 0 {
-            let server = Server::new(&mut world, registry().map_err(ShowcaseError::Registry)?, ServerConfig::default());
+            let server =
+                Server::new(app.world_mut(), registry().map_err(ShowcaseError::Registry)?, ServerConfig::default());
             // The registry was accepted just above; a default one would only
             // make the clients refuse every packet (schema hash mismatch).
             let link =
@@ -373,8 +433,7 @@ impl Showcase {
             None
         };
         Ok(Showcase {
-            world,
-            schedule,
+            app,
             scenery,
             rigs: (rigs, spinning),
             boids: (flock.boids.len(), flock.active),
@@ -384,21 +443,36 @@ impl Showcase {
         })
     }
 
-    /// Runs one frame.
+    /// The world.
+    pub fn world(&self) -> &World {
+        self.app.world()
+    }
+
+    /// The world, mutably.
+    pub fn world_mut(&mut self) -> &mut World {
+        self.app.world_mut()
+    }
+
+    /// The run's state.
+    pub fn state(&self) -> ShowcaseState {
+        self.world().resource::<State<ShowcaseState>>().map_or(ShowcaseState::Running, |s| *s.get())
+    }
+
+    /// Runs one frame: the app's frame (one fixed step of 1/60 s), then the
+    /// replication tick.
     ///
     /// # Errors
     ///
-    /// The schedule's error when a system could not run.
+    /// The app's error when a schedule could not be built, the transport's
+    /// when the network tick failed.
     pub fn step(&mut self) -> Result<(), ShowcaseError> {
-        let dt = self.world.resource::<FrameTime>().map_or(1.0 / 60.0, |t| t.dt);
-        set_frame_time(&mut self.world, dt);
-        self.schedule.run(&mut self.world)?;
+        self.app.try_update()?;
         if let Some(net) = &mut self.network {
             let view = View { center: Vec3::ZERO, radius: VIEW_RADIUS };
             let start = Instant::now();
             let step = net
                 .link
-                .tick(&mut net.server, &mut self.world, Duration::from_secs_f32(dt), Some(view))
+                .tick(&mut net.server, self.app.world_mut(), FRAME, Some(view))
                 .map_err(ShowcaseError::Transport)?;
             let time = start.elapsed();
             let stats = net.server.tick_stats();
@@ -417,10 +491,45 @@ impl Showcase {
         Ok(())
     }
 
-    /// The latest frame's per-system figures, in the order systems were added.
+    /// Ends the run: enters [`ShowcaseState::Summary`] (one more frame, in
+    /// which nothing moves) and returns the [`ShowcaseSummary`] recorded on
+    /// entering it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Showcase::step`].
+    pub fn finish(&mut self) -> Result<ShowcaseSummary, ShowcaseError> {
+        if let Some(next) = self.world_mut().resource_mut::<NextState<ShowcaseState>>() {
+            next.set(ShowcaseState::Summary);
+        }
+        self.app.try_update()?;
+        self.world()
+            .resource::<ShowcaseSummary>()
+            .copied()
+            .ok_or_else(|| ShowcaseError::Config("the summary was not recorded".to_owned()))
+    }
+
+    /// The latest frame's per-system figures: every schedule of a frame in
+    /// the order they run (the fixed-step ones after `RunFixedMainLoop`),
+    /// each's systems in the order they were added; the state transitions
+    /// are left out.
     pub fn system_rows(&self) -> Vec<SystemRow> {
-        self.schedule
-            .system_stats()
+        let order = self.app.schedule_order();
+        let mut labels = Vec::new();
+        for label in &order.frame {
+            if *label == StateTransition.intern() {
+                continue;
+            }
+            labels.push(label.clone());
+            if *label == RunFixedMainLoop.intern() {
+                labels.extend(order.fixed.iter().cloned());
+            }
+        }
+        let Some(schedules) = self.world().resource::<Schedules>() else { return Vec::new() };
+        labels
+            .into_iter()
+            .filter_map(|label| schedules.get(label))
+            .flat_map(Schedule::system_stats)
             .map(|s| SystemRow {
                 name: short_name(&s.name),
                 chunks: s.chunks(),
@@ -434,6 +543,7 @@ impl Showcase {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ecs_spatial::BroadPhase;
 
     fn scene(active: f64) -> Showcase {
         Showcase::new(&ShowcaseConfig { entities: 6_000, active, seed: 3, clients: 0 }).unwrap()
@@ -488,27 +598,27 @@ mod tests {
         assert_eq!(
             names,
             [
-                "advance_clock",
-                "spin_rigs",
-                "propagate_transforms",
-                "sync_positions",
                 "update_broad_phase<Position>",
+                "update_broad_phase<UnitPosition>",
+                "spin_rigs",
                 "move_target_and_predator",
                 "steer_boids",
                 "move_boids",
                 "march",
-                "update_broad_phase<UnitPosition>",
                 "fight",
-                "reap"
+                "reap",
+                "check_victory",
+                "propagate_transforms",
+                "sync_positions",
             ]
         );
         // The change-driven systems skip every chunk (the boids' target and
-        // predator move every frame, so the broad phase visits their chunks).
+        // predator move every step, so the broad phase visits their chunks).
         for row in rows.iter().filter(|r| ["propagate_transforms", "sync_positions"].contains(&r.name.as_str())) {
             assert!(row.chunks.chunks_total > 0);
             assert_eq!(row.chunks.chunks_skipped, row.chunks.chunks_total, "{} visited a chunk", row.name);
         }
-        let stats = show.world.resource::<BroadPhase<Position>>().unwrap().stats();
+        let stats = show.world().resource::<BroadPhase<Position>>().unwrap().stats();
         // Only the target and the predator moved.
         assert_eq!((stats.chunks_visited(), stats.rows_rekeyed), (2, 2));
         // The system's own row is that change walk: counting its entities
@@ -524,7 +634,7 @@ mod tests {
         show.step().unwrap();
         let (_, spinning) = show.rigs;
         assert!(spinning > 0);
-        let stats = show.world.resource::<BroadPhase<Position>>().unwrap().stats();
+        let stats = show.world().resource::<BroadPhase<Position>>().unwrap().stats();
         // Roots bob, so every spinning root's position changed, and every
         // flying boid, the target and the predator moved; scenery, still rigs
         // and resting boids did not.
@@ -536,9 +646,36 @@ mod tests {
         assert_eq!(grid.chunks.chunks_total, stats.chunks_total);
         assert!(propagate.chunks.chunks_skipped > 0 && propagate.chunks.chunks_skipped < propagate.chunks.chunks_total);
         // Every entity with a position sits where its global transform says.
-        let mut q = show.world.query::<(&GlobalTransform, &Position)>();
-        for (global, pos) in q.iter(&show.world) {
+        let world = show.world_mut();
+        let mut q = world.query::<(&GlobalTransform, &Position)>();
+        for (global, pos) in q.iter(world) {
             assert!((global.translation() - pos.0).length() < 1e-4);
         }
+    }
+
+    #[test]
+    fn the_summary_state_stops_the_scene_and_records_the_run() {
+        let mut show = scene(0.5);
+        for _ in 0..5 {
+            show.step().unwrap();
+        }
+        assert_eq!(show.state(), ShowcaseState::Running);
+        let summary = show.finish().unwrap();
+        assert_eq!(show.state(), ShowcaseState::Summary);
+        // Five frames of one step each: the summary is recorded at the
+        // transition, before the summary frame's step.
+        assert_eq!(summary.fixed_steps, 5);
+        assert!((summary.game_seconds - 5.0 / 60.0).abs() < 1e-6);
+        assert_eq!(summary.entities, show.world().len());
+        assert_eq!(summary.battle.alive[0] + summary.battle.alive[1], show.units);
+        // Nothing moves any more: no position changes, the grid re-keys
+        // nothing.
+        let world = show.world_mut();
+        let mut moved = world.query_filtered::<Entity, Changed<Position>>();
+        moved.iter(world).count();
+        show.step().unwrap();
+        assert_eq!(moved.iter(show.world()).count(), 0);
+        let stats = show.world().resource::<BroadPhase<Position>>().unwrap().stats();
+        assert_eq!(stats.rows_rekeyed, 0);
     }
 }

@@ -1,6 +1,7 @@
 //! The showcase: the scene of [`ecs_examples::showcase`] (static scenery,
-//! transform hierarchies, boids, melee units) with replication to clients over loopback
-//! UDP, run for a number of frames, then a table per system of entities,
+//! transform hierarchies, boids, melee units in one `App`) with replication
+//! to clients over loopback UDP, run for a number of frames (the `Running`
+//! state), then the `Summary` state and a table per system of entities,
 //! chunks, chunks skipped, median and worst time per frame, and bytes per
 //! tick per client.
 //!
@@ -10,10 +11,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use ecs_core::ChunkStats;
-use ecs_examples::showcase::{Showcase, ShowcaseConfig};
+use ecs_examples::showcase::{Showcase, ShowcaseConfig, ShowcaseState};
 
-const HELP: &str = "showcase: static scenery, transform hierarchies, a flock of boids and melee units on one schedule,
-replicated to clients over loopback UDP in this process
+const HELP: &str = "showcase: static scenery, transform hierarchies, a flock of boids and melee units in one app
+(1/60 s of game time and one fixed step per frame), replicated to clients over loopback UDP in this process
 
 USAGE: cargo run --release -- [--entities N] [--active SHARE] [--frames N] [--clients N] [--seed N]
 
@@ -127,7 +128,7 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let (boids, flying) = show.boids;
     println!(
         "scene: {} entities ({} scenery, {} rigs of which {} move, {} boids of which {} fly, {} melee units), active share {:.1} %, built in {:.0} ms",
-        show.world.len(),
+        show.world().len(),
         show.scenery,
         rigs,
         spinning,
@@ -178,6 +179,15 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
             println!("frame {frame:>5}/{}: {:>8.1} us{connected}", options.frames, last.as_secs_f64() * 1e6);
         }
     }
+    let summary = show.finish()?;
+    if show.state() != ShowcaseState::Summary {
+        return Err("the run did not reach its summary".into());
+    }
+    let b = summary.battle;
+    println!(
+        "summary: {} fixed steps, {:.2} s of game time, {} entities; battle: {} vs {} units alive, {} vs {} kills",
+        summary.fixed_steps, summary.game_seconds, summary.entities, b.alive[0], b.alive[1], b.kills[0], b.kills[1]
+    );
     println!();
     println!(
         "{:<34} {:>9} {:>8} {:>10} {:>10} {:>10} {:>17}",
