@@ -61,6 +61,8 @@ pub struct ServerSession<I: ClientInput> {
     sources: BTreeMap<ClientId, InputSource>,
     messages: Mailbox<(ClientId, Vec<u8>)>,
     outgoing: Vec<(ClientId, Vec<u8>)>,
+    /// Bytes received per client (datagrams and messages).
+    upstream: BTreeMap<ClientId, u64>,
 }
 
 /// Received messages waiting to be taken, bounded.
@@ -108,7 +110,14 @@ impl<I: ClientInput> ServerSession<I> {
             sources: BTreeMap::new(),
             messages: Mailbox::default(),
             outgoing: Vec::new(),
+            upstream: BTreeMap::new(),
         }
+    }
+
+    /// Bytes received from a client so far (datagrams and messages,
+    /// payload only).
+    pub fn upstream_bytes(&self, id: ClientId) -> u64 {
+        self.upstream.get(&id).copied().unwrap_or(0)
     }
 
     /// Queues a message to a client on the reliable ordered channel.
@@ -129,6 +138,7 @@ impl<I: ClientInput> ServerSession<I> {
     /// Takes a message that arrived on the reliable channel (what the
     /// transport loop calls).
     pub fn receive_message(&mut self, id: ClientId, bytes: Vec<u8>) {
+        *self.upstream.entry(id).or_default() += bytes.len() as u64;
         self.messages.push((id, bytes));
     }
 
@@ -191,6 +201,7 @@ impl<I: ClientInput> ServerSession<I> {
 
     /// Takes one datagram from a client (acknowledgement or upstream).
     pub fn receive(&mut self, id: ClientId, bytes: &[u8]) -> Result<(), ServerError> {
+        *self.upstream.entry(id).or_default() += bytes.len() as u64;
         self.server.receive(id, bytes)?;
         if is_upstream(bytes)
             && let Some(buffer) = self.inputs.get_mut(&id)
@@ -305,6 +316,8 @@ pub struct ClientSession<I: ClientInput> {
     outbox: Vec<Vec<u8>>,
     messages: Mailbox<Vec<u8>>,
     outgoing: Vec<Vec<u8>>,
+    /// Bytes sent and received (payload: datagrams and messages).
+    traffic: (u64, u64),
 }
 
 impl<I: ClientInput> ClientSession<I> {
@@ -324,7 +337,13 @@ impl<I: ClientInput> ClientSession<I> {
             outbox: Vec::new(),
             messages: Mailbox::default(),
             outgoing: Vec::new(),
+            traffic: (0, 0),
         }
+    }
+
+    /// Payload bytes sent and received so far (datagrams and messages).
+    pub fn traffic(&self) -> (u64, u64) {
+        self.traffic
     }
 
     /// Queues a message to the server on the reliable ordered channel.
@@ -336,6 +355,7 @@ impl<I: ClientInput> ClientSession<I> {
     /// Takes a message that arrived on the reliable channel (what the
     /// transport loop calls).
     pub fn receive_message(&mut self, bytes: Vec<u8>) {
+        self.traffic.1 += bytes.len() as u64;
         self.messages.push(bytes);
     }
 
@@ -354,6 +374,7 @@ impl<I: ClientInput> ClientSession<I> {
 
     /// The messages to send (what the transport loop calls).
     pub fn take_outgoing_messages(&mut self) -> Vec<Vec<u8>> {
+        self.traffic.0 += self.outgoing.iter().map(|d| d.len() as u64).sum::<u64>();
         std::mem::take(&mut self.outgoing)
     }
 
@@ -389,6 +410,7 @@ impl<I: ClientInput> ClientSession<I> {
 
     /// Takes one datagram from the server.
     pub fn receive(&mut self, world: &mut World, bytes: &[u8]) -> Result<Receipt, ClientError> {
+        self.traffic.1 += bytes.len() as u64;
         let receipt = self.client.receive(world, bytes)?;
         if let Receipt::Applied { tick, .. } = receipt {
             self.clock.on_snapshot(tick, self.client.time_sync());
@@ -472,6 +494,7 @@ impl<I: ClientInput> ClientSession<I> {
 
     /// The datagrams to send, oldest first.
     pub fn take_datagrams(&mut self) -> Vec<Vec<u8>> {
+        self.traffic.0 += self.outbox.iter().map(|d| d.len() as u64).sum::<u64>();
         std::mem::take(&mut self.outbox)
     }
 }

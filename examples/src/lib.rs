@@ -1,5 +1,6 @@
 //! Scenes shared by the example binaries and the showcase: each module builds
 //! a world and the systems that drive it, so a binary is only flags and output.
+pub mod arena;
 pub mod boids;
 pub mod cli;
 pub mod cubes;

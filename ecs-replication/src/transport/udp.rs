@@ -7,6 +7,8 @@
 //! carries the snapshots on its unreliable channel.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use renet::{ConnectionConfig, DefaultChannel, RenetClient, RenetServer, ServerEvent};
@@ -19,6 +21,7 @@ use ecs_core::World;
 
 use super::{ClientTransport, ConnectionEvent, ServerStep, ServerTransport, TransportError, pump_client, serve};
 use crate::client::Client;
+use crate::conditioner::{Conditioner, LinkConfig, LinkStats};
 use crate::registry::Registry;
 use crate::server::{ClientId, Server, View};
 
@@ -94,7 +97,138 @@ pub fn connect_token(
     key: &PrivateKey,
     client: u64,
 ) -> Result<ConnectToken, TransportError> {
-    ConnectToken::generate(now()?, protocol_id, 300, client, 15, vec![address], None, key).map_err(err("connect token"))
+    connect_token_via(&[address], protocol_id, key, client)
+}
+
+/// A connect token naming several addresses: the client tries them in
+/// order, and the server accepts the token if its own address is among
+/// them. Through a [`LinkProxy`]: `[proxy, server]`.
+pub fn connect_token_via(
+    addresses: &[SocketAddr],
+    protocol_id: u64,
+    key: &PrivateKey,
+    client: u64,
+) -> Result<ConnectToken, TransportError> {
+    ConnectToken::generate(now()?, protocol_id, 300, client, 15, addresses.to_vec(), None, key)
+        .map_err(err("connect token"))
+}
+
+/// A UDP relay between one client and a server that conditions both
+/// directions (latency, jitter, loss, duplication) with a [`Conditioner`]
+/// counting milliseconds: the whole stack above (netcode, renet's
+/// reliable channel, snapshots, inputs) sees a bad link. It runs on its own
+/// thread until dropped. Connect with [`connect_token_via`]`(&[proxy.address(), server], ..)`.
+///
+/// Datagrams only go to the server, and back only to the first client
+/// address that sent one (others are dropped), so it is no open relay.
+pub struct LinkProxy {
+    address: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<LinkStats>>,
+}
+
+impl LinkProxy {
+    /// Starts relaying from a socket bound to `listen` (port 0: any) to
+    /// `server`, `up` conditioning client-to-server datagrams and `down`
+    /// the others, in milliseconds (`delay` and `jitter` are ms).
+    pub fn start(
+        listen: SocketAddr,
+        server: SocketAddr,
+        up: LinkConfig,
+        down: LinkConfig,
+        seed: u64,
+    ) -> Result<LinkProxy, TransportError> {
+        let outer = UdpSocket::bind(listen).map_err(err("proxy bind"))?;
+        let address = outer.local_addr().map_err(err("proxy address"))?;
+        let inner_bind =
+            if server.is_ipv4() { SocketAddr::from(([0, 0, 0, 0], 0)) } else { SocketAddr::from(([0u16; 8], 0)) };
+        let inner = UdpSocket::bind(inner_bind).map_err(err("proxy bind"))?;
+        for s in [&outer, &inner] {
+            s.set_nonblocking(true).map_err(err("proxy socket"))?;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("link-proxy".into())
+            .spawn(move || {
+                relay(outer, inner, server, Conditioner::new(up, seed), Conditioner::new(down, seed ^ 0xD0), &flag)
+            })
+            .map_err(err("proxy thread"))?;
+        Ok(LinkProxy { address, stop, thread: Some(thread) })
+    }
+
+    /// The address clients send to.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Stops the relay and returns what each direction did (up, then down
+    /// combined: datagrams, losses, bytes).
+    pub fn stop(mut self) -> LinkStats {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default()
+    }
+}
+
+impl Drop for LinkProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn relay(
+    outer: UdpSocket,
+    inner: UdpSocket,
+    server: SocketAddr,
+    mut up: Conditioner,
+    mut down: Conditioner,
+    stop: &AtomicBool,
+) -> LinkStats {
+    let start = std::time::Instant::now();
+    let mut client: Option<SocketAddr> = None;
+    let mut buffer = vec![0u8; 2048];
+    let mut due = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let now = start.elapsed().as_millis() as u64;
+        let mut busy = false;
+        while let Ok((n, from)) = outer.recv_from(&mut buffer) {
+            busy = true;
+            if *client.get_or_insert(from) == from {
+                up.send(now, &buffer[..n]);
+            }
+        }
+        while let Ok((n, from)) = inner.recv_from(&mut buffer) {
+            busy = true;
+            if from == server {
+                down.send(now, &buffer[..n]);
+            }
+        }
+        up.receive(now, &mut due);
+        for d in due.drain(..) {
+            let _ = inner.send_to(&d, server);
+        }
+        down.receive(now, &mut due);
+        if let Some(to) = client {
+            for d in due.drain(..) {
+                let _ = outer.send_to(&d, to);
+            }
+        }
+        due.clear();
+        if !busy {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+    }
+    let (u, d) = (up.stats(), down.stats());
+    LinkStats {
+        sent: u.sent + d.sent,
+        lost: u.lost + d.lost,
+        duplicated: u.duplicated + d.duplicated,
+        corrupted: u.corrupted + d.corrupted,
+        bytes_sent: u.bytes_sent + d.bytes_sent,
+    }
 }
 
 impl ServerTransport for UdpServer {
