@@ -5,6 +5,7 @@ pub mod boids;
 pub mod cli;
 pub mod cubes;
 pub mod melee;
+pub mod pong;
 pub mod showcase;
 
 /// The workspace README's code blocks, run as doc tests (this crate depends
