@@ -1,14 +1,20 @@
-//! Criterion bench of the ecs_bench_suite `schedule` case: one function per
-//! implementation with a schedule (ours; bevy with feature `peers`). One
-//! iteration is one run of the schedule of systems `ab`, `cd` and `ce`.
+//! Criterion bench of the `schedule` scenario: one function per
+//! implementation with a schedule (ours; bevy with feature `peers`). The
+//! ecs_bench_suite `schedule` case: one iteration is one run of the
+//! schedule of systems `ab`, `cd` and `ce`. The app-frame cases: one
+//! iteration is one `App::update` of an app with 50 trivial systems in 7
+//! labelled schedules (ours against bevy_app).
 //!
 //! Each scene is checked before timing and after it (every sampled entity
-//! must show its pairs swapped once per run), so both do the same work.
+//! must show its pairs swapped once per run; every app system ran once per
+//! frame, or never where its run condition says no), so both do the same
+//! work.
 
 #![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ecs_bench::runner::{Impl, SCHEDULE_CASE, schedule_scene};
+use ecs_bench::runner::{Impl, SCHEDULE_CASE, app_scene, schedule_scene};
+use ecs_bench::scenes::app::APP_CASES;
 
 fn schedule(c: &mut Criterion) {
     let mut group = c.benchmark_group(SCHEDULE_CASE);
@@ -27,5 +33,24 @@ fn schedule(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, schedule);
+fn app_frames(c: &mut Criterion) {
+    for case in &APP_CASES {
+        let mut group = c.benchmark_group(case.name);
+        for &imp in Impl::compiled() {
+            let Some(mut scene) = app_scene(case, imp) else {
+                continue;
+            };
+            if let Err(e) = scene.check_frames() {
+                panic!("{}/{}: check before timing: {e}", case.name, imp.name());
+            }
+            group.bench_function(imp.name(), |b| b.iter(|| scene.frame()));
+            if let Err(e) = scene.check() {
+                panic!("{}/{}: check after timing: {e}", case.name, imp.name());
+            }
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, schedule, app_frames);
 criterion_main!(benches);

@@ -13,7 +13,9 @@ usage: ecs-bench SCENARIO [--json] [--quick]
 SCENARIO:
   suite     ecs_bench_suite cases: simple_insert, simple_iter, frag_iter, heavy_compute, add_remove
   skip      chunk skipping: 100k entities, Changed<Pos> consumer, 0-100 % movers
-  schedule  ecs_bench_suite schedule: systems ab, cd, ce in one schedule, 4 x 10k entities
+  schedule  ecs_bench_suite schedule: systems ab, cd, ce in one schedule, 4 x 10k entities; app frames
+            vs bevy_app: 50 trivial systems in 7 labelled schedules, all running, half skipped by
+            run conditions, all on one thread
   transform hierarchy propagation vs bevy_transform: wide, deep, flat, humanoids; static, 5 %, all moving
   spatial   broad phase vs kiddo and rstar, one thread: 100k points (uniform, clustered), radius 5;
             build, all radius queries, all pairs, std sort reference; the broad-phase system

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::measure::{self, Batched, Config, Measurement, Sampler, WithSetup};
+use crate::scenes::app::{APP_CASES, AppCase, AppScene};
 use crate::scenes::spatial::{self, SPATIAL_CASES, SpatialOp, SpatialScene};
 use crate::scenes::transform::{TRANSFORM_CASES, TransformCase, TransformScene};
 use crate::scenes::{
@@ -17,7 +18,8 @@ pub enum Scenario {
     Suite,
     /// Chunk skipping under `Changed<Pos>`.
     Skip,
-    /// The ecs_bench_suite `schedule` case: three systems in one schedule.
+    /// The ecs_bench_suite `schedule` case: three systems in one schedule;
+    /// and app frames: 50 trivial systems in 7 labelled schedules.
     Schedule,
     /// Hierarchy propagation, ours against `bevy_transform`.
     Transform,
@@ -380,15 +382,72 @@ pub fn schedule_scene(imp: Impl) -> Option<Box<dyn ScheduleScene>> {
 /// The case name of the `schedule` scenario's only row per implementation.
 pub const SCHEDULE_CASE: &str = "schedule";
 
+/// Builds the app-frame scene for `case` on `imp`; `None` where the
+/// implementation has no app (hecs).
+pub fn app_scene(case: &AppCase, imp: Impl) -> Option<Box<dyn AppScene>> {
+    match imp {
+        Impl::Ours => Some(Box::new(scenes::app::ours::AppFrame::new(case))),
+        #[cfg(feature = "peers")]
+        Impl::Bevy => Some(Box::new(scenes::app::bevy::AppFrame::new(case))),
+        _ => None,
+    }
+}
+
 /// Runs the `schedule` scenario; `on_row` is called as each row is measured.
 ///
-/// Each implementation's scene is checked before timing (initial values,
-/// then after one and two runs) and again after timing, with the total
-/// number of runs, which warm-up and samples included: the sampled entities
-/// must show every pair swapped once per run, so both implementations did the
-/// same work. One iteration is one run of the schedule; the implementations
-/// are measured interleaved.
-pub fn run_schedule(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
+/// The `schedule` case: each implementation's scene is checked before
+/// timing (initial values, then after one and two runs) and again after
+/// timing, with the total number of runs, which warm-up and samples
+/// included: the sampled entities must show every pair swapped once per
+/// run, so both implementations did the same work. One iteration is one run
+/// of the schedule; the implementations are measured interleaved.
+///
+/// Then the app-frame cases ([`APP_CASES`]): one iteration is one
+/// `App::update` of an app with 50 trivial systems in 7 labelled schedules
+/// (ours against bevy_app), checked before and after timing (every system
+/// ran once per frame, or never where its run condition says no).
+pub fn run_schedule(cfg: &Config, on_row: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
+    let mut on_row = on_row;
+    let mut rows = run_schedule_case(cfg, &mut on_row)?;
+    for case in &APP_CASES {
+        let mut scenes: Vec<(Impl, Box<dyn AppScene>)> = Vec::new();
+        for &imp in Impl::compiled() {
+            let Some(mut scene) = app_scene(case, imp) else {
+                continue;
+            };
+            scene
+                .check_frames()
+                .map_err(|e| format!("schedule/{}/{}: check before timing: {e}", case.name, imp.name()))?;
+            scenes.push((imp, scene));
+        }
+        let measurements = {
+            let mut samplers: Vec<Batched<_>> =
+                scenes.iter_mut().map(|(_, scene)| Batched::new(move || scene.frame())).collect();
+            let mut refs: Vec<&mut dyn Sampler> = samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
+            measure::measure_interleaved(cfg, &mut refs)
+        };
+        for ((imp, scene), measurement) in scenes.iter().zip(measurements) {
+            scene.check().map_err(|e| format!("schedule/{}/{}: check after timing: {e}", case.name, imp.name()))?;
+            let row = Row {
+                scenario: Scenario::Schedule,
+                case: case.name,
+                imp: *imp,
+                measurement,
+                chunks: None,
+                rows: None,
+                systems: Vec::new(),
+                count: None,
+                kbps: None,
+            };
+            on_row(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// The `schedule` case of [`run_schedule`].
+fn run_schedule_case(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
     let mut scenes: Vec<(Impl, Box<dyn ScheduleScene>)> = Vec::new();
     for &imp in Impl::compiled() {
         let Some(mut scene) = schedule_scene(imp) else {
@@ -723,7 +782,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
         match scenario {
             Scenario::Suite => "frame",
             Scenario::Skip => "frame of the Changed<Pos> consumer",
-            Scenario::Schedule => "schedule run",
+            Scenario::Schedule => "schedule run or app frame",
             Scenario::Transform => "propagation run (movers untimed)",
             Scenario::Spatial => "build or pass over all 100k points, one thread",
             Scenario::Replication => "server tick",
@@ -743,7 +802,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
         }
         // hecs has no schedule: no hecs columns here.
         Scenario::Schedule => {
-            let _ = write!(out, "{:<18} {:>10} {:>10} {:>10}", "case", "ours", "bevy", "ours/bevy");
+            let _ = write!(out, "{:<26} {:>10} {:>10} {:>10}", "case", "ours", "bevy", "ours/bevy");
         }
         Scenario::Transform => {
             let _ = write!(
@@ -795,7 +854,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
                 );
             }
             Scenario::Schedule => {
-                let _ = write!(out, "{:<18} {:>10} {:>10} {:>10}", case, fmt_us(o), fmt_us(b), fmt_ratio(o, b));
+                let _ = write!(out, "{:<26} {:>10} {:>10} {:>10}", case, fmt_us(o), fmt_us(b), fmt_ratio(o, b));
             }
             Scenario::Transform => {
                 let ours = get(case, Impl::Ours);

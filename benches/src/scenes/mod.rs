@@ -6,13 +6,16 @@
 //! (feature `peers`) are the reference implementations.
 //!
 //! Suite scenes implement [`Frame`]; change-detection scenes implement
-//! [`SkipScene`]; the system-schedule scenes implement [`ScheduleScene`];
+//! [`SkipScene`]; the system-schedule scenes implement [`ScheduleScene`],
+//! and the app frames of the same scenario live in [`app`] (ours against
+//! `bevy_app`);
 //! the hierarchy-propagation scenes live in [`transform`] (ours against
 //! `bevy_transform`), the broad-phase scenes in [`spatial`] (ours against
 //! kiddo and rstar).
 
 use glam::{Mat4, Vec3};
 
+pub mod app;
 pub mod ours;
 
 #[cfg(feature = "peers")]
