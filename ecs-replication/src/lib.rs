@@ -70,6 +70,7 @@ pub mod conditioner;
 pub mod delta;
 pub mod input;
 pub mod interpolation;
+pub mod plugin;
 pub mod prediction;
 pub mod quantize;
 pub mod registry;

@@ -6,6 +6,7 @@
 //! channel. The codec, server and client know nothing of any of this.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use ecs_core::World;
@@ -164,17 +165,31 @@ pub fn pump_client<T: ClientTransport>(
     Ok(step)
 }
 
-/// One server tick of a game through a transport: connections (new clients
-/// get `view`), datagrams in (acknowledgements and inputs), every client's
-/// input for the tick written into its entities, `simulate` (the game's
-/// fixed step), one snapshot update, snapshots out.
-pub fn serve_session<I: ClientInput, T: ServerTransport>(
+/// One server tick of a game through a transport: [`serve_session_receive`],
+/// `simulate` (the game's fixed step), [`serve_session_send`].
+pub fn serve_session<I: ClientInput, T: ServerTransport + ?Sized>(
     session: &mut ServerSession<I>,
     world: &mut World,
     transport: &mut T,
     dt: Duration,
     view: Option<View>,
     simulate: impl FnOnce(&mut World),
+) -> Result<ServerStep, TransportError> {
+    let mut step = serve_session_receive(session, world, transport, dt, view)?;
+    simulate(world);
+    serve_session_send(session, world, transport, &mut step)?;
+    Ok(step)
+}
+
+/// The first half of a server tick: connections (new clients get `view`),
+/// datagrams and messages in, every client's input for the tick written
+/// into its entities. The game's fixed step runs after it.
+pub fn serve_session_receive<I: ClientInput, T: ServerTransport + ?Sized>(
+    session: &mut ServerSession<I>,
+    world: &mut World,
+    transport: &mut T,
+    dt: Duration,
+    view: Option<View>,
 ) -> Result<ServerStep, TransportError> {
     let mut events = Vec::new();
     transport.update(dt, &mut events)?;
@@ -205,7 +220,17 @@ pub fn serve_session<I: ClientInput, T: ServerTransport>(
         }
     }
     session.apply_inputs(world);
-    simulate(world);
+    Ok(step)
+}
+
+/// The second half of a server tick, after the game's fixed step: one
+/// snapshot update, snapshots and messages out (their sizes into `step`).
+pub fn serve_session_send<I: ClientInput, T: ServerTransport + ?Sized>(
+    session: &mut ServerSession<I>,
+    world: &mut World,
+    transport: &mut T,
+    step: &mut ServerStep,
+) -> Result<(), TransportError> {
     session.update(world).map_err(|e: ServerError| TransportError(e.to_string()))?;
     for (id, packet) in session.packets() {
         transport.send(id, packet);
@@ -214,14 +239,13 @@ pub fn serve_session<I: ClientInput, T: ServerTransport>(
     for (id, message) in session.take_outgoing_messages() {
         transport.send_message(id, &message);
     }
-    transport.flush()?;
-    Ok(step)
+    transport.flush()
 }
 
 /// One client frame of a game through a transport: snapshots in, the
 /// session's frame (reconcile, new ticks, see [`ClientSession::frame`]),
 /// its upstream datagram out.
-pub fn pump_session<I: ClientInput, T: ClientTransport>(
+pub fn pump_session<I: ClientInput, T: ClientTransport + ?Sized>(
     session: &mut ClientSession<I>,
     world: &mut World,
     transport: &mut T,
@@ -427,6 +451,89 @@ impl ClientTransport for LocalClientEnd<'_> {
         self.net.reliable.get_mut(&self.id)?.1.take()
     }
 
+    fn flush(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+}
+
+/// A [`LocalNetwork`] that several owners share (an app's resources, for
+/// example): its ends own a handle instead of borrowing the network. Time
+/// still moves only by [`LocalNetwork::advance`] (through
+/// [`SharedNetwork::lock`]).
+#[derive(Clone, Debug, Default)]
+pub struct SharedNetwork(Arc<Mutex<LocalNetwork>>);
+
+impl SharedNetwork {
+    /// An empty network at tick 0.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The network (a panic while it was locked does not poison it for
+    /// others: its state stays consistent between calls).
+    pub fn lock(&self) -> MutexGuard<'_, LocalNetwork> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An owned server end.
+    pub fn server(&self) -> SharedServerEnd {
+        SharedServerEnd(self.clone())
+    }
+
+    /// An owned end of one client.
+    pub fn client(&self, id: ClientId) -> SharedClientEnd {
+        SharedClientEnd(self.clone(), id)
+    }
+}
+
+/// The server's end of a [`SharedNetwork`].
+#[derive(Clone, Debug)]
+pub struct SharedServerEnd(SharedNetwork);
+
+impl ServerTransport for SharedServerEnd {
+    fn update(&mut self, dt: Duration, events: &mut Vec<ConnectionEvent>) -> Result<(), TransportError> {
+        self.0.lock().server().update(dt, events)
+    }
+    fn send(&mut self, client: ClientId, packet: &[u8]) {
+        self.0.lock().server().send(client, packet)
+    }
+    fn receive(&mut self, client: ClientId) -> Option<Vec<u8>> {
+        self.0.lock().server().receive(client)
+    }
+    fn send_message(&mut self, client: ClientId, message: &[u8]) {
+        self.0.lock().server().send_message(client, message)
+    }
+    fn receive_message(&mut self, client: ClientId) -> Option<Vec<u8>> {
+        self.0.lock().server().receive_message(client)
+    }
+    fn flush(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+}
+
+/// One client's end of a [`SharedNetwork`].
+#[derive(Clone, Debug)]
+pub struct SharedClientEnd(SharedNetwork, ClientId);
+
+impl ClientTransport for SharedClientEnd {
+    fn update(&mut self, _dt: Duration) -> Result<(), TransportError> {
+        Ok(())
+    }
+    fn is_connected(&self) -> bool {
+        self.0.lock().client(self.1).is_connected()
+    }
+    fn send(&mut self, packet: &[u8]) {
+        self.0.lock().client(self.1).send(packet)
+    }
+    fn receive(&mut self) -> Option<Vec<u8>> {
+        self.0.lock().client(self.1).receive()
+    }
+    fn send_message(&mut self, message: &[u8]) {
+        self.0.lock().client(self.1).send_message(message)
+    }
+    fn receive_message(&mut self) -> Option<Vec<u8>> {
+        self.0.lock().client(self.1).receive_message()
+    }
     fn flush(&mut self) -> Result<(), TransportError> {
         Ok(())
     }

@@ -3,14 +3,14 @@
 //!
 //! Each [`Server::update`] is one network tick:
 //! 1. World level, once for all clients: replicated entities that appeared
-//!    ([`ecs_core::Added`] on the [`Replicated`] marker, chunk-skipping),
+//!    ([`ecs_core::Added`] on the [`Replicated`](crate::registry::Replicated) marker, chunk-skipping),
 //!    disappeared (an O(archetypes) count check; only when the count is off
 //!    are the known entities walked), and whose replicated components were
 //!    written (one `Changed<T>` query per component: whole chunks skipped by
 //!    their chunk tick, then row ticks). Values are quantized once; a write
 //!    that quantizes to the same value is not a change.
 //! 2. Interest: when anything moved or a view changed, the positions go into
-//!    an `ecs-spatial` [`SparseGrid`] and each client with a view radius asks
+//!    an `ecs-spatial` [`SparseGrid`](ecs_spatial::SparseGrid) and each client with a view radius asks
 //!    it; entering entities spawn on that client, leaving ones despawn.
 //! 3. Per client: the changes of this tick are added to the entities that
 //!    client tracks; every entity with unacknowledged work waits in the
@@ -257,7 +257,7 @@ pub struct Server {
 
 impl Server {
     /// A server replicating `registry`'s components of the entities in
-    /// `world` that carry [`Replicated`].
+    /// `world` that carry [`Replicated`](crate::registry::Replicated).
     pub fn new(world: &mut World, registry: Registry, config: ServerConfig) -> Server {
         let mut config = config;
         config.delta_window = config.delta_window.clamp(1, MAX_DELTA_BACK);

@@ -1,0 +1,246 @@
+//! App plugins: one line adds a replication server or client to an
+//! `ecs_core` [`App`].
+//!
+//! - [`ReplicationServerPlugin`] inserts a [`ReplicationServer`] resource
+//!   (the [`ServerSession`] and its transport) and runs each fixed step:
+//!   in [`FixedFirst`], connections, datagrams and messages in, and every
+//!   client's input written into its entities' [`PlayerInput`](crate::session::PlayerInput); the game's
+//!   systems run in [`FixedUpdate`](ecs_core::app::FixedUpdate) and read it; in [`FixedLast`], the
+//!   snapshots and messages go out. Connections arrive as
+//!   [`ReplicationServerEvent`]s (give a new client its entity with
+//!   [`ReplicationServer::set_controlled`]).
+//! - [`ReplicationClientPlugin`] inserts a [`ReplicationClient`] resource
+//!   (the [`ClientSession`] and its transport) and a [`LocalInput`] the
+//!   game writes, and runs the client's frame in [`PreUpdate`] with the
+//!   frame's real time: snapshots in, reconcile, as many [`ClientTick`]s as
+//!   the synced clock asks for (the game's predicted systems go in that
+//!   schedule: the same systems as the server's `FixedUpdate`, seeing only
+//!   the predicted entities' inputs), the upstream datagram out.
+//!
+//! The client does not use the app's fixed step: its tick rate follows the
+//! server's clock ([`crate::clock`]), faster or slower by a few percent.
+
+use std::marker::PhantomData;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ecs_core::Entity;
+use ecs_core::World;
+use ecs_core::app::{App, FixedFirst, FixedLast, Plugin, PreUpdate, ScheduleLabel, Time};
+use ecs_core::prelude::{Fixed, Real};
+use ecs_core::system::Events;
+
+use crate::input::ClientInput;
+use crate::registry::Registry;
+use crate::server::{ClientId, Server, ServerConfig, ServerError, View};
+use crate::session::{ClientSession, ClientSessionConfig, FrameReport, ServerSession};
+use crate::transport::{
+    ClientTransport, ServerStep, ServerTransport, pump_session, serve_session_receive, serve_session_send,
+};
+
+/// The schedule a client runs once per predicted tick (first runs and
+/// re-simulations alike): put the game's predicted systems here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ClientTick;
+
+impl ScheduleLabel for ClientTick {}
+
+/// A client came or went (server side).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicationServerEvent {
+    /// A client connected; it sees what the plugin's view says.
+    Connected(ClientId),
+    /// A client left.
+    Disconnected(ClientId),
+}
+
+/// The server's resource: the session, its transport, and the latest step.
+pub struct ReplicationServer<I: ClientInput> {
+    /// The replication session (snapshot server, input buffers, messages).
+    pub session: ServerSession<I>,
+    transport: Box<dyn ServerTransport + Send + Sync>,
+    view: Option<View>,
+    step: ServerStep,
+    errors: u64,
+}
+
+impl<I: ClientInput> ReplicationServer<I> {
+    /// Gives `entity` to a client (see [`ServerSession::set_controlled`]).
+    pub fn set_controlled(&mut self, world: &mut World, id: ClientId, entity: Entity) -> Result<(), ServerError> {
+        self.session.set_controlled(world, id, entity)
+    }
+
+    /// What the latest fixed step did (connections, refused datagrams,
+    /// bytes per client).
+    pub fn last_step(&self) -> &ServerStep {
+        &self.step
+    }
+
+    /// Transport errors so far (each skipped that step's rest).
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+}
+
+type ServerSetup = (Registry, ServerConfig, Box<dyn ServerTransport + Send + Sync>);
+
+/// Adds a replication server to an app. See the [module docs](self).
+pub struct ReplicationServerPlugin<I: ClientInput> {
+    setup: Mutex<Option<ServerSetup>>,
+    view: Option<View>,
+    _marker: PhantomData<fn() -> I>,
+}
+
+impl<I: ClientInput> ReplicationServerPlugin<I> {
+    /// A server of `registry`'s components over `transport`.
+    pub fn new(
+        registry: Registry,
+        config: ServerConfig,
+        transport: impl ServerTransport + Send + Sync + 'static,
+    ) -> Self {
+        ReplicationServerPlugin {
+            setup: Mutex::new(Some((registry, config, Box::new(transport)))),
+            view: None,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The view new clients get (default: everything).
+    pub fn with_view(mut self, view: Option<View>) -> Self {
+        self.view = view;
+        self
+    }
+}
+
+impl<I: ClientInput> Plugin for ReplicationServerPlugin<I> {
+    fn build(&self, app: &mut App) {
+        let Some((registry, config, transport)) = self.setup.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            return;
+        };
+        let server = Server::new(app.world_mut(), registry, config);
+        app.add_event::<ReplicationServerEvent>()
+            .insert_resource(ReplicationServer::<I> {
+                session: ServerSession::new(server),
+                transport,
+                view: self.view,
+                step: ServerStep::default(),
+                errors: 0,
+            })
+            .add_systems(FixedFirst, server_receive::<I>)
+            .add_systems(FixedLast, server_send::<I>);
+    }
+}
+
+fn fixed_step(world: &World) -> Duration {
+    world.resource::<Time<Fixed>>().map_or(Time::<Fixed>::DEFAULT_TIMESTEP, |t| t.timestep())
+}
+
+fn server_receive<I: ClientInput>(world: &mut World) {
+    let Some(mut server) = world.remove_resource::<ReplicationServer<I>>() else { return };
+    let dt = fixed_step(world);
+    let ReplicationServer { session, transport, view, step, errors } = &mut server;
+    match serve_session_receive(session, world, transport.as_mut(), dt, *view) {
+        Ok(s) => *step = s,
+        Err(_) => {
+            *errors += 1;
+            *step = ServerStep::default();
+        }
+    }
+    if let Some(events) = world.resource_mut::<Events<ReplicationServerEvent>>() {
+        for id in &step.connected {
+            events.send(ReplicationServerEvent::Connected(*id));
+        }
+        for id in &step.disconnected {
+            events.send(ReplicationServerEvent::Disconnected(*id));
+        }
+    }
+    world.insert_resource(server);
+}
+
+fn server_send<I: ClientInput>(world: &mut World) {
+    let Some(mut server) = world.remove_resource::<ReplicationServer<I>>() else { return };
+    let ReplicationServer { session, transport, step, errors, .. } = &mut server;
+    if serve_session_send(session, world, transport.as_mut(), step).is_err() {
+        *errors += 1;
+    }
+    world.insert_resource(server);
+}
+
+/// The input the local player gives now: the game writes it (from the
+/// keyboard, a pad, a script); the client samples it for each new tick.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LocalInput<I>(pub I);
+
+/// The client's resource: the session, its transport, and the latest frame.
+pub struct ReplicationClient<I: ClientInput> {
+    /// The replication session (snapshots, clock, inputs, prediction).
+    pub session: ClientSession<I>,
+    transport: Box<dyn ClientTransport + Send + Sync>,
+    report: FrameReport,
+    errors: u64,
+}
+
+impl<I: ClientInput> ReplicationClient<I> {
+    /// What the latest frame did.
+    pub fn last_frame(&self) -> FrameReport {
+        self.report
+    }
+
+    /// Transport errors so far.
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+}
+
+type ClientSetup = (Registry, ClientId, ClientSessionConfig, Box<dyn ClientTransport + Send + Sync>);
+
+/// Adds a replication client to an app. See the [module docs](self).
+pub struct ReplicationClientPlugin<I: ClientInput> {
+    setup: Mutex<Option<ClientSetup>>,
+    _marker: PhantomData<fn() -> I>,
+}
+
+impl<I: ClientInput> ReplicationClientPlugin<I> {
+    /// Client `id` (the transport's) of `registry`'s components over
+    /// `transport`.
+    pub fn new(
+        registry: Registry,
+        id: ClientId,
+        config: ClientSessionConfig,
+        transport: impl ClientTransport + Send + Sync + 'static,
+    ) -> Self {
+        ReplicationClientPlugin {
+            setup: Mutex::new(Some((registry, id, config, Box::new(transport)))),
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<I: ClientInput> Plugin for ReplicationClientPlugin<I> {
+    fn build(&self, app: &mut App) {
+        let Some((registry, id, config, transport)) = self.setup.lock().unwrap_or_else(|e| e.into_inner()).take()
+        else {
+            return;
+        };
+        let session = ClientSession::new(app.world_mut(), &registry, id, config);
+        app.insert_resource(ReplicationClient::<I> { session, transport, report: FrameReport::default(), errors: 0 })
+            .insert_resource(LocalInput(I::default()))
+            .add_systems(PreUpdate, client_frame::<I>);
+    }
+}
+
+fn client_frame<I: ClientInput>(world: &mut World) {
+    let Some(mut client) = world.remove_resource::<ReplicationClient<I>>() else { return };
+    let dt = world.resource::<Time<Real>>().map_or(Duration::ZERO, |t| t.delta());
+    let input = world.resource::<LocalInput<I>>().map(|i| i.0.clone()).unwrap_or_default();
+    let ReplicationClient { session, transport, report, errors } = &mut client;
+    // No ClientTick schedule (a client that predicts nothing) is fine.
+    let simulate = |w: &mut World| {
+        let _ = w.run_schedule(ClientTick);
+    };
+    match pump_session(session, world, transport.as_mut(), dt, |_| input.clone(), simulate) {
+        Ok((_, r)) => *report = r,
+        Err(_) => *errors += 1,
+    }
+    world.insert_resource(client);
+}
