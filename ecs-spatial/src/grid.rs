@@ -1,5 +1,5 @@
-//! The compact sparse grid: points sorted by cell key with an LSD radix sort,
-//! and a cell table of `(key, start, count)`.
+//! The compact sparse grid: points sorted by cell key, a cell table of
+//! `(key, start, count)`, and an O(1) lookup from a cell to its points.
 //!
 //! Build from plain slices with [`SparseGrid::rebuild`] (or
 //! [`SparseGrid::par_rebuild`]). All buffers belong to the grid and are
@@ -9,10 +9,11 @@
 use glam::Vec3;
 use rayon::prelude::*;
 
-use crate::cell::{AXIS_BITS, AXIS_MASK, BIAS, CellKey, cell_axis, pack_unchecked};
+use crate::cell::{AXIS_BITS, AXIS_MASK, BIAS, CELL_MAX, CELL_MIN, CellKey, cell_axis, pack_unchecked};
 use crate::error::{BatchError, EncodeError, GridError};
+use crate::hash::CellHash;
+use crate::kernel::{LANES, Soa};
 use crate::point::{EntityId, GridPoint};
-use crate::radix::radix_sort_by_key;
 
 /// One occupied cell: its key and its points' range in the grid's sorted
 /// arrays (`start..start + count`).
@@ -26,23 +27,91 @@ pub struct Cell {
     pub count: u32,
 }
 
-/// How queries find the points of a row of cells.
+/// How queries should find the points of a row of cells (the request; see
+/// [`LookupKind`] for what a build chose).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum CellLookup {
-    /// A dense offset table over the occupied cells' bounding box when it has
-    /// at most `16 * points + 65536` cells (O(1) per row of cells), otherwise
-    /// binary search over the sorted cell table.
+    /// Chosen per build: a dense offset table over the occupied cells'
+    /// bounding box while it has at most `4 * points + 65536` cells (4
+    /// bytes each, one load per row of cells), otherwise the hash table
+    /// over the occupied cells. Both are O(1) per lookup.
     #[default]
     Auto,
-    /// Always binary search over the sorted cell table (least memory; cost
-    /// independent of how spread out the points are).
+    /// Always the hash table over the occupied cells (memory proportional
+    /// to the occupied cells whatever their bounding box).
+    Hashed,
+    /// Always a binary search of the sorted cell table (no extra memory;
+    /// O(log cells) per lookup).
     BinarySearch,
 }
 
+/// The lookup the latest build or edit chose (see [`GridStats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LookupKind {
+    /// The grid is empty.
+    #[default]
+    None,
+    /// A dense offset table over the occupied cells' bounding box.
+    Dense,
+    /// An open-addressing hash table over the occupied cells' keys.
+    Hashed,
+    /// Binary search of the sorted cell table.
+    BinarySearch,
+}
+
+/// How the latest build put the points in key order (see [`GridStats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BuildKind {
+    /// Nothing built yet, or the grid is empty.
+    #[default]
+    None,
+    /// One counting pass over the dense table's cells (the bounding box is
+    /// small enough for the dense lookup).
+    Counting,
+    /// An LSD radix sort of the keys relabelled into `key_bits` bits (only
+    /// the bits that vary inside the bounding box), in `passes` passes.
+    Radix {
+        /// Bits of the relabelled keys.
+        key_bits: u32,
+        /// Radix passes run.
+        passes: u32,
+    },
+    /// An incremental edit ([`SparseGrid::apply_edits`]) after a build.
+    Edit,
+}
+
+/// What the latest build or edit of a [`SparseGrid`] chose, and its sizes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct GridStats {
+    /// Points in the grid.
+    pub points: usize,
+    /// Occupied cells.
+    pub cells: usize,
+    /// Cells in the occupied cells' bounding box (saturating).
+    pub bounding_box_cells: u64,
+    /// The cell lookup queries use.
+    pub lookup: LookupKind,
+    /// Entries of the dense table (0 unless [`LookupKind::Dense`]).
+    pub dense_entries: usize,
+    /// Slots of the hash table (0 unless [`LookupKind::Hashed`]).
+    pub hash_slots: usize,
+    /// How the points were put in key order.
+    pub build: BuildKind,
+}
+
 /// The dense table is used while the bounding box has at most
-/// `DENSE_CELLS_PER_POINT * points + DENSE_CELLS_MIN` cells (4 bytes each).
-const DENSE_CELLS_PER_POINT: usize = 16;
-const DENSE_CELLS_MIN: usize = 1 << 16;
+/// `DENSE_CELLS_PER_POINT * points + DENSE_CELLS_MIN` cells (4 bytes each):
+/// building it costs a pass over those cells, which must stay of the order
+/// of the points' own passes.
+const DENSE_CELLS_PER_POINT: u64 = 4;
+const DENSE_CELLS_MIN: u64 = 1 << 16;
+
+/// A hashed row lookup probes each cell of a run of at most this many
+/// cells; a longer run is found by binary search of the cell table.
+const HASH_RUN_MAX: i32 = 8;
+
+/// Radix digits are at most this many bits (2048 counters, 8 KiB, in L1).
+const RADIX_DIGIT_MAX: u32 = 11;
 
 /// Parallel work is split into blocks of this many points.
 pub(crate) const PAR_BLOCK: usize = 4096;
@@ -75,6 +144,8 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     // Sorted by cell key.
     pub(crate) positions: Vec<P>,
     pub(crate) ids: Vec<I>,
+    /// The same positions as coordinate arrays, for the distance kernel.
+    pub(crate) soa: Soa,
     order: Vec<u32>,
     cells: Vec<Cell>,
     cell_keys: Vec<u64>,
@@ -82,9 +153,11 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     pub(crate) min: [i32; 3],
     pub(crate) max: [i32; 3],
     span: [usize; 3],
+    kind: LookupKind,
+    build: BuildKind,
     // Dense lookup: `dense[i]..dense[i + 1]` are the points of dense cell `i`.
     dense: Vec<u32>,
-    use_dense: bool,
+    hash: CellHash,
     // Scratch, reused across rebuilds.
     point_keys: Vec<u64>,
     narrow: Vec<u64>,
@@ -95,6 +168,7 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     // Back buffers of incremental edits ([`SparseGrid::apply_edits`]).
     positions_back: Vec<P>,
     ids_back: Vec<I>,
+    soa_back: Soa,
     cells_back: Vec<Cell>,
     cell_keys_back: Vec<u64>,
     edit_ops: Vec<EditOp>,
@@ -117,7 +191,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// starts at `origin`.
     ///
     /// For radius queries and pairs, a cell size equal to the usual query
-    /// radius is a good start.
+    /// radius is a good start; [`suggest_cell_size`](crate::suggest_cell_size)
+    /// picks one from a sample of your positions (see the crate's README for
+    /// the measurements behind it).
     ///
     /// # Errors
     /// [`GridError::InvalidConfig`] if `cell_size` is not finite and positive
@@ -132,14 +208,17 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             lookup: CellLookup::Auto,
             positions: Vec::new(),
             ids: Vec::new(),
+            soa: Soa::default(),
             order: Vec::new(),
             cells: Vec::new(),
             cell_keys: Vec::new(),
             min: [0; 3],
             max: [0; 3],
             span: [0; 3],
+            kind: LookupKind::None,
+            build: BuildKind::None,
             dense: Vec::new(),
-            use_dense: false,
+            hash: CellHash::default(),
             point_keys: Vec::new(),
             narrow: Vec::new(),
             narrow_scratch: Vec::new(),
@@ -148,6 +227,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             counts: Vec::new(),
             positions_back: Vec::new(),
             ids_back: Vec::new(),
+            soa_back: Soa::default(),
             cells_back: Vec::new(),
             cell_keys_back: Vec::new(),
             edit_ops: Vec::new(),
@@ -207,22 +287,44 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
 
     /// The points of one cell, if it is occupied.
     pub fn cell_points(&self, key: CellKey) -> Option<(&[I], &[P])> {
-        let i = self.cell_keys.binary_search(&key.raw()).ok()?;
-        let c = self.cells[i];
+        let c = self.cells[self.cell_index(key.raw())?];
         let range = c.start as usize..(c.start + c.count) as usize;
         Some((&self.ids[range.clone()], &self.positions[range]))
     }
 
-    /// Whether the last rebuild chose the dense lookup table.
+    /// Whether the last build or edit chose the dense lookup table.
     pub fn uses_dense_lookup(&self) -> bool {
-        self.use_dense
+        self.kind == LookupKind::Dense
+    }
+
+    /// The cell lookup the last build or edit chose.
+    pub fn lookup_kind(&self) -> LookupKind {
+        self.kind
+    }
+
+    /// What the last build or edit chose, and the sizes behind the choice.
+    pub fn stats(&self) -> GridStats {
+        let volume = if self.is_empty() { 0 } else { self.span.iter().fold(1u64, |v, &s| v.saturating_mul(s as u64)) };
+        GridStats {
+            points: self.len(),
+            cells: self.cells.len(),
+            bounding_box_cells: volume,
+            lookup: self.kind,
+            dense_entries: if self.kind == LookupKind::Dense { self.dense.len() } else { 0 },
+            hash_slots: if self.kind == LookupKind::Hashed { self.hash.slots() } else { 0 },
+            build: self.build,
+        }
     }
 
     /// Rebuilds the grid from parallel id and position slices.
     ///
-    /// Cell keys are `floor((p - origin) / cell_size)` per axis; keys are
-    /// relabelled to the smallest bit width that covers the occupied cells'
-    /// bounding box (order preserved) and sorted by [`radix_sort_by_key`].
+    /// Cell keys are `floor((p - origin) / cell_size)` per axis. When the
+    /// occupied cells' bounding box is small enough for the dense lookup
+    /// table, one counting pass over that table puts the points in key
+    /// order; otherwise keys are relabelled to the smallest bit width that
+    /// covers the bounding box (order preserved) and radix sorted, with the
+    /// digit counts taken in the keying pass. Either way the positions are
+    /// gathered once, in key order, as points and as coordinate arrays.
     ///
     /// # Errors
     /// [`GridError::LengthMismatch`], [`GridError::TooManyPoints`], or
@@ -233,7 +335,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     /// [`rebuild`](Self::rebuild) with key computation and the final gather
-    /// run in parallel on rayon (the radix sort itself is sequential).
+    /// run in parallel on rayon (the sort itself is sequential).
     /// The result is identical to `rebuild`.
     ///
     /// # Errors
@@ -246,11 +348,14 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     pub fn clear(&mut self) {
         self.positions.clear();
         self.ids.clear();
+        self.soa.clear();
         self.order.clear();
         self.cells.clear();
         self.cell_keys.clear();
         self.dense.clear();
-        self.use_dense = false;
+        self.hash.clear();
+        self.kind = LookupKind::None;
+        self.build = BuildKind::None;
     }
 
     /// Total bytes reserved by the grid's buffers (a steady-state rebuild
@@ -259,16 +364,19 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         use std::mem::size_of;
         self.positions.capacity() * size_of::<P>()
             + self.ids.capacity() * size_of::<I>()
+            + self.soa.capacity_bytes()
             + self.order.capacity() * 4
             + self.cells.capacity() * size_of::<Cell>()
             + self.cell_keys.capacity() * 8
             + self.dense.capacity() * 4
+            + self.hash.capacity_bytes()
             + self.point_keys.capacity() * 8
             + (self.narrow.capacity() + self.narrow_scratch.capacity()) * 8
             + (self.wide.capacity() + self.wide_scratch.capacity()) * size_of::<(u64, u32)>()
             + self.counts.capacity() * 4
             + self.positions_back.capacity() * size_of::<P>()
             + self.ids_back.capacity() * size_of::<I>()
+            + self.soa_back.capacity_bytes()
             + self.cells_back.capacity() * size_of::<Cell>()
             + self.cell_keys_back.capacity() * 8
             + self.edit_ops.capacity() * size_of::<EditOp>()
@@ -277,19 +385,21 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     fn rebuild_impl(&mut self, ids: &[I], positions: &[P], parallel: bool) -> Result<(), GridError> {
-        self.clear();
         if ids.len() != positions.len() {
+            self.clear();
             return Err(GridError::LengthMismatch { ids: ids.len(), positions: positions.len() });
         }
         let n = positions.len();
         if n > u32::MAX as usize {
+            self.clear();
             return Err(GridError::TooManyPoints);
         }
         if n == 0 {
+            self.clear();
             return Ok(());
         }
 
-        // 1. Cell key of every point, and the bounding box of the cells.
+        // 1. The packed cell key of every point, and the cells' bounding box.
         let (origin, cell_size) = (self.origin, self.cell_size);
         self.point_keys.resize(n, 0);
         let bounds = if parallel {
@@ -307,7 +417,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let (min, max) = match bounds {
             Ok(b) => b,
             Err(e) => {
-                self.point_keys.clear();
+                self.clear();
                 return Err(GridError::InvalidPoint(e));
             }
         };
@@ -315,14 +425,124 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.max = max;
         let span = [0, 1, 2].map(|a| (max[a] - min[a]) as usize + 1);
         self.span = span;
+        self.cells.clear();
+        self.cell_keys.clear();
+        self.order.resize(n, 0);
+        self.positions.resize(n, positions[0]);
+        self.ids.resize(n, ids[0]);
+        self.soa.resize(n);
 
-        // 2. Order-preserving relabel into `bx + by + bz` bits, then radix sort.
+        // 2. Key order, by counting over the dense table or by radix sort.
+        let volume = span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
+        let dense_fits = volume.is_some_and(|v| v <= DENSE_CELLS_PER_POINT * n as u64 + DENSE_CELLS_MIN);
+        if dense_fits {
+            self.counting_build(ids, positions, volume.unwrap_or(0) as usize, parallel);
+            self.build = BuildKind::Counting;
+        } else {
+            self.radix_build(ids, positions, parallel);
+        }
+
+        // 3. The lookup.
+        self.kind = match self.lookup {
+            CellLookup::Auto if dense_fits => LookupKind::Dense,
+            CellLookup::Auto | CellLookup::Hashed => LookupKind::Hashed,
+            CellLookup::BinarySearch => LookupKind::BinarySearch,
+        };
+        match self.kind {
+            LookupKind::Dense => {
+                if self.build != BuildKind::Counting {
+                    self.fill_dense();
+                }
+                self.hash.clear();
+            }
+            LookupKind::Hashed => {
+                self.dense.clear();
+                self.hash.build(&self.cell_keys);
+            }
+            _ => {
+                self.dense.clear();
+                self.hash.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// Counting sort over the dense table (`volume` cells of the bounding
+    /// box): `point_keys` become dense indices and their counts, the counts
+    /// become the dense table, and each point is written straight to its
+    /// slot, in input order within a cell (as the stable radix sort does).
+    fn counting_build(&mut self, ids: &[I], positions: &[P], volume: usize, parallel: bool) {
+        let (min, span) = (self.min, self.span);
+        let dense = &mut self.dense;
+        dense.clear();
+        dense.resize(volume + 1, 0);
+        // `dense[d + 1]` counts dense cell `d`.
+        for key in self.point_keys.iter_mut() {
+            let [x, y, z] = unpack(*key);
+            let d = (x - min[0]) as usize + span[0] * ((y - min[1]) as usize + span[1] * (z - min[2]) as usize);
+            *key = d as u64;
+            dense[d + 1] += 1;
+        }
+        // Exclusive prefix sums: `dense[d + 1]` = first slot of cell `d`.
+        let mut sum = 0u32;
+        for c in dense[1..].iter_mut() {
+            let here = *c;
+            *c = sum;
+            sum += here;
+        }
+        // Each point's slot; afterwards `dense[d + 1]` = end of cell `d` =
+        // start of cell `d + 1`, so `dense[d]..dense[d + 1]` are cell `d`'s.
+        // Only the input index is scattered (4 bytes, into a table that
+        // stays in cache); the points follow in one gather, read at random
+        // but written in order.
+        for (i, &d) in self.point_keys.iter().enumerate() {
+            let cursor = &mut dense[d as usize + 1];
+            self.order[*cursor as usize] = i as u32;
+            *cursor += 1;
+        }
+        // The cell table, from the occupied dense cells in order: every
+        // dense cell is written at the next position, which advances only
+        // past occupied ones (no branch to mispredict on sparse rows).
+        let cells_max = self.positions.len().min(volume);
+        let cells = &mut self.cells;
+        let keys = &mut self.cell_keys;
+        cells.resize(cells_max + 1, Cell { key: CellKey::from_raw_unchecked(0), start: 0, count: 0 });
+        keys.resize(cells_max + 1, 0);
+        let mut next = 0usize;
+        let mut d = 0usize;
+        for z in 0..span[2] {
+            for y in 0..span[1] {
+                let row_key = pack_unchecked(min[0], min[1] + y as i32, min[2] + z as i32);
+                for (x, w) in dense[d..d + span[0] + 1].windows(2).enumerate() {
+                    let key = row_key + x as u64;
+                    let (start, end) = (w[0], w[1]);
+                    let at = next.min(cells_max);
+                    cells[at] = Cell { key: CellKey::from_raw_unchecked(key), start, count: end - start };
+                    keys[at] = key;
+                    next += usize::from(end > start);
+                }
+                d += span[0];
+            }
+        }
+        cells.truncate(next);
+        keys.truncate(next);
+        self.gather_sorted(ids, positions, parallel);
+    }
+
+    /// Radix sort of the relabelled keys (the digit counts taken in the
+    /// relabelling pass), then one gather of the points in key order.
+    fn radix_build(&mut self, ids: &[I], positions: &[P], parallel: bool) {
+        let n = positions.len();
+        let (min, span) = (self.min, self.span);
         let bits = span.map(|s| usize::BITS - (s - 1).leading_zeros());
         let total_bits = bits[0] + bits[1] + bits[2];
+        let passes = total_bits.div_ceil(RADIX_DIGIT_MAX).max(1);
+        let width = total_bits.div_ceil(passes).max(1);
+        let buckets = 1usize << width;
+        let digit_mask = (buckets - 1) as u64;
         let compact = |key: u64| -> u64 {
-            let x = ((key & AXIS_MASK) as i64 - (min[0] + BIAS) as i64) as u64;
-            let y = (((key >> AXIS_BITS) & AXIS_MASK) as i64 - (min[1] + BIAS) as i64) as u64;
-            let z = ((key >> (2 * AXIS_BITS)) as i64 - (min[2] + BIAS) as i64) as u64;
+            let [x, y, z] = unpack(key);
+            let (x, y, z) = ((x - min[0]) as u64, (y - min[1]) as u64, (z - min[2]) as u64);
             x | (y << bits[0]) | (z << (bits[0] + bits[1]))
         };
         let expand = |c: u64| -> u64 {
@@ -331,35 +551,63 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             let z = (c >> (bits[0] + bits[1])) as i32 + min[2];
             pack_unchecked(x, y, z)
         };
-        // The cell table comes from runs of equal keys in the sorted items
-        // (read in order, instead of looking keys up through `order`).
-        let cells = &mut self.cells;
-        let cell_keys = &mut self.cell_keys;
+        self.counts.clear();
+        self.counts.resize(passes as usize * buckets, 0);
+        let counts = &mut self.counts;
+        let mut count_digits = |c: u64| {
+            for p in 0..passes as usize {
+                counts[p * buckets + ((c >> (p as u32 * width)) & digit_mask) as usize] += 1;
+            }
+        };
+        let narrow = total_bits <= 32;
+        if narrow {
+            self.narrow.clear();
+            self.narrow.extend(self.point_keys.iter().enumerate().map(|(i, &k)| {
+                let c = compact(k);
+                count_digits(c);
+                (c << 32) | i as u64
+            }));
+            self.narrow_scratch.resize(n, 0);
+            radix_passes(&mut self.narrow, &mut self.narrow_scratch, &mut self.counts, buckets, |&v, shift| {
+                ((v >> (32 + shift)) & digit_mask) as usize
+            });
+            for (slot, &v) in self.narrow.iter().enumerate() {
+                self.order[slot] = v as u32;
+            }
+        } else {
+            self.wide.clear();
+            self.wide.extend(self.point_keys.iter().enumerate().map(|(i, &k)| {
+                let c = compact(k);
+                count_digits(c);
+                (c, i as u32)
+            }));
+            self.wide_scratch.resize(n, (0, 0));
+            radix_passes(&mut self.wide, &mut self.wide_scratch, &mut self.counts, buckets, |&(c, _), shift| {
+                ((c >> shift) & digit_mask) as usize
+            });
+            for (slot, &(_, i)) in self.wide.iter().enumerate() {
+                self.order[slot] = i;
+            }
+        }
+        self.build = BuildKind::Radix { key_bits: total_bits, passes };
+
+        // The cell table from runs of equal keys, read in sorted order.
         let mut previous = u64::MAX;
         let mut on_sorted = |slot: usize, c: u64| {
             if c != previous {
                 let key = expand(c);
-                cells.push(Cell { key: CellKey::from_raw_unchecked(key), start: slot as u32, count: 0 });
-                cell_keys.push(key);
+                self.cells.push(Cell { key: CellKey::from_raw_unchecked(key), start: slot as u32, count: 0 });
+                self.cell_keys.push(key);
                 previous = c;
             }
         };
-        self.order.reserve(n);
-        if total_bits <= 32 {
-            self.narrow.clear();
-            self.narrow.extend(self.point_keys.iter().enumerate().map(|(i, &k)| (compact(k) << 32) | i as u64));
-            radix_sort_by_key(&mut self.narrow, &mut self.narrow_scratch, &mut self.counts, total_bits, |&v| v >> 32);
+        if narrow {
             for (slot, &v) in self.narrow.iter().enumerate() {
                 on_sorted(slot, v >> 32);
-                self.order.push(v as u32);
             }
         } else {
-            self.wide.clear();
-            self.wide.extend(self.point_keys.iter().enumerate().map(|(i, &k)| (compact(k), i as u32)));
-            radix_sort_by_key(&mut self.wide, &mut self.wide_scratch, &mut self.counts, total_bits, |&(k, _)| k);
-            for (slot, &(c, i)) in self.wide.iter().enumerate() {
+            for (slot, &(c, _)) in self.wide.iter().enumerate() {
                 on_sorted(slot, c);
-                self.order.push(i);
             }
         }
         let cell_count = self.cells.len();
@@ -368,51 +616,55 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             self.cells[c].count = end - self.cells[c].start;
         }
 
-        // 3. Gather positions and ids into key order.
-        self.positions.resize(n, positions[0]);
-        self.ids.resize(n, ids[0]);
+        self.gather_sorted(ids, positions, parallel);
+    }
+
+    /// Points, ids and coordinates in key order, from `order`.
+    fn gather_sorted(&mut self, ids: &[I], positions: &[P], parallel: bool) {
+        let n = positions.len();
+        let order = &self.order;
+        let Soa { x, y, z } = &mut self.soa;
         if parallel {
-            let order = &self.order;
             self.positions
                 .par_chunks_mut(PAR_BLOCK)
                 .zip(self.ids.par_chunks_mut(PAR_BLOCK))
+                .zip(x.par_chunks_mut(PAR_BLOCK).zip(y.par_chunks_mut(PAR_BLOCK)).zip(z.par_chunks_mut(PAR_BLOCK)))
                 .zip(order.par_chunks(PAR_BLOCK))
-                .for_each(|((ps, is), os)| gather(ps, is, os, positions, ids));
+                .for_each(|(((ps, is), ((xs, ys), zs)), os)| gather(ps, is, [xs, ys, zs], os, positions, ids));
         } else {
-            gather(&mut self.positions, &mut self.ids, &self.order, positions, ids);
+            gather(&mut self.positions, &mut self.ids, [x, y, z], order, positions, ids);
         }
-
-        // 4. The dense lookup table, when the bounding box is small enough.
-        self.build_dense();
-        Ok(())
+        self.soa.pad(n);
     }
 
-    /// Chooses the lookup and fills the dense table from the cell table and
-    /// the bounding box (`min`, `max`, `span` must be current).
-    fn build_dense(&mut self) {
+    /// Fills the dense table from the cell table and the bounding box
+    /// (`min`, `max`, `span` must be current and small enough).
+    fn fill_dense(&mut self) {
         let n = self.positions.len();
-        let span = self.span;
-        let volume = span[0].checked_mul(span[1]).and_then(|v| v.checked_mul(span[2]));
-        self.use_dense = n > 0
-            && self.lookup == CellLookup::Auto
-            && volume.is_some_and(|v| v <= DENSE_CELLS_PER_POINT * n + DENSE_CELLS_MIN);
-        if self.use_dense {
-            let volume = volume.unwrap_or(0);
-            self.dense.resize(volume + 1, 0);
-            // Empty cells point at the next occupied cell's start. Gaps are
-            // short, so a plain loop beats a `fill` (memset call) per cell.
-            let mut next = 0usize;
-            for c in 0..self.cells.len() {
-                let cell = self.cells[c];
-                let d = self.dense_index(cell.key.raw());
-                while next <= d {
-                    self.dense[next] = cell.start;
-                    next += 1;
-                }
+        let volume = self.span.iter().product::<usize>();
+        self.dense.clear();
+        self.dense.resize(volume + 1, 0);
+        // Empty cells point at the next occupied cell's start. Gaps are
+        // short, so a plain loop beats a `fill` (memset call) per cell.
+        let mut next = 0usize;
+        for c in 0..self.cells.len() {
+            let cell = self.cells[c];
+            let d = self.dense_index(cell.key.raw());
+            while next <= d {
+                self.dense[next] = cell.start;
+                next += 1;
             }
-            self.dense[next..].fill(n as u32);
+        }
+        self.dense[next..].fill(n as u32);
+    }
+
+    /// The index in the cell table of the occupied cell `key`.
+    #[inline]
+    fn cell_index(&self, key: u64) -> Option<usize> {
+        if self.kind == LookupKind::Hashed {
+            self.hash.find(key, &self.cells)
         } else {
-            self.dense.clear();
+            self.cell_keys.binary_search(&key).ok()
         }
     }
 
@@ -430,7 +682,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// The sorted slots `start..end` of the points in cell `key` (empty when
     /// the cell is not occupied).
     pub fn cell_slots(&self, key: CellKey) -> std::ops::Range<usize> {
-        if self.use_dense {
+        if self.kind == LookupKind::Dense {
             let c = unpack(key.raw());
             if (0..3).all(|a| c[a] >= self.min[a] && c[a] <= self.max[a]) {
                 let d = self.dense_index(key.raw());
@@ -438,12 +690,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             }
             return 0..0;
         }
-        match self.cell_keys.binary_search(&key.raw()) {
-            Ok(i) => {
+        match self.cell_index(key.raw()) {
+            Some(i) => {
                 let c = self.cells[i];
                 c.start as usize..(c.start + c.count) as usize
             }
-            Err(_) => 0..0,
+            None => 0..0,
         }
     }
 
@@ -476,6 +728,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             return Err(GridError::CellMismatch { slot });
         }
         self.positions[slot] = position;
+        self.soa.set(slot, position.to_vec3());
         Ok(())
     }
 
@@ -487,6 +740,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     pub(crate) fn set_position_unchecked(&mut self, slot: usize, position: P) {
         debug_assert_eq!(self.cell_key_of(position).ok(), self.cell_key_of(self.positions[slot]).ok());
         self.positions[slot] = position;
+        self.soa.set(slot, position.to_vec3());
     }
 
     /// Edits the grid in place of a rebuild: removes the points at the sorted
@@ -548,11 +802,20 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let c_old = old_cells.len();
         let mut removed_cell = std::mem::take(&mut self.edit_removed_cells);
         removed_cell.clear();
-        removed_cell
-            .extend(removed.iter().map(|&slot| old_cells.partition_point(|c| c.start + c.count <= slot) as u32));
+        // Both lists are sorted: each search gallops on from the previous one.
+        let mut at = 0usize;
+        removed_cell.extend(removed.iter().map(|&slot| {
+            at = gallop_by(at, c_old, |t| old_cells[t].start + old_cells[t].count > slot);
+            at as u32
+        }));
         let mut inserted_cell = std::mem::take(&mut self.edit_inserted_cells);
         inserted_cell.clear();
-        inserted_cell.extend(inserted.iter().map(|e| self.cell_keys.partition_point(|&k| k < e.0.raw()) as u32));
+        let cell_keys = &self.cell_keys;
+        let mut at = 0usize;
+        inserted_cell.extend(inserted.iter().map(|e| {
+            at = gallop_by(at, c_old, |t| cell_keys[t] >= e.0.raw());
+            at as u32
+        }));
         let mut cells = std::mem::take(&mut self.cells_back);
         let mut keys = std::mem::take(&mut self.cell_keys_back);
         let mut ops = std::mem::take(&mut self.edit_ops);
@@ -564,6 +827,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let mut grew = self.positions.is_empty();
         let (mut min, mut max) = if grew { EMPTY_BOUNDS } else { (self.min, self.max) };
         let mut delta: i64 = 0;
+        let mut cells_changed = false;
         let (mut c, mut r, mut ins) = (0usize, 0usize, 0usize);
         let old_start = |t: usize| if t < c_old { old_cells[t].start as usize } else { n_old };
         loop {
@@ -591,6 +855,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 let count = ins - first;
                 cells.push(Cell { key: CellKey::from_raw_unchecked(k), start: start as u32, count: count as u32 });
                 keys.push(k);
+                cells_changed = true;
                 changes.push((k, count as i64));
                 let coords = unpack(k);
                 for a in 0..3 {
@@ -622,6 +887,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             if count > 0 {
                 cells.push(Cell { key: cell.key, start: (cell.start as i64 + delta) as u32, count: count as u32 });
                 keys.push(cell.key.raw());
+            } else {
+                cells_changed = true;
             }
             let net = count - cell.count as i64;
             if net != 0 {
@@ -634,40 +901,26 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.edit_removed_cells = removed_cell;
         self.edit_inserted_cells = inserted_cell;
 
-        // 2. The points: kept runs copied whole, inserted points between.
+        // 2. The points: kept runs copied whole, inserted points between, for
+        //    the points, the ids and each coordinate array.
         let mut positions = std::mem::take(&mut self.positions_back);
         let mut ids = std::mem::take(&mut self.ids_back);
-        positions.clear();
-        ids.clear();
-        positions.reserve(n_new);
-        ids.reserve(n_new);
-        let mut from = 0usize;
-        for &op in &ops {
-            match op {
-                EditOp::Remove(slot) => {
-                    let slot = slot as usize;
-                    positions.extend_from_slice(&self.positions[from..slot]);
-                    ids.extend_from_slice(&self.ids[from..slot]);
-                    from = slot + 1;
-                }
-                EditOp::Insert { before, index } => {
-                    let before = before as usize;
-                    positions.extend_from_slice(&self.positions[from..before]);
-                    ids.extend_from_slice(&self.ids[from..before]);
-                    from = before;
-                    let (_, id, p) = inserted[index as usize];
-                    positions.push(p);
-                    ids.push(id);
-                }
-            }
+        let mut soa = std::mem::take(&mut self.soa_back);
+        apply_ops(&ops, &self.positions, &mut positions, |i| inserted[i].2);
+        apply_ops(&ops, &self.ids, &mut ids, |i| inserted[i].1);
+        let old_n = self.positions.len();
+        apply_ops(&ops, &self.soa.x[..old_n], &mut soa.x, |i| inserted[i].2.to_vec3().x);
+        apply_ops(&ops, &self.soa.y[..old_n], &mut soa.y, |i| inserted[i].2.to_vec3().y);
+        apply_ops(&ops, &self.soa.z[..old_n], &mut soa.z, |i| inserted[i].2.to_vec3().z);
+        for v in [&mut soa.x, &mut soa.y, &mut soa.z] {
+            v.extend_from_slice(&[f32::NAN; LANES]);
         }
-        positions.extend_from_slice(&self.positions[from..]);
-        ids.extend_from_slice(&self.ids[from..]);
         debug_assert_eq!(positions.len(), n_new);
 
         // 3. Swap the new arrays in, keep the old ones as back buffers.
         self.positions_back = std::mem::replace(&mut self.positions, positions);
         self.ids_back = std::mem::replace(&mut self.ids, ids);
+        self.soa_back = std::mem::replace(&mut self.soa, soa);
         self.cells_back = std::mem::replace(&mut self.cells, cells);
         self.cell_keys_back = std::mem::replace(&mut self.cell_keys, keys);
         self.edit_ops = ops;
@@ -679,31 +932,52 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
         // The bounding box only grows here (a box larger than the occupied
         // cells is still correct for every query); a rebuild makes it tight.
-        let was_dense = self.use_dense;
+        let was = self.kind;
         let span = [0, 1, 2].map(|a| (max[a] - min[a]) as usize + 1);
-        let volume = span[0].checked_mul(span[1]).and_then(|v| v.checked_mul(span[2]));
-        let still_dense = self.lookup == CellLookup::Auto
-            && volume.is_some_and(|v| v <= DENSE_CELLS_PER_POINT * n_new + DENSE_CELLS_MIN);
+        let volume = span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
+        let dense_fits = volume.is_some_and(|v| v <= DENSE_CELLS_PER_POINT * n_new as u64 + DENSE_CELLS_MIN);
         self.min = min;
         self.max = max;
         self.span = span;
-        if grew || !was_dense || !still_dense {
-            self.build_dense();
-        } else {
-            // `dense[i]` counts the points in cells before dense cell `i`:
-            // shift each stretch by the net change of the cells before it.
-            let mut running: i64 = 0;
-            let mut from = 0usize;
-            for &(key, net) in &changes {
-                let d = self.dense_index(key);
-                for v in &mut self.dense[from..=d] {
+        self.build = BuildKind::Edit;
+        self.kind = match self.lookup {
+            CellLookup::Auto if dense_fits => LookupKind::Dense,
+            CellLookup::Auto | CellLookup::Hashed => LookupKind::Hashed,
+            CellLookup::BinarySearch => LookupKind::BinarySearch,
+        };
+        match self.kind {
+            LookupKind::Dense if grew || was != LookupKind::Dense => {
+                self.hash.clear();
+                self.fill_dense();
+            }
+            LookupKind::Dense => {
+                // `dense[i]` counts the points in cells before dense cell `i`:
+                // shift each stretch by the net change of the cells before it.
+                let mut running: i64 = 0;
+                let mut from = 0usize;
+                for &(key, net) in &changes {
+                    let d = self.dense_index(key);
+                    for v in &mut self.dense[from..=d] {
+                        *v = (*v as i64 + running) as u32;
+                    }
+                    from = d + 1;
+                    running += net;
+                }
+                for v in &mut self.dense[from..] {
                     *v = (*v as i64 + running) as u32;
                 }
-                from = d + 1;
-                running += net;
             }
-            for v in &mut self.dense[from..] {
-                *v = (*v as i64 + running) as u32;
+            LookupKind::Hashed => {
+                self.dense.clear();
+                // The table maps keys to cell indices: unchanged while no
+                // cell was added or emptied.
+                if cells_changed || was != LookupKind::Hashed {
+                    self.hash.build(&self.cell_keys);
+                }
+            }
+            _ => {
+                self.dense.clear();
+                self.hash.clear();
             }
         }
         self.edit_changes = changes;
@@ -731,13 +1005,13 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     pub(crate) fn row_slots(&self, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
         debug_assert!(x0 <= x1 && x0 >= self.min[0] && x1 <= self.max[0]);
         debug_assert!(y >= self.min[1] && y <= self.max[1] && z >= self.min[2] && z <= self.max[2]);
-        if self.use_dense {
-            let row = self.span[0] * ((y - self.min[1]) as usize + self.span[1] * (z - self.min[2]) as usize);
-            let lo = row + (x0 - self.min[0]) as usize;
-            let hi = row + (x1 - self.min[0]) as usize + 1;
-            (self.dense[lo] as usize, self.dense[hi] as usize)
-        } else {
-            self.row_slots_search(y, z, x0, x1)
+        match self.kind {
+            LookupKind::Dense => {
+                let x = ((x0 - self.min[0]) as usize, (x1 - self.min[0]) as usize + 1);
+                self.dense_run(y, z, x)
+            }
+            LookupKind::Hashed => self.row_slots_hashed(y, z, x0, x1),
+            _ => self.row_slots_search(y, z, x0, x1),
         }
     }
 
@@ -752,6 +1026,31 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         (self.cell_start(a), self.cell_start(b))
     }
 
+    /// [`row_slots`](Self::row_slots) through the hash table: the cells of a
+    /// short run are probed from its first until one is occupied, and the
+    /// run's other occupied cells follow that one in the cell table; a long
+    /// run is searched.
+    #[inline]
+    fn row_slots_hashed(&self, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
+        if x1 - x0 >= HASH_RUN_MAX {
+            return self.row_slots_search(y, z, x0, x1);
+        }
+        let hi = pack_unchecked(x1, y, z);
+        // Keys of one row differ by one per cell along x.
+        let mut key = pack_unchecked(x0, y, z);
+        while key <= hi {
+            if let Some(i) = self.hash.find(key, &self.cells) {
+                let mut j = i + 1;
+                while j < self.cells.len() && self.cells[j].key.raw() <= hi {
+                    j += 1;
+                }
+                return (self.cells[i].start as usize, self.cell_start(j));
+            }
+            key += 1;
+        }
+        (0, 0)
+    }
+
     /// Calls `f(start, end)` with the sorted-slot range of the cells
     /// `lo[0]..=hi[0]` of every row `(y, z)` of the box `lo..=hi` that holds
     /// points, in key order. The box must lie inside the occupied bounding
@@ -762,9 +1061,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// of the box. With `K` the occupied cells whose keys lie between the
     /// box's first and last key, each call takes the cheaper of two walks:
     /// - row by row when the box has at most [`ROWS_FREE`] rows (one probe
-    ///   per row: a dense-table lookup, O(1), or without the dense table a
-    ///   binary search), or in a grid with the dense table when it has at
-    ///   most `2 * K + ROWS_FREE` rows (2 more probes to find `K`);
+    ///   per row: a dense-table lookup, O(1); a hashed lookup, O(1)
+    ///   expected; or a binary search), or in a grid with the dense or hash
+    ///   table when it has at most `2 * K + ROWS_FREE` rows (2 more probes
+    ///   to find `K`);
     /// - otherwise a skip-scan of the sorted cell table over those `K` cells
     ///   (2 probes to find them, then one per step): each step lands on an
     ///   occupied cell and either takes the run of cells of its row in the
@@ -788,7 +1088,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     pub(crate) fn walk_rows(&self, lo: [i32; 3], hi: [i32; 3], mut f: impl FnMut(usize, usize)) -> u64 {
         debug_assert!((0..3).all(|a| lo[a] <= hi[a] && lo[a] >= self.min[a] && hi[a] <= self.max[a]));
         let rows = (hi[1] - lo[1] + 1) as u64 * (hi[2] - lo[2] + 1) as u64;
-        if self.use_dense && rows <= ROWS_FREE {
+        if self.kind == LookupKind::Dense && rows <= ROWS_FREE {
             self.dense_rows(lo, hi, &mut f);
             return rows;
         }
@@ -809,11 +1109,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     ) -> u64 {
         let rows = (hi[1] - y0) as u64 + (hi[2] - z0) as u64 * (hi[1] - lo[1] + 1) as u64;
         if rows <= ROWS_FREE {
-            // As `dense_rows` or `searched_rows`, from the row after `own`.
+            // As `dense_rows` or `lookup_rows`, from the row after `own`.
             let x = self.dense_columns(lo, hi);
+            let dense = self.kind == LookupKind::Dense;
             let mut row = |y: i32, z: i32| {
-                let (s, e) =
-                    if self.use_dense { self.dense_run(y, z, x) } else { self.row_slots_search(y, z, lo[0], hi[0]) };
+                let (s, e) = if dense { self.dense_run(y, z, x) } else { self.row_slots(y, z, lo[0], hi[0]) };
                 if s < e {
                     f(s, e);
                 }
@@ -843,14 +1143,19 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     #[inline(never)]
     fn walk_rows_wide(&self, lo: [i32; 3], hi: [i32; 3], rows: u64, f: &mut impl FnMut(usize, usize)) -> u64 {
         if rows <= ROWS_FREE {
-            self.searched_rows(lo, hi, f);
+            self.lookup_rows(lo, hi, f);
             rows
         } else {
             let keys = &self.cell_keys;
             let from = keys.partition_point(|&k| k < pack_unchecked(lo[0], lo[1], lo[2]));
             let end = from + keys[from..].partition_point(|&k| k <= pack_unchecked(hi[0], hi[1], hi[2]));
-            if self.use_dense && rows <= 2 * (end - from) as u64 + ROWS_FREE {
-                self.dense_rows(lo, hi, f);
+            let direct = matches!(self.kind, LookupKind::Dense | LookupKind::Hashed);
+            if direct && rows <= 2 * (end - from) as u64 + ROWS_FREE {
+                if self.kind == LookupKind::Dense {
+                    self.dense_rows(lo, hi, f);
+                } else {
+                    self.lookup_rows(lo, hi, f);
+                }
                 2 + rows
             } else {
                 2 + self.skip_scan(lo, hi, from, end, f)
@@ -887,12 +1192,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     /// [`for_each_row`](Self::for_each_row) for a box of few rows in a grid
-    /// without the dense table: one search of the cell table per row.
+    /// without the dense table: one hashed lookup or search per row.
     #[inline]
-    fn searched_rows(&self, lo: [i32; 3], hi: [i32; 3], f: &mut impl FnMut(usize, usize)) {
+    fn lookup_rows(&self, lo: [i32; 3], hi: [i32; 3], f: &mut impl FnMut(usize, usize)) {
         for z in lo[2]..=hi[2] {
             for y in lo[1]..=hi[1] {
-                let (s, e) = self.row_slots_search(y, z, lo[0], hi[0]);
+                let (s, e) = self.row_slots(y, z, lo[0], hi[0]);
                 if s < e {
                     f(s, e);
                 }
@@ -939,12 +1244,30 @@ const ROWS_FREE: u64 = 64;
 /// The first index in `from..end` whose key is `>= target` (`end` if none),
 /// by exponential then binary search: O(log(distance from `from`)).
 #[inline]
-fn gallop(keys: &[u64], mut from: usize, end: usize, target: u64) -> usize {
+fn gallop(keys: &[u64], from: usize, end: usize, target: u64) -> usize {
+    gallop_by(from, end, |i| keys[i] >= target)
+}
+
+/// The first index `t` in `from..end` with `past(t)` (`end` if none), for a
+/// `past` that is false and then true: exponential then binary search,
+/// O(log(t - from)).
+#[inline]
+fn gallop_by(mut from: usize, end: usize, past: impl Fn(usize) -> bool) -> usize {
     let mut step = 1;
     while from < end {
         let probe = (from + step - 1).min(end - 1);
-        if keys[probe] >= target {
-            return from + keys[from..probe].partition_point(|&k| k < target);
+        if past(probe) {
+            // Binary search in from..probe (`probe` itself is past).
+            let (mut lo, mut hi) = (from, probe);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if past(mid) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            return lo;
         }
         from = probe + 1;
         step *= 2;
@@ -953,8 +1276,8 @@ fn gallop(keys: &[u64], mut from: usize, end: usize, target: u64) -> usize {
 }
 
 /// The cell coordinates of a packed key.
-#[inline]
-fn unpack(key: u64) -> [i32; 3] {
+#[inline(always)]
+pub(crate) fn unpack(key: u64) -> [i32; 3] {
     [
         (key & AXIS_MASK) as i32 - BIAS,
         ((key >> AXIS_BITS) & AXIS_MASK) as i32 - BIAS,
@@ -969,7 +1292,13 @@ fn merge_bounds(a: Bounds, b: Bounds) -> Bounds {
     ([0, 1, 2].map(|i| a.0[i].min(b.0[i])), [0, 1, 2].map(|i| a.1[i].max(b.1[i])))
 }
 
-/// Cell keys of one block of points; returns the cells' bounding box.
+/// Cell keys of one block of points; returns the cells' bounding box, or
+/// the first point that has no key.
+///
+/// Points go in chunks of [`LANES`]: per axis the same `(v - origin) /
+/// cell_size`, range test and floor as [`cell_axis`] (so the keys are
+/// identical), written as array code the compiler vectorises (the
+/// divisions included).
 fn encode_block<P: GridPoint>(
     origin: Vec3,
     cell_size: f32,
@@ -977,26 +1306,148 @@ fn encode_block<P: GridPoint>(
     points: &[P],
     keys: &mut [u64],
 ) -> Result<Bounds, BatchError> {
-    let (mut min, mut max) = EMPTY_BOUNDS;
-    for (i, (p, key)) in points.iter().zip(keys.iter_mut()).enumerate() {
+    // Per lane and axis, the smallest and largest quotient: the floor is
+    // monotonic, so their floors bound the cells (one `minps` instead of an
+    // integer min, which SSE2 lacks).
+    let (mut qmin, mut qmax) = ([[f32::INFINITY; LANES]; 3], [[f32::NEG_INFINITY; LANES]; 3]);
+    let mut bad = [false; LANES];
+    let (lo, hi) = (CELL_MIN as f32, (CELL_MAX + 1) as f32);
+    let mut chunks = points.chunks_exact(LANES);
+    let mut key_chunks = keys.chunks_exact_mut(LANES);
+    for (ps, ks) in (&mut chunks).zip(&mut key_chunks) {
+        let mut v = [[0.0f32; LANES]; 3];
+        for (l, p) in ps.iter().enumerate() {
+            let p = p.to_vec3();
+            (v[0][l], v[1][l], v[2][l]) = (p.x, p.y, p.z);
+        }
+        let mut c = [[0u64; LANES]; 3];
+        for a in 0..3 {
+            for l in 0..LANES {
+                let q = (v[a][l] - origin[a]) / cell_size;
+                bad[l] |= !(q >= lo && q < hi);
+                qmin[a][l] = qmin[a][l].min(q);
+                qmax[a][l] = qmax[a][l].max(q);
+                // Biased cell, masked so a bad lane still packs (its chunk
+                // is redone one by one below).
+                c[a][l] = (floor_in_range(q) + BIAS) as u32 as u64 & AXIS_MASK;
+            }
+        }
+        for (l, k) in ks.iter_mut().enumerate() {
+            *k = c[0][l] | (c[1][l] << AXIS_BITS) | (c[2][l] << (2 * AXIS_BITS));
+        }
+    }
+    let (mut bmin, mut bmax) = EMPTY_BOUNDS;
+    let any_bad = bad.iter().any(|&b| b);
+    if !any_bad && points.len() >= LANES {
+        for a in 0..3 {
+            let q0 = qmin[a].iter().copied().fold(f32::INFINITY, f32::min);
+            let q1 = qmax[a].iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            bmin[a] = floor_in_range(q0);
+            bmax[a] = floor_in_range(q1);
+        }
+    }
+    let done = points.len() - chunks.remainder().len();
+    let rest = if any_bad { points } else { chunks.remainder() };
+    let first = if any_bad { 0 } else { done };
+    // The remainder one by one; after a failed chunk, every point, to name the first bad one.
+    for (i, p) in rest.iter().enumerate() {
         let p = p.to_vec3();
         let cell = |v: f32, o: f32| cell_axis(v, o, cell_size);
         let coords = (|| -> Result<[i32; 3], EncodeError> {
             Ok([cell(p.x, origin.x)?, cell(p.y, origin.y)?, cell(p.z, origin.z)?])
         })()
-        .map_err(|error| BatchError { index: first_index + i, error })?;
+        .map_err(|error| BatchError { index: first_index + first + i, error })?;
         for a in 0..3 {
-            min[a] = min[a].min(coords[a]);
-            max[a] = max[a].max(coords[a]);
+            bmin[a] = bmin[a].min(coords[a]);
+            bmax[a] = bmax[a].max(coords[a]);
         }
-        *key = pack_unchecked(coords[0], coords[1], coords[2]);
+        keys[first + i] = pack_unchecked(coords[0], coords[1], coords[2]);
     }
-    Ok((min, max))
+    Ok((bmin, bmax))
 }
 
-fn gather<P: Copy, I: Copy>(out_p: &mut [P], out_i: &mut [I], order: &[u32], positions: &[P], ids: &[I]) {
-    for ((p, id), &o) in out_p.iter_mut().zip(out_i.iter_mut()).zip(order) {
-        *p = positions[o as usize];
-        *id = ids[o as usize];
+/// `floor(q)` for `q` in the key range (`|q| <= 2^20`), as [`cell_axis`]
+/// computes it, without a saturating float-to-int conversion: adding
+/// `1.5 * 2^23` rounds `q` to the nearest integer, which sits in the low
+/// bits of the sum; one step down when that rounded up. Vectorises with
+/// SSE2. Outside the range the result is meaningless (callers check).
+#[inline(always)]
+fn floor_in_range(q: f32) -> i32 {
+    const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
+    let n = (q + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32;
+    n - i32::from(n as f32 > q)
+}
+
+/// The LSD passes of a radix sort whose digit counts `counts` (one run of
+/// `buckets` per pass) were taken beforehand; `digit(item, shift)` is the
+/// digit at bit `shift`. A pass whose digits are all equal is skipped.
+/// `scratch` must hold as many items as `items`.
+fn radix_passes<T: Copy>(
+    items: &mut Vec<T>,
+    scratch: &mut Vec<T>,
+    counts: &mut [u32],
+    buckets: usize,
+    digit: impl Fn(&T, u32) -> usize,
+) {
+    let n = items.len();
+    let width = buckets.trailing_zeros();
+    for (pass, hist) in counts.chunks_exact_mut(buckets).enumerate() {
+        if hist.iter().any(|&c| c as usize == n) {
+            continue; // every item has the same digit: this pass would not move anything
+        }
+        let mut sum = 0u32;
+        for c in hist.iter_mut() {
+            let here = *c;
+            *c = sum;
+            sum += here;
+        }
+        let shift = pass as u32 * width;
+        for item in items.iter() {
+            let slot = &mut hist[digit(item, shift)];
+            scratch[*slot as usize] = *item;
+            *slot += 1;
+        }
+        std::mem::swap(items, scratch);
     }
+}
+
+/// Points, ids and coordinates of the sorted slots `order` (one block).
+fn gather<P: GridPoint, I: Copy>(
+    out_p: &mut [P],
+    out_i: &mut [I],
+    [xs, ys, zs]: [&mut [f32]; 3],
+    order: &[u32],
+    positions: &[P],
+    ids: &[I],
+) {
+    for (s, &o) in order.iter().enumerate() {
+        let p = positions[o as usize];
+        out_p[s] = p;
+        out_i[s] = ids[o as usize];
+        let v = p.to_vec3();
+        (xs[s], ys[s], zs[s]) = (v.x, v.y, v.z);
+    }
+}
+
+/// `out` = `old` with the edit's operations applied (`value(i)` is the
+/// value of inserted point `i`).
+fn apply_ops<T: Copy>(ops: &[EditOp], old: &[T], out: &mut Vec<T>, value: impl Fn(usize) -> T) {
+    out.clear();
+    let mut from = 0usize;
+    for &op in ops {
+        match op {
+            EditOp::Remove(slot) => {
+                let slot = slot as usize;
+                out.extend_from_slice(&old[from..slot]);
+                from = slot + 1;
+            }
+            EditOp::Insert { before, index } => {
+                let before = before as usize;
+                out.extend_from_slice(&old[from..before]);
+                from = before;
+                out.push(value(index as usize));
+            }
+        }
+    }
+    out.extend_from_slice(&old[from..]);
 }

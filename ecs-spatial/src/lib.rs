@@ -54,9 +54,11 @@ pub mod cell;
 pub mod config;
 pub mod error;
 pub mod grid;
-pub mod point;
+mod hash;
+mod kernel;
 #[cfg(feature = "ecs")]
 pub mod plugin;
+pub mod point;
 pub mod query;
 pub mod radix;
 pub mod region;
@@ -73,10 +75,11 @@ pub use broad_phase::{
 pub use cell::{AXIS_BITS, CELL_MAX, CELL_MIN, CellCoord, CellKey, cell_axis, cell_of, cell_of_2d};
 pub use config::{EncodingConfig, quantize_axis};
 pub use error::{BatchError, ConfigError, ConfigField, EncodeError, GridError};
+pub use grid::{BuildKind, GridStats, LookupKind};
 pub use grid::{Cell, CellLookup, SparseGrid};
-pub use point::{EntityId, GridPoint};
 #[cfg(feature = "ecs")]
 pub use plugin::{BroadPhasePlugin, SpatialSystems};
+pub use point::{EntityId, GridPoint};
 pub use query::{Neighbor, NeighborLists, cell_probes};
 pub use radix::radix_sort_by_key;
 pub use region::{GLOBAL_CELL_MAX, GLOBAL_CELL_MIN, GlobalCell, RegionId, RegionKey};

@@ -25,6 +25,7 @@ use rayon::prelude::*;
 
 use crate::cell::floor_to_i64;
 use crate::grid::{PAR_BLOCK, SparseGrid};
+use crate::kernel::Hits;
 use crate::point::{EntityId, GridPoint};
 
 /// Relative widening of scanned cell ranges, far above f32 rounding (6e-8).
@@ -273,73 +274,32 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.clamped_cells(qmin, qmax, rc, margin)
     }
 
-    /// Calls `f(slot)` for every sorted point within `r` of `center`.
+    /// Calls `flush(slots)` with the sorted points within `r` of `center`,
+    /// in grid order (in one or more batches).
     #[inline]
-    fn scan_radius(&self, center: P, r: f32, mut f: impl FnMut(usize)) {
-        let Some((lo, hi)) = self.radius_cells(center.to_vec3(), r) else { return };
+    fn scan_radius(&self, center: P, r: f32, mut flush: impl FnMut(&[u32])) {
+        let c = center.to_vec3();
+        let Some((lo, hi)) = self.radius_cells(c, r) else { return };
         let r2 = r * r;
-        self.for_each_row(lo, hi, |s, e| {
-            for (i, p) in self.positions[s..e].iter().enumerate() {
-                if p.distance_squared(center) <= r2 {
-                    f(s + i);
-                }
-            }
-        });
+        let mut hits = Hits::new();
+        self.for_each_row(lo, hi, |s, e| self.soa.scan(s, e, c, r2, &mut hits, &mut flush));
+        hits.finish(&mut flush);
     }
 
-    /// Appends the ids within `r` of `center` to `out`. Branch-free: the
-    /// candidates of up to 16 rows are written out, then compacted in place.
+    /// Appends the ids within `r` of `center` to `out`.
     #[inline]
     fn collect_radius(&self, center: P, r: f32, out: &mut Vec<I>) {
-        let c = center.to_vec3();
-        let Some(cells) = self.radius_cells(c, r) else { return };
-        let r2 = r * r;
-        let mut ranges = [(0usize, 0usize); 16];
-        let mut count = 0;
-        let mut total = 0;
-        let (lo, hi) = cells;
-        self.for_each_row(lo, hi, |s, e| {
-            ranges[count] = (s, e);
-            count += 1;
-            total += e - s;
-            if count == ranges.len() {
-                self.compact_full(center, r2, &ranges, total, out);
-                count = 0;
-                total = 0;
-            }
-        });
-        if count > 0 {
-            self.compact_into(center, r2, &ranges[..count], total, out);
-        }
-    }
-
-    /// [`compact_into`](Self::compact_into) out of line, for the rare flush
-    /// of a full batch of rows (keeps the row callback small enough to
-    /// inline).
-    #[inline(never)]
-    fn compact_full(&self, center: P, r2: f32, ranges: &[(usize, usize)], total: usize, out: &mut Vec<I>) {
-        self.compact_into(center, r2, ranges, total, out);
-    }
-
-    #[inline(always)]
-    fn compact_into(&self, center: P, r2: f32, ranges: &[(usize, usize)], total: usize, out: &mut Vec<I>) {
-        let base = out.len();
-        out.resize(base + total, self.ids[ranges[0].0]);
-        let buf = &mut out[base..];
-        let mut kept = 0;
-        for &(s, e) in ranges {
-            for (p, &id) in self.positions[s..e].iter().zip(&self.ids[s..e]) {
-                buf[kept] = id;
-                kept += (p.distance_squared(center) <= r2) as usize;
-            }
-        }
-        out.truncate(base + kept);
+        self.scan_radius(center, r, |slots| out.extend(slots.iter().map(|&s| self.ids[s as usize])));
     }
 
     /// Calls `f(id, position)` for every point within `radius` of `center`
     /// (distance `<= radius`), in grid order.
     pub fn for_each_in_radius(&self, center: P, radius: f32, mut f: impl FnMut(I, P)) {
-        self.scan_radius(center, radius, |s| f(self.ids[s], self.positions[s]));
+        self.scan_radius(center, radius, |slots| {
+            for &s in slots {
+                f(self.ids[s as usize], self.positions[s as usize]);
+            }
+        });
     }
 
     /// Ids of every point within `radius` of `center`, written to `out`
@@ -520,8 +480,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// The pairs whose earlier point lies in occupied cell `c`: each point
     /// scans the points after it in its own row (cells at `x >=` its own),
     /// the later rows of its layer and the layers above, over the scan box
-    /// of the whole cell (computed once for all its points). Returns the
-    /// probes made (the caller adds them to [`cell_probes`]).
+    /// of the whole cell (computed once for all its points), with the
+    /// chunked distance kernel. Returns the probes made (the caller adds
+    /// them to [`cell_probes`]).
     #[inline]
     fn pairs_of_cell(&self, c: usize, r: f32, rows: &mut Vec<(usize, usize)>, f: &mut impl FnMut(I, I)) -> u64 {
         let cell = self.cells()[c];
@@ -532,40 +493,21 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let r2 = r * r;
         let own_row_end = self.row_slots(own[1], own[2], own[0], hi[0]).1;
         rows.clear();
-        let probes = 1 + self.walk_rows_after(lo, hi, [own[1], own[2]], |from, to| rows.push((from, to)));
-        // Hits are compacted branch-free into a buffer, then reported: in
-        // dense regions about half the candidates are hits, which a branch
-        // would mispredict.
-        const BATCH: usize = 256;
-        let mut hits = [self.ids[s0]; BATCH];
+        let probes = 1 + self.walk_rows_after(lo, hi, [own[1], own[2]], |from, to| push_merged(rows, from, to));
+        let mut hits = Hits::new();
         for s in s0..e0 {
-            let p = self.positions[s];
+            let p = self.positions[s].to_vec3();
             let a_id = self.ids[s];
-            let mut kept = 0;
-            let mut scan = |from: usize, to: usize, kept: &mut usize| {
-                let mut start = from;
-                while start < to {
-                    if *kept + (to - start).min(BATCH) > BATCH {
-                        for &b_id in &hits[..*kept] {
-                            f(a_id, b_id);
-                        }
-                        *kept = 0;
-                    }
-                    let end = (start + BATCH - *kept).min(to);
-                    for (q, &b_id) in self.positions[start..end].iter().zip(&self.ids[start..end]) {
-                        hits[*kept] = b_id;
-                        *kept += (q.distance_squared(p) <= r2) as usize;
-                    }
-                    start = end;
+            let mut flush = |slots: &[u32]| {
+                for &b in slots {
+                    f(a_id, self.ids[b as usize]);
                 }
             };
-            scan(s + 1, own_row_end, &mut kept);
+            self.soa.scan(s + 1, own_row_end, p, r2, &mut hits, &mut flush);
             for &(from, to) in rows.iter() {
-                scan(from, to, &mut kept);
+                self.soa.scan(from, to, p, r2, &mut hits, &mut flush);
             }
-            for &b_id in &hits[..kept] {
-                f(a_id, b_id);
-            }
+            hits.finish(&mut flush);
         }
         probes
     }
@@ -588,34 +530,31 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         out.offsets.push(0);
         let r2 = radius * radius;
         let mut rows = std::mem::take(&mut out.rows);
+        // A local vector, so its length stays in a register.
+        let mut neighbors = std::mem::take(&mut out.neighbors);
+        let mut hits = Hits::new();
         let mut probes = 0;
         for c in 0..self.cells().len() {
             let cell = self.cells()[c];
             let (s0, e0) = (cell.start as usize, (cell.start + cell.count) as usize);
             // One scan box and one set of row ranges for all the cell's points.
             rows.clear();
-            let mut total = 0;
             if let Some((lo, hi)) = self.span_cells(s0, e0, radius) {
-                probes += self.walk_rows(lo, hi, |s, e| {
-                    rows.push((s, e));
-                    total += e - s;
-                });
+                probes += self.walk_rows(lo, hi, |s, e| push_merged(&mut rows, s, e));
             }
             for s in s0..e0 {
-                let center = self.positions[s];
-                if rows.len() <= 16 && total > 0 {
-                    self.compact_into(center, r2, &rows, total, &mut out.neighbors);
-                } else {
-                    for part in rows.chunks(16) {
-                        let t = part.iter().map(|&(a, b)| b - a).sum();
-                        self.compact_into(center, r2, part, t, &mut out.neighbors);
-                    }
+                let center = self.positions[s].to_vec3();
+                let mut flush = |slots: &[u32]| neighbors.extend(slots.iter().map(|&b| self.ids[b as usize]));
+                for &(from, to) in &rows {
+                    self.soa.scan(from, to, center, r2, &mut hits, &mut flush);
                 }
-                out.offsets.push(out.neighbors.len() as u32);
+                hits.finish(&mut flush);
+                out.offsets.push(neighbors.len() as u32);
             }
         }
         count_probes(probes);
         out.rows = rows;
+        out.neighbors = neighbors;
     }
 
     /// [`query_radius_all`](Self::query_radius_all) on rayon, with the same
@@ -640,5 +579,16 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             out.offsets.extend(offsets.iter().map(|&o| base + o));
             out.neighbors.extend_from_slice(neighbors);
         }
+    }
+}
+
+/// Appends the slot range `from..to` to `rows`, merged into the last range
+/// when it continues it (consecutive rows whose cells are adjacent in key
+/// order make one longer run for the kernel).
+#[inline(always)]
+fn push_merged(rows: &mut Vec<(usize, usize)>, from: usize, to: usize) {
+    match rows.last_mut() {
+        Some(last) if last.1 == from => last.1 = to,
+        _ => rows.push((from, to)),
     }
 }
