@@ -164,8 +164,7 @@ pub fn derive_system_param(input: TokenStream) -> TokenStream {
 ///
 /// let mut world = World::new();
 /// let e = world
-///     .spawn(Unit { name: Name("scout"), body: Body { pos: Pos(1.0), vel: Vel(2.0) }, extra: (Health(3),) })
-///     .unwrap();
+///     .spawn(Unit { name: Name("scout"), body: Body { pos: Pos(1.0), vel: Vel(2.0) }, extra: (Health(3),) });
 /// assert_eq!(world.get::<Pos>(e), Ok(&Pos(1.0)));
 /// assert_eq!(world.get::<Health>(e).unwrap().0, 3);
 ///
