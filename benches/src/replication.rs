@@ -1,7 +1,11 @@
 //! The `replication` scenario: the cube scene's bandwidth per client at 0,
 //! 5 and 20 % loss and at rest, the encode cost per client per tick of a
-//! 100k-entity world at 0, 1 and 10 % changed, and the fan-out of one tick
-//! to 64 clients of a 10k-entity world. Ours only (no peer).
+//! 100k-entity world at 0, 1 and 10 % changed, the fan-out of one tick to
+//! 64 and 256 clients of a 10k-entity world (256: on one and on two
+//! threads), and the multiplayer figures of the arena game (input upstream
+//! bytes, prediction matched under 100 ms RTT with jitter and 5 % loss,
+//! corrections, late inputs, and a client tick's cost with and without
+//! prediction). Ours only (no peer).
 
 use std::fmt::Write as _;
 
@@ -12,7 +16,33 @@ use crate::runner::{Impl, Row, Scenario};
 #[path = "scenes/replication/mod.rs"]
 pub mod scenes;
 
+use scenes::game::{ArenaFigures, ArenaRun};
 use scenes::{CubeStream, EncodeScene, median};
+use std::sync::Mutex;
+
+use ecs_replication::prelude::LinkConfig;
+
+/// The fan-out of one tick to 256 clients of a 10k-entity world, 1 %
+/// changed, packets built on this many threads.
+pub const FANOUT_THREAD_CASES: [(&str, usize); 2] =
+    [("fanout_256x10k_1pct_1thread", 1), ("fanout_256x10k_1pct_2threads", 2)];
+
+/// The arena cases: name, link each way (ticks of 16.7 ms).
+pub const ARENA_CASES: [(&str, LinkConfig); 2] = [
+    // 100 ms round trip, 17 ms of jitter, 5 % loss each way.
+    ("arena_rtt100_jitter17_loss5", LinkConfig { loss: 0.05, delay: 3, jitter: 1, duplicate: 0.0, corrupt: 0.0 }),
+    // The same with 33 ms of jitter.
+    ("arena_rtt100_jitter33_loss5", LinkConfig { loss: 0.05, delay: 3, jitter: 2, duplicate: 0.0, corrupt: 0.0 }),
+];
+
+/// The text of the multiplayer figures, appended to the table.
+static MULTIPLAYER: Mutex<String> = Mutex::new(String::new());
+
+fn note(line: String) {
+    let mut m = MULTIPLAYER.lock().unwrap_or_else(|e| e.into_inner());
+    m.push_str(&line);
+    m.push('\n');
+}
 
 /// The cube cases: name, loss each way, player moving.
 pub const CUBE_CASES: [(&str, f64, bool); 4] = [
@@ -134,6 +164,122 @@ pub fn run_replication(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec
         on_row(&row);
         rows.push(row);
     }
+    for (name, threads) in FANOUT_THREAD_CASES {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| format!("replication/{name}: {e}"))?;
+        let mut scene = EncodeScene::new(10_000, 256, 0.01).map_err(|e| format!("replication/{name}: {e}"))?;
+        let m = pool.install(|| {
+            measure::measure_with_setup(
+                cfg,
+                &mut scene,
+                |s| s.mutate(),
+                |s| {
+                    s.tick();
+                },
+            )
+        });
+        let row = Row {
+            scenario: Scenario::Replication,
+            case: name,
+            imp: Impl::Ours,
+            measurement: m,
+            chunks: None,
+            rows: Some(scene.movers()),
+            systems: Vec::new(),
+            count: Some(scene.clients()),
+            kbps: None,
+        };
+        on_row(&row);
+        rows.push(row);
+    }
+    rows.extend(multiplayer(quick, &mut on_row)?);
+    Ok(rows)
+}
+
+fn arena_line(name: &str, f: &ArenaFigures) -> String {
+    format!(
+        "{name}: upstream {:.1} bytes/datagram (largest {}), {:.1} kbps up, {:.1} kbps down per client; prediction matched {:.2} % of {} compared ticks, corrections {:.2}/s per client; inputs late {} of {} ({:.2} %)",
+        f.upstream_bytes,
+        f.upstream_max,
+        f.kbps_up,
+        f.kbps_down,
+        100.0 * (1.0 - f.mispredictions as f64 / f.comparisons.max(1) as f64),
+        f.comparisons,
+        f.corrections_per_s,
+        f.late_inputs,
+        f.inputs,
+        100.0 * f.late_inputs as f64 / f.inputs.max(1) as f64,
+    )
+}
+
+/// The arena's figures: the lossy cases (two clients, 200 props), and a
+/// client tick with and without prediction (one client, 1000 props, clean
+/// link, the two runs stepped in turn so the machine's noise hits both).
+fn multiplayer(quick: bool, on_row: &mut impl FnMut(&Row)) -> Result<Vec<Row>, String> {
+    MULTIPLAYER.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    let frames = if quick { 900 } else { 3600 };
+    let mut rows = Vec::new();
+    for (name, link) in ARENA_CASES {
+        let mut run = ArenaRun::new(2, 200, link, true).map_err(|e| format!("replication/{name}: {e}"))?;
+        for _ in 0..300 {
+            run.frame()?;
+        }
+        let f = run.measure(frames)?;
+        note(arena_line(name, &f));
+        let row = Row {
+            scenario: Scenario::Replication,
+            case: name,
+            imp: Impl::Ours,
+            measurement: measurement_of(&run.client_us, 1),
+            chunks: None,
+            rows: None,
+            systems: Vec::new(),
+            count: Some(2),
+            kbps: Some(f.kbps_down),
+        };
+        on_row(&row);
+        rows.push(row);
+    }
+    let clean = LinkConfig::clean(3);
+    let mut predicted = ArenaRun::new(1, 1000, clean, true)?;
+    let mut plain = ArenaRun::new(1, 1000, clean, false)?;
+    for _ in 0..300 {
+        predicted.frame()?;
+        plain.frame()?;
+    }
+    predicted.reset_counters();
+    plain.reset_counters();
+    let before = predicted.prediction_stats();
+    for _ in 0..frames {
+        predicted.frame()?;
+        plain.frame()?;
+    }
+    let (predicted_us, plain_us) = (predicted.client_us.clone(), plain.client_us.clone());
+    let (with, without) = (median(&predicted_us), median(&plain_us));
+    let after = predicted.prediction_stats();
+    note(format!(
+        "client tick, 1000 interpolated props + the predicted player, clean link: {with:.2} us predicted, {without:.2} us without prediction ({:+.1} %), mispredictions {} in {} compared",
+        (with / without - 1.0) * 100.0,
+        after.mispredictions - before.mispredictions,
+        after.comparisons - before.comparisons
+    ));
+    for (name, us) in [("client_tick_predicted", &predicted_us), ("client_tick_unpredicted", &plain_us)] {
+        let row = Row {
+            scenario: Scenario::Replication,
+            case: name,
+            imp: Impl::Ours,
+            measurement: measurement_of(us, 1),
+            chunks: None,
+            rows: None,
+            systems: Vec::new(),
+            count: Some(1),
+            kbps: None,
+        };
+        on_row(&row);
+        rows.push(row);
+    }
     Ok(rows)
 }
 
@@ -153,7 +299,12 @@ pub fn table(rows: &[Row]) -> String {
         "case", "us/tick", "us/client/tick", "clients", "changed", "kbps/client"
     );
     for r in rows.iter().filter(|r| r.scenario == Scenario::Replication) {
-        let clients = if r.case.starts_with("cubes") { 1 } else { r.count.unwrap_or(1).max(1) };
+        let clients = if r.case.starts_with("cubes") || r.case.starts_with("client_tick") || r.case.starts_with("arena")
+        {
+            1
+        } else {
+            r.count.unwrap_or(1).max(1)
+        };
         let _ = writeln!(
             out,
             "{:<22} {:>12.2} {:>14.2} {:>8} {:>8} {:>12.1}",
@@ -164,6 +315,11 @@ pub fn table(rows: &[Row]) -> String {
             r.rows.map_or("-".to_owned(), |n| n.to_string()),
             r.kbps.unwrap_or(f64::NAN)
         );
+    }
+    let multiplayer = MULTIPLAYER.lock().unwrap_or_else(|e| e.into_inner());
+    if !multiplayer.is_empty() {
+        let _ = writeln!(out, "multiplayer (arena, 60 Hz; arena and client_tick rows: median us of one client frame):");
+        out.push_str(&multiplayer);
     }
     out
 }

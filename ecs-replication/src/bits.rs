@@ -52,9 +52,13 @@ impl std::error::Error for BitError {}
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct BitWriter {
+    /// Complete bytes.
     bytes: Vec<u8>,
-    /// Bits used in the last byte (0 when it is full or there is none).
-    used: u32,
+    /// Bits not yet in `bytes`, least significant first (fewer than 8
+    /// between calls).
+    acc: u128,
+    /// Bits in `acc`.
+    acc_bits: u32,
 }
 
 impl BitWriter {
@@ -66,12 +70,22 @@ impl BitWriter {
     /// An empty writer that reuses `buffer`'s allocation.
     pub fn with_buffer(mut buffer: Vec<u8>) -> Self {
         buffer.clear();
-        BitWriter { bytes: buffer, used: 0 }
+        BitWriter { bytes: buffer, acc: 0, acc_bits: 0 }
     }
 
     /// Bits written so far.
     pub fn bit_len(&self) -> usize {
-        if self.used == 0 { self.bytes.len() * 8 } else { (self.bytes.len() - 1) * 8 + self.used as usize }
+        self.bytes.len() * 8 + self.acc_bits as usize
+    }
+
+    /// Moves the complete bytes of the accumulator out.
+    #[inline]
+    fn flush(&mut self) {
+        while self.acc_bits >= 8 {
+            self.bytes.push(self.acc as u8);
+            self.acc >>= 8;
+            self.acc_bits -= 8;
+        }
     }
 
     /// Writes the low `bits` bits of `value` (`bits <= 64`; higher bits of
@@ -79,25 +93,20 @@ impl BitWriter {
     ///
     /// # Panics
     /// If `bits > 64`: a programming error, never driven by input.
+    #[inline]
     pub fn write_bits(&mut self, value: u64, bits: u32) {
         assert!(bits <= 64, "bit width {bits} is above 64");
-        let mut value = if bits == 64 { value } else { value & ((1u64 << bits) - 1) };
-        let mut left = bits;
-        while left > 0 {
-            if self.used == 0 {
-                self.bytes.push(0);
-            }
-            let room = 8 - self.used;
-            let take = room.min(left);
-            let last = self.bytes.len() - 1;
-            self.bytes[last] |= ((value & ((1u64 << take) - 1)) as u8) << self.used;
-            value >>= take;
-            left -= take;
-            self.used = (self.used + take) % 8;
+        if bits == 0 {
+            return;
         }
+        let value = if bits == 64 { value } else { value & ((1u64 << bits) - 1) };
+        self.acc |= (value as u128) << self.acc_bits;
+        self.acc_bits += bits;
+        self.flush();
     }
 
     /// Writes one bit.
+    #[inline]
     pub fn write_bool(&mut self, value: bool) {
         self.write_bits(value as u64, 1);
     }
@@ -125,28 +134,43 @@ impl BitWriter {
         if bits >= self.bit_len() {
             return;
         }
-        self.bytes.truncate(bits.div_ceil(8));
-        self.used = (bits % 8) as u32;
-        if self.used != 0
-            && let Some(last) = self.bytes.last_mut()
-        {
-            *last &= (1u8 << self.used) - 1;
+        let full = self.bytes.len() * 8;
+        if bits >= full {
+            let keep = (bits - full) as u32;
+            self.acc &= (1u128 << keep) - 1;
+            self.acc_bits = keep;
+        } else {
+            let rem = (bits % 8) as u32;
+            self.acc = if rem == 0 { 0 } else { (self.bytes[bits / 8] & ((1u8 << rem) - 1)) as u128 };
+            self.acc_bits = rem;
+            self.bytes.truncate(bits / 8);
         }
     }
 
     /// Appends everything `other` has written, bit for bit.
     pub fn append(&mut self, other: &BitWriter) {
-        let full = if other.used == 0 { other.bytes.len() } else { other.bytes.len() - 1 };
-        for &b in &other.bytes[..full] {
-            self.write_bits(b as u64, 8);
+        if self.acc_bits == 0 {
+            self.bytes.extend_from_slice(&other.bytes);
+        } else {
+            let mut chunks = other.bytes.chunks_exact(8);
+            for chunk in &mut chunks {
+                let word = u64::from_le_bytes(chunk.try_into().expect("chunks of 8"));
+                self.write_bits(word, 64);
+            }
+            for b in chunks.remainder() {
+                self.write_bits(*b as u64, 8);
+            }
         }
-        if other.used != 0 {
-            self.write_bits(other.bytes[full] as u64, other.used);
+        if other.acc_bits != 0 {
+            self.write_bits(other.acc as u64, other.acc_bits);
         }
     }
 
     /// The bytes, the last one padded with zero bits.
-    pub fn finish(self) -> Vec<u8> {
+    pub fn finish(mut self) -> Vec<u8> {
+        if self.acc_bits > 0 {
+            self.bytes.push(self.acc as u8);
+        }
         self.bytes
     }
 }

@@ -156,6 +156,18 @@ fn checksum(bytes: &[u8]) -> u32 {
     crc32(&[&bytes[..2.min(bytes.len())], bytes.get(6..).unwrap_or(&[])])
 }
 
+/// Writes the magic and the CRC-32 of the rest into the first 6 bytes of
+/// `bytes` (a no-op for fewer): for fuzzing and tools that build datagrams
+/// by hand, so the decoder's checks past the checksum are reached.
+pub fn seal_upstream(bytes: &mut [u8]) {
+    if bytes.len() < 6 {
+        return;
+    }
+    bytes[..2].copy_from_slice(&UPSTREAM_MAGIC.to_le_bytes());
+    let crc = checksum(bytes);
+    bytes[2..6].copy_from_slice(&crc.to_le_bytes());
+}
+
 /// Whether `bytes` look like an upstream datagram (by magic only).
 pub fn is_upstream(bytes: &[u8]) -> bool {
     bytes.len() >= 2 && u16::from_le_bytes([bytes[0], bytes[1]]) == UPSTREAM_MAGIC

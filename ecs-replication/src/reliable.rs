@@ -148,6 +148,26 @@ pub fn decode_message<M: NetMessage>(bytes: &[u8]) -> Result<M, MessageError> {
     Ok(message)
 }
 
+/// Writes the magic and the CRC-32 of the rest into the first 6 bytes of
+/// `bytes` (a no-op for fewer): for fuzzing, so the checks past the
+/// checksum are reached.
+pub fn seal_datagram(bytes: &mut [u8]) {
+    if bytes.len() < 6 {
+        return;
+    }
+    bytes[..2].copy_from_slice(&DATAGRAM_MAGIC.to_le_bytes());
+    let crc = datagram_checksum(bytes);
+    bytes[2..6].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Frames arbitrary bits as a message (the magic, then `body`): for
+/// fuzzing the typed decoders.
+pub fn frame_raw_message(body: &[u8]) -> Vec<u8> {
+    let mut out = MESSAGE_MAGIC.to_le_bytes().to_vec();
+    out.extend_from_slice(body);
+    out
+}
+
 /// Whether `bytes` look like an endpoint datagram (by magic only).
 pub fn is_reliable_datagram(bytes: &[u8]) -> bool {
     bytes.len() >= 2 && u16::from_le_bytes([bytes[0], bytes[1]]) == DATAGRAM_MAGIC

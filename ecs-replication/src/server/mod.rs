@@ -39,6 +39,8 @@
 //! builds one client's packet.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+use rayon::prelude::*;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use ecs_core::{Entity, World};
@@ -59,6 +61,9 @@ pub use interest::View;
 use changes::ChangeScan;
 use client_state::{ClientState, Phase};
 use interest::{Interest, check_view, in_view};
+
+/// Clients from which [`Server::update`] builds packets on rayon's pool.
+pub const PARALLEL_CLIENTS: usize = 8;
 
 /// A client's id on the server (the transport's id, e.g. renet's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -508,11 +513,12 @@ impl Server {
             changes.changed.iter().filter_map(|n| changes.records.get(n).map(|r| (*n, r.changed_mask))).collect();
         let width = self.registry.schema().len();
         let all_components = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
-        for client in self.clients.values_mut() {
+        let (registry, config) = (&self.registry, &self.config);
+        let per_client = |client: &mut ClientState| -> Result<(), ServerError> {
             // Changes of this tick go to the entities this client tracks.
             client.mark_changed(&changed_masks, tick);
             // No acknowledgement of any packet in the ring: full state.
-            let behind = client.ring.len() >= self.config.ring_len as usize
+            let behind = client.ring.len() >= config.ring_len as usize
                 && client.ring.front().is_some_and(|s| client.newest_ack == 0 || tick_newer(s.tick, client.newest_ack));
             if !client.resynced && behind {
                 client.resynced = true;
@@ -534,8 +540,16 @@ impl Server {
                     client.queue(net);
                 }
             }
-            packet::build_packet(client, &changes.records, &changes.by_entity, &self.registry, &self.config, tick)?;
+            packet::build_packet(client, &changes.records, &changes.by_entity, registry, config, tick)
+        };
+        // Each client's books are its own and the world-level part is read
+        // only: packets are built in parallel (rayon's pool; one thread
+        // runs them in order) once there are enough clients to pay for it.
+        if self.clients.len() >= PARALLEL_CLIENTS && rayon::current_num_threads() > 1 {
+            let mut clients: Vec<&mut ClientState> = self.clients.values_mut().collect();
+            clients.par_iter_mut().try_for_each(|client| per_client(client))
+        } else {
+            self.clients.values_mut().try_for_each(per_client)
         }
-        Ok(())
     }
 }

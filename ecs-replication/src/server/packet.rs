@@ -3,7 +3,7 @@
 
 use ecs_core::Entity;
 
-use crate::codec::{Encoder, Entry, EntryKind, NetId, delta_of, value_bits};
+use crate::codec::{Encoder, Entry, EntryKind, NetId, Value, delta_of, value_bits};
 use crate::registry::Registry;
 use crate::tick::tick_diff;
 
@@ -37,10 +37,22 @@ pub(super) fn build_packet(
         client.queue(*net);
     }
     // Priority: every waiting entity gains each tick; spawns and despawns
-    // gain most (they decide what exists), nearer entities gain more.
+    // gain most (they decide what exists), nearer entities gain more. What
+    // has no work left leaves the pending list in the same pass (building
+    // the packet changes no phase and no dirty mask).
     let mut order: Vec<(f32, NetId)> = Vec::with_capacity(client.pending.len());
-    for net in &client.pending {
-        let Some(t) = client.tracked.get_mut(net) else { continue };
+    let ClientState { pending, tracked, orphans, .. } = &mut *client;
+    pending.retain(|net| {
+        let Some(t) = tracked.get_mut(net) else {
+            orphans.remove(net);
+            return false;
+        };
+        let confirmed = confirm.contains(net);
+        if t.phase == Phase::Live && t.dirty == 0 && !confirmed {
+            t.queued = false;
+            t.priority = 0.0;
+            return false;
+        }
         let base = match t.phase {
             Phase::Spawning | Phase::Despawning => 4.0,
             Phase::Live => 1.0,
@@ -50,11 +62,12 @@ pub(super) fn build_packet(
             None => 0.0,
         };
         t.priority += base + near;
-        if confirm.contains(net) {
+        if confirmed {
             t.priority += 1.0e6;
         }
         order.push((t.priority, *net));
-    }
+        true
+    });
     // Only the first entries can fit (each takes at least 10 bits): pick
     // them in O(n), then sort just those.
     let by_priority = |a: &(f32, NetId), b: &(f32, NetId)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
@@ -65,8 +78,10 @@ pub(super) fn build_packet(
         order.truncate(can_fit);
     }
     order.sort_unstable_by(by_priority);
-    let mut sent = Vec::new();
+    let mut sent = Vec::with_capacity(order.len());
     let mut misses = 0;
+    // One component list, reused entry after entry.
+    let mut scratch: Vec<(u8, Value)> = Vec::new();
     for (_, net) in &order {
         let Some(t) = client.tracked.get_mut(net) else { continue };
         let record = records.get(net);
@@ -74,13 +89,12 @@ pub(super) fn build_packet(
             (Phase::Despawning, _) | (_, None) => {
                 Entry { kind: EntryKind::Despawn, net_id: *net, baseline: 0, components: Vec::new(), removed: 0 }
             }
-            (Phase::Spawning, Some(r)) => Entry {
-                kind: EntryKind::Spawn,
-                net_id: *net,
-                baseline: 0,
-                components: r.values.iter().enumerate().filter_map(|(i, v)| v.clone().map(|v| (i as u8, v))).collect(),
-                removed: 0,
-            },
+            (Phase::Spawning, Some(r)) => {
+                let mut components = std::mem::take(&mut scratch);
+                components.clear();
+                components.extend(r.values.iter().enumerate().filter_map(|(i, v)| v.clone().map(|v| (i as u8, v))));
+                Entry { kind: EntryKind::Spawn, net_id: *net, baseline: 0, components, removed: 0 }
+            }
             (Phase::Live, Some(r)) => {
                 if t.dirty == 0 && !confirm.contains(net) {
                     continue;
@@ -92,7 +106,8 @@ pub(super) fn build_packet(
                 let base = (t.acked_tick != 0 && (1..=config.delta_window as i32).contains(&back))
                     .then(|| r.state_at(t.acked_tick))
                     .flatten();
-                let mut components = Vec::new();
+                let mut components = std::mem::take(&mut scratch);
+                components.clear();
                 let mut removed = 0;
                 let mut any_delta = false;
                 for (i, v) in r.values.iter().enumerate() {
@@ -143,22 +158,9 @@ pub(super) fn build_packet(
                 break;
             }
         }
+        scratch = entry.components;
     }
     client.stats.entries_deferred += candidates.saturating_sub(sent.len()) as u64;
-    // Keep what still has work.
-    let ClientState { pending, tracked, orphans, .. } = client;
-    pending.retain(|net| match tracked.get_mut(net) {
-        Some(t) if t.phase != Phase::Live || t.dirty != 0 => true,
-        Some(t) => {
-            t.queued = false;
-            t.priority = 0.0;
-            false
-        }
-        None => {
-            orphans.remove(net);
-            false
-        }
-    });
     // Ticks since the last packet: a distance, not an order (0: none sent).
     let since = tick.wrapping_sub(client.last_sent);
     if sent.is_empty() && client.pending.is_empty() && client.last_sent != 0 && since < config.heartbeat {

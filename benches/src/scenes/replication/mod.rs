@@ -5,6 +5,9 @@
 
 use std::time::{Duration, Instant};
 
+/// The arena game: input upstream, prediction under a bad link, client cost.
+pub mod game;
+
 use ecs_core::{Entity, World};
 use ecs_examples::cubes::{CubeConfig, CubePosition, CubeRotation, CubeScene, registry};
 use ecs_replication::prelude::*;
