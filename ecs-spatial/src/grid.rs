@@ -32,9 +32,10 @@ pub struct Cell {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum CellLookup {
     /// Chosen per build: a dense offset table over the occupied cells'
-    /// bounding box while it has at most `4 * points + 65536` cells (4
-    /// bytes each, one load per row of cells), otherwise the hash table
-    /// over the occupied cells. Both are O(1) per lookup.
+    /// bounding box while it has at most `16 * points + 65536` cells (4
+    /// bytes each, one load per row of cells) and at most 32 per occupied
+    /// cell (or 65536), otherwise the hash table over the occupied rows of
+    /// cells. Both find a row in O(1) (expected, for the hash).
     #[default]
     Auto,
     /// Always the hash table over the occupied cells (memory proportional
@@ -65,8 +66,8 @@ pub enum BuildKind {
     /// Nothing built yet, or the grid is empty.
     #[default]
     None,
-    /// One counting pass over the dense table's cells (the bounding box is
-    /// small enough for the dense lookup).
+    /// One counting pass over the cells of the bounding box (at most
+    /// `4 * points + 65536` of them).
     Counting,
     /// An LSD radix sort of the keys relabelled into `key_bits` bits (only
     /// the bits that vary inside the bounding box), in `passes` passes.
@@ -100,15 +101,30 @@ pub struct GridStats {
 }
 
 /// The dense table is used while the bounding box has at most
-/// `DENSE_CELLS_PER_POINT * points + DENSE_CELLS_MIN` cells (4 bytes each):
-/// building it costs a pass over those cells, which must stay of the order
-/// of the points' own passes.
-const DENSE_CELLS_PER_POINT: u64 = 4;
+/// `DENSE_CELLS_PER_POINT * points + DENSE_CELLS_MIN` cells (4 bytes each)
+/// and at most `DENSE_CELLS_PER_CELL` per occupied cell: building it costs a
+/// pass over those cells, and a table that is mostly empty costs cache
+/// misses that the hash table's smaller footprint avoids.
+const DENSE_CELLS_PER_POINT: u64 = 16;
+const DENSE_CELLS_PER_CELL: u64 = 32;
 const DENSE_CELLS_MIN: u64 = 1 << 16;
+/// The build sorts by counting over the dense table while the bounding box
+/// has at most `COUNTING_CELLS_PER_POINT * points + DENSE_CELLS_MIN` cells
+/// (the pass over the table then costs about what the points' passes do).
+const COUNTING_CELLS_PER_POINT: u64 = 4;
 
-/// A hashed row lookup probes each cell of a run of at most this many
-/// cells; a longer run is found by binary search of the cell table.
-const HASH_RUN_MAX: i32 = 8;
+/// Whether a box of `volume` cells gets the dense table, with `points`
+/// points in `cells` occupied cells.
+fn dense_fits(volume: Option<u64>, points: usize, cells: usize) -> bool {
+    volume.is_some_and(|v| {
+        v <= DENSE_CELLS_PER_POINT * points as u64 + DENSE_CELLS_MIN
+            && v <= (DENSE_CELLS_PER_CELL * cells as u64).max(DENSE_CELLS_MIN)
+    })
+}
+
+/// A hashed row lookup scans a row of at most this many occupied cells for
+/// its run of cells; a longer row is searched.
+const HASH_SCAN_MAX: usize = 8;
 
 /// Radix digits are at most this many bits (2048 counters, 8 KiB, in L1).
 const RADIX_DIGIT_MAX: u32 = 11;
@@ -157,7 +173,10 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     build: BuildKind,
     // Dense lookup: `dense[i]..dense[i + 1]` are the points of dense cell `i`.
     dense: Vec<u32>,
+    // Hashed lookup: row key -> index into `rows`, each row's range of the
+    // cell table (`first..end`).
     hash: CellHash,
+    rows: Vec<(u32, u32)>,
     // Scratch, reused across rebuilds.
     point_keys: Vec<u64>,
     narrow: Vec<u64>,
@@ -219,6 +238,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             build: BuildKind::None,
             dense: Vec::new(),
             hash: CellHash::default(),
+            rows: Vec::new(),
             point_keys: Vec::new(),
             narrow: Vec::new(),
             narrow_scratch: Vec::new(),
@@ -354,6 +374,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.cell_keys.clear();
         self.dense.clear();
         self.hash.clear();
+        self.rows.clear();
         self.kind = LookupKind::None;
         self.build = BuildKind::None;
     }
@@ -370,6 +391,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             + self.cell_keys.capacity() * 8
             + self.dense.capacity() * 4
             + self.hash.capacity_bytes()
+            + self.rows.capacity() * 8
             + self.point_keys.capacity() * 8
             + (self.narrow.capacity() + self.narrow_scratch.capacity()) * 8
             + (self.wide.capacity() + self.wide_scratch.capacity()) * size_of::<(u64, u32)>()
@@ -432,15 +454,16 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.ids.resize(n, ids[0]);
         self.soa.resize(n);
 
-        // 2. Key order, by counting over the dense table or by radix sort.
+        // 2. Key order, by counting over the dense table when its pass over
+        //    the box costs about what the points' passes do, or by radix sort.
         let volume = span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
-        let dense_fits = volume.is_some_and(|v| v <= DENSE_CELLS_PER_POINT * n as u64 + DENSE_CELLS_MIN);
-        if dense_fits {
+        if volume.is_some_and(|v| v <= COUNTING_CELLS_PER_POINT * n as u64 + DENSE_CELLS_MIN) {
             self.counting_build(ids, positions, volume.unwrap_or(0) as usize, parallel);
             self.build = BuildKind::Counting;
         } else {
             self.radix_build(ids, positions, parallel);
         }
+        let dense_fits = dense_fits(volume, n, self.cells.len());
 
         // 3. The lookup.
         self.kind = match self.lookup {
@@ -457,7 +480,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             }
             LookupKind::Hashed => {
                 self.dense.clear();
-                self.hash.build(&self.cell_keys);
+                self.build_hash();
             }
             _ => {
                 self.dense.clear();
@@ -658,11 +681,41 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.dense[next..].fill(n as u32);
     }
 
+    /// The row table and its hash: each occupied row `(y, z)` (the cells'
+    /// keys without their `x` bits) and its range of the cell table.
+    fn build_hash(&mut self) {
+        self.rows.clear();
+        let keys = &self.cell_keys;
+        let mut i = 0;
+        while i < keys.len() {
+            let row = keys[i] >> AXIS_BITS;
+            let mut j = i + 1;
+            while j < keys.len() && keys[j] >> AXIS_BITS == row {
+                j += 1;
+            }
+            self.rows.push((i as u32, j as u32));
+            i = j;
+        }
+        let (rows, keys) = (&self.rows, &self.cell_keys);
+        self.hash.build(rows.iter().map(|&(a, _)| keys[a as usize] >> AXIS_BITS));
+    }
+
+    /// The range of the cell table holding the row of `key` (any `x`), if
+    /// the row is occupied (hashed lookup only).
+    #[inline(always)]
+    fn hashed_row(&self, key: u64) -> Option<(usize, usize)> {
+        let row = key >> AXIS_BITS;
+        let r = self.hash.find(row, |r| self.cell_keys[self.rows[r].0 as usize] >> AXIS_BITS == row)?;
+        let (a, b) = self.rows[r];
+        Some((a as usize, b as usize))
+    }
+
     /// The index in the cell table of the occupied cell `key`.
     #[inline]
     fn cell_index(&self, key: u64) -> Option<usize> {
         if self.kind == LookupKind::Hashed {
-            self.hash.find(key, &self.cells)
+            let (a, b) = self.hashed_row(key)?;
+            self.cell_keys[a..b].binary_search(&key).ok().map(|i| a + i)
         } else {
             self.cell_keys.binary_search(&key).ok()
         }
@@ -935,7 +988,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let was = self.kind;
         let span = [0, 1, 2].map(|a| (max[a] - min[a]) as usize + 1);
         let volume = span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
-        let dense_fits = volume.is_some_and(|v| v <= DENSE_CELLS_PER_POINT * n_new as u64 + DENSE_CELLS_MIN);
+        let dense_fits = dense_fits(volume, n_new, self.cells.len());
         self.min = min;
         self.max = max;
         self.span = span;
@@ -972,7 +1025,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 // The table maps keys to cell indices: unchanged while no
                 // cell was added or emptied.
                 if cells_changed || was != LookupKind::Hashed {
-                    self.hash.build(&self.cell_keys);
+                    self.build_hash();
                 }
             }
             _ => {
@@ -1026,29 +1079,23 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         (self.cell_start(a), self.cell_start(b))
     }
 
-    /// [`row_slots`](Self::row_slots) through the hash table: the cells of a
-    /// short run are probed from its first until one is occupied, and the
-    /// run's other occupied cells follow that one in the cell table; a long
-    /// run is searched.
+    /// [`row_slots`](Self::row_slots) through the hash table: the row's
+    /// range of the cell table, then its cells `x0..=x1` by a scan (short
+    /// rows) or a search of that range.
     #[inline]
     fn row_slots_hashed(&self, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
-        if x1 - x0 >= HASH_RUN_MAX {
-            return self.row_slots_search(y, z, x0, x1);
-        }
+        let lo = pack_unchecked(x0, y, z);
+        let Some((a, b)) = self.hashed_row(lo) else { return (0, 0) };
         let hi = pack_unchecked(x1, y, z);
-        // Keys of one row differ by one per cell along x.
-        let mut key = pack_unchecked(x0, y, z);
-        while key <= hi {
-            if let Some(i) = self.hash.find(key, &self.cells) {
-                let mut j = i + 1;
-                while j < self.cells.len() && self.cells[j].key.raw() <= hi {
-                    j += 1;
-                }
-                return (self.cells[i].start as usize, self.cell_start(j));
-            }
-            key += 1;
-        }
-        (0, 0)
+        let keys = &self.cell_keys[a..b];
+        let (i, j) = if keys.len() <= HASH_SCAN_MAX {
+            let i = keys.iter().take_while(|&&k| k < lo).count();
+            (i, i + keys[i..].iter().take_while(|&&k| k <= hi).count())
+        } else {
+            let i = keys.partition_point(|&k| k < lo);
+            (i, i + keys[i..].partition_point(|&k| k <= hi))
+        };
+        (self.cell_start(a + i), self.cell_start(a + j))
     }
 
     /// Calls `f(start, end)` with the sorted-slot range of the cells
@@ -1450,4 +1497,25 @@ fn apply_ops<T: Copy>(ops: &[EditOp], old: &[T], out: &mut Vec<T>, value: impl F
         }
     }
     out.extend_from_slice(&old[from..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The vectorised floor is the floor `cell_axis` takes, over the key range.
+        #[test]
+        fn fast_floor_matches_cell_axis(q in -1_048_576.0f32..1_048_575.9) {
+            prop_assert_eq!(floor_in_range(q), cell_axis(q, 0.0, 1.0).unwrap());
+        }
+    }
+
+    #[test]
+    fn fast_floor_at_integers_halves_and_edges() {
+        for q in [-1_048_576.0f32, -2.5, -1.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 1.5, 2.5, 1_048_575.5, 1_048_575.9] {
+            assert_eq!(floor_in_range(q), cell_axis(q, 0.0, 1.0).unwrap(), "{q}");
+        }
+    }
 }

@@ -1,15 +1,15 @@
-//! The open-addressing table that finds an occupied cell from its packed
-//! key in O(1) expected probes, whatever the occupied cells' bounding box:
-//! what a grid uses when a dense table over that box would be too large or
-//! too sparse.
+//! The open-addressing table that finds an occupied row of cells from its
+//! packed `(y, z)` in O(1) expected probes, whatever the occupied cells'
+//! bounding box: what a grid uses when a dense table over that box would be
+//! too large or too sparse. The cells of a row are adjacent in the sorted
+//! cell table, so a row's entry is its range there, searched for `x`.
 //!
-//! Multiplicative (Fibonacci) hashing of the packed key, linear probing,
-//! load factor at most 1/2. A slot holds a 32-bit tag of the key and the
-//! cell's index in the grid's sorted cell table; a tag match is confirmed
-//! against the table's key, so distinct cells never merge (a hash collision
-//! costs a probe, never a wrong answer).
-
-use crate::grid::Cell;
+//! Multiplicative (Fibonacci) hashing of the key, linear probing, load
+//! factor at most 1/2. A slot holds a 32-bit tag of the key and the entry's
+//! index; a tag match is confirmed by the caller against the real key, so
+//! distinct rows never merge (a hash collision costs a probe, never a wrong
+//! answer). Rows are far fewer than cells (a row of a query box holds
+//! several cells), so the table is small and stays in cache.
 
 /// An empty slot (no cell index reaches `u32::MAX`: a grid holds fewer
 /// cells than points, and at most `u32::MAX` points).
@@ -18,7 +18,7 @@ const EMPTY: u64 = u64::MAX;
 /// The golden-ratio multiplier of Fibonacci hashing.
 const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// Cell key -> index in the sorted cell table.
+/// Row key -> index of the row's entry.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CellHash {
     slots: Vec<u64>,
@@ -37,14 +37,14 @@ impl CellHash {
         self.slots.clear();
     }
 
-    /// Fills the table from the sorted, distinct cell keys (`keys[i]` is cell `i`).
-    pub(crate) fn build(&mut self, keys: &[u64]) {
+    /// Fills the table from distinct keys (`keys[i]` is entry `i`).
+    pub(crate) fn build(&mut self, keys: impl ExactSizeIterator<Item = u64>) {
         let capacity = (keys.len() * 2).next_power_of_two().max(16);
         self.slots.clear();
         self.slots.resize(capacity, EMPTY);
         self.shift = 64 - capacity.trailing_zeros();
         let mask = capacity - 1;
-        for (i, &key) in keys.iter().enumerate() {
+        for (i, key) in keys.enumerate() {
             let mut h = self.home(key);
             while self.slots[h] != EMPTY {
                 h = (h + 1) & mask;
@@ -58,10 +58,10 @@ impl CellHash {
         (key.wrapping_mul(MULTIPLIER) >> self.shift) as usize
     }
 
-    /// The index of the cell `key` in `cells` (whose keys the table was
-    /// built from), if it is occupied.
+    /// The entry of `key`, if there is one; `is(i)` tells whether entry `i`
+    /// has this key (checked only on a tag match).
     #[inline(always)]
-    pub(crate) fn find(&self, key: u64, cells: &[Cell]) -> Option<usize> {
+    pub(crate) fn find(&self, key: u64, is: impl Fn(usize) -> bool) -> Option<usize> {
         if self.slots.is_empty() {
             return None;
         }
@@ -75,7 +75,7 @@ impl CellHash {
             }
             if (slot >> 32) as u32 == t {
                 let i = slot as u32 as usize;
-                if cells.get(i).is_some_and(|c| c.key.raw() == key) {
+                if is(i) {
                     return Some(i);
                 }
             }
@@ -113,11 +113,7 @@ impl CellHash {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cell::{CellKey, pack_unchecked};
-
-    fn cells_of(keys: &[u64]) -> Vec<Cell> {
-        keys.iter().map(|&k| Cell { key: CellKey::from_raw_unchecked(k), start: 0, count: 1 }).collect()
-    }
+    use crate::cell::pack_unchecked;
 
     #[test]
     fn finds_every_key_and_no_other() {
@@ -125,15 +121,19 @@ mod tests {
         keys.sort_unstable();
         keys.dedup();
         let mut h = CellHash::default();
-        h.build(&keys);
-        let cells = cells_of(&keys);
+        h.build(keys.iter().copied());
+        let is = |k: u64| {
+            let keys = &keys;
+            move |i: usize| keys[i] == k
+        };
         for (i, &k) in keys.iter().enumerate() {
-            assert_eq!(h.find(k, &cells), Some(i));
+            assert_eq!(h.find(k, is(k)), Some(i));
         }
         for x in [-100, 7, 100_000] {
-            assert_eq!(h.find(pack_unchecked(x, 3, 500), &cells), None);
+            let k = pack_unchecked(x, 3, 500);
+            assert_eq!(h.find(k, is(k)), None);
         }
-        assert_eq!(CellHash::default().find(keys[0], &cells), None);
+        assert_eq!(CellHash::default().find(keys[0], is(keys[0])), None);
     }
 
     #[test]
@@ -152,7 +152,7 @@ mod tests {
             keys.sort_unstable();
             keys.dedup();
             let mut h = CellHash::default();
-            h.build(&keys);
+            h.build(keys.iter().copied());
             let mean = h.mean_probe_length(&keys);
             assert!(mean < 2.5, "mean probe length {mean}");
         }

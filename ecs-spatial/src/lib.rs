@@ -51,6 +51,7 @@ pub mod batch;
 #[cfg(feature = "ecs")]
 pub mod broad_phase;
 pub mod cell;
+pub mod cell_size;
 pub mod config;
 pub mod error;
 pub mod grid;
@@ -73,6 +74,7 @@ pub use broad_phase::{
     BroadPhase, BroadPhaseStats, DEFAULT_REBUILD_SHARE, Position, SpatialPosition, update_broad_phase,
 };
 pub use cell::{AXIS_BITS, CELL_MAX, CELL_MIN, CellCoord, CellKey, cell_axis, cell_of, cell_of_2d};
+pub use cell_size::suggest_cell_size;
 pub use config::{EncodingConfig, quantize_axis};
 pub use error::{BatchError, ConfigError, ConfigField, EncodeError, GridError};
 pub use grid::{BuildKind, GridStats, LookupKind};

@@ -1,0 +1,282 @@
+//! The cell lookup (dense table, hash table over the occupied rows, binary
+//! search) on the point sets that pick each one: results equal brute force
+//! whatever the lookup, the occupancy or the cell size, and the choice is
+//! reported in the grid's stats. Also `suggest_cell_size`.
+
+use ecs_spatial::{
+    BuildKind, CellKey, CellLookup, GridPoint, LookupKind, NeighborLists, SparseGrid, suggest_cell_size,
+};
+use glam::{Vec2, Vec3};
+use proptest::prelude::*;
+
+/// SplitMix64, for deterministic point sets.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    fn gaussian(&mut self) -> f32 {
+        let (u, v) = (self.unit().max(1e-7), self.unit());
+        (-2.0 * u.ln()).sqrt() * (std::f32::consts::TAU * v).cos()
+    }
+}
+
+fn uniform(n: usize, side: f32, seed: u64) -> Vec<Vec3> {
+    let mut r = Rng(seed);
+    (0..n).map(|_| Vec3::new(r.unit(), r.unit(), r.unit()) * side).collect()
+}
+
+/// Many small Gaussian clusters in a large box.
+fn clustered_sparse(n: usize, clusters: usize, sigma: f32, side: f32, seed: u64) -> Vec<Vec3> {
+    let mut r = Rng(seed);
+    let centres: Vec<Vec3> = (0..clusters).map(|_| Vec3::new(r.unit(), r.unit(), r.unit()) * side).collect();
+    (0..n).map(|i| centres[i % clusters] + Vec3::new(r.gaussian(), r.gaussian(), r.gaussian()) * sigma).collect()
+}
+
+/// A uniform cube with a few points moved very far out.
+fn with_outliers(n: usize, seed: u64) -> Vec<Vec3> {
+    let mut pts = uniform(n, 50.0, seed);
+    let far = [
+        Vec3::new(90_000.0, 3.0, 3.0),
+        Vec3::new(-80_000.0, -70_000.0, 10.0),
+        Vec3::new(5.0, 60_000.0, -90_000.0),
+        Vec3::splat(75_000.0),
+    ];
+    for (k, p) in far.into_iter().enumerate() {
+        pts[k * 37] = p;
+    }
+    pts
+}
+
+fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort_unstable();
+    v
+}
+
+fn brute_radius<P: GridPoint>(ps: &[P], c: P, r: f32) -> Vec<u32> {
+    (0..ps.len() as u32).filter(|&i| ps[i as usize].distance_squared(c) <= r * r).collect()
+}
+
+fn brute_pairs<P: GridPoint>(ps: &[P], r: f32) -> Vec<(u32, u32)> {
+    let mut v = Vec::new();
+    for i in 0..ps.len() {
+        for j in i + 1..ps.len() {
+            if ps[i].distance_squared(ps[j]) <= r * r {
+                v.push((i as u32, j as u32));
+            }
+        }
+    }
+    v
+}
+
+/// Every radius query, all radius queries (sequential and parallel, equal
+/// list by list), all pairs and the cell lookups of a grid over `ps`
+/// against brute force; returns the grid.
+fn check<P: GridPoint>(origin: P, cell: f32, lookup: CellLookup, ps: &[P], r: f32) -> SparseGrid<P> {
+    let ids: Vec<u32> = (0..ps.len() as u32).collect();
+    let mut grid = SparseGrid::<P>::new(origin, cell).unwrap().with_lookup(lookup);
+    grid.rebuild(&ids, ps).unwrap();
+    let mut par = SparseGrid::<P>::new(origin, cell).unwrap().with_lookup(lookup);
+    par.par_rebuild(&ids, ps).unwrap();
+    assert_eq!((par.ids(), par.cells()), (grid.ids(), grid.cells()));
+    let mut out = Vec::new();
+    for &q in ps.iter().step_by((ps.len() / 40).max(1)) {
+        grid.query_radius(q, r, &mut out);
+        assert_eq!(sorted(out.clone()), brute_radius(ps, q, r), "radius {r} around {q:?}, cell {cell}, {lookup:?}");
+    }
+    let (mut lists, mut par_lists) = (NeighborLists::new(), NeighborLists::new());
+    grid.query_radius_all(r, &mut lists);
+    grid.par_query_radius_all(r, &mut par_lists);
+    for s in 0..lists.len() {
+        let (id, hits) = lists.get(s);
+        assert_eq!(par_lists.get(s), (id, hits));
+        assert_eq!(sorted(hits.to_vec()), brute_radius(ps, ps[id as usize], r), "all queries, cell {cell}");
+    }
+    let mut pairs = Vec::new();
+    grid.for_each_pair_within(r, |a, b| pairs.push((a.min(b), a.max(b))));
+    assert_eq!(sorted(pairs), brute_pairs(ps, r), "pairs within {r}, cell {cell}, {lookup:?}");
+    // Every occupied cell is found through the lookup, and its neighbour is
+    // either found with its points or empty.
+    for c in grid.cells() {
+        assert_eq!(grid.cell_slots(c.key), c.start as usize..(c.start + c.count) as usize);
+        let next = c.key.offset(1, 0, 0).unwrap();
+        let found = grid.cell_slots(next);
+        match grid.cells().iter().find(|d| d.key == next) {
+            Some(d) => assert_eq!(found, d.start as usize..(d.start + d.count) as usize),
+            None => assert!(found.is_empty(), "{found:?}"),
+        }
+    }
+    grid
+}
+
+#[test]
+fn each_point_set_picks_its_lookup_and_equals_brute_force() {
+    // Uniform in a small box: the dense table, built by counting.
+    let g = check(Vec3::ZERO, 1.0, CellLookup::Auto, &uniform(3000, 20.0, 1), 1.0);
+    assert_eq!(g.lookup_kind(), LookupKind::Dense);
+    let s = g.stats();
+    assert_eq!((s.lookup, s.build, s.points), (LookupKind::Dense, BuildKind::Counting, 3000));
+    assert_eq!(s.dense_entries as u64, s.bounding_box_cells + 1);
+    assert_eq!(s.hash_slots, 0);
+    assert_eq!(s.cells, g.cells().len());
+
+    // Small clusters in a large box: millions of cells in the box, hashed.
+    let sparse = clustered_sparse(3000, 40, 1.5, 2000.0, 2);
+    for r in [1.0, 2.0] {
+        let g = check(Vec3::ZERO, r, CellLookup::Auto, &sparse, r);
+        let s = g.stats();
+        assert_eq!(s.lookup, LookupKind::Hashed);
+        assert!(matches!(s.build, BuildKind::Radix { .. }), "{s:?}");
+        assert!(s.bounding_box_cells > 1_000_000, "{s:?}");
+        assert!(s.hash_slots.is_power_of_two() && s.dense_entries == 0, "{s:?}");
+    }
+
+    // A few far outliers stretch the box to ~10^15 cells: hashed, radix
+    // sorted on the key bits that vary.
+    let outliers = with_outliers(3000, 3);
+    for r in [1.5, 4.0] {
+        let g = check(Vec3::ZERO, r, CellLookup::Auto, &outliers, r);
+        let s = g.stats();
+        assert_eq!(s.lookup, LookupKind::Hashed);
+        match s.build {
+            BuildKind::Radix { key_bits, passes } => assert!(key_bits > 32 && passes >= 3, "{s:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn forced_lookups_equal_the_automatic_one() {
+    let sets = [uniform(1500, 15.0, 4), clustered_sparse(1500, 20, 1.0, 500.0, 5), with_outliers(1500, 6)];
+    for ps in &sets {
+        for lookup in [CellLookup::Auto, CellLookup::Hashed, CellLookup::BinarySearch] {
+            let g = check(Vec3::new(-3.0, 0.5, 7.0), 1.3, lookup, ps, 2.1);
+            let want = match lookup {
+                CellLookup::Hashed => Some(LookupKind::Hashed),
+                CellLookup::BinarySearch => Some(LookupKind::BinarySearch),
+                CellLookup::Auto => None,
+            };
+            if let Some(want) = want {
+                assert_eq!(g.lookup_kind(), want);
+            }
+        }
+    }
+}
+
+#[test]
+fn tiny_and_huge_cells_equal_brute_force() {
+    let ps = clustered_sparse(1200, 12, 2.0, 100.0, 7);
+    for cell in [0.01, 0.1, 0.5, 4.0, 50.0, 1.0e4] {
+        for lookup in [CellLookup::Auto, CellLookup::Hashed] {
+            check(Vec3::ZERO, cell, lookup, &ps, 1.5);
+        }
+    }
+    let flat: Vec<Vec2> = ps.iter().map(|p| p.truncate()).collect();
+    for cell in [0.05, 1.0, 300.0] {
+        check(Vec2::ZERO, cell, CellLookup::Auto, &flat, 1.5);
+        check(Vec2::ZERO, cell, CellLookup::Hashed, &flat, 1.5);
+    }
+}
+
+#[test]
+fn hashed_grids_stay_exact_through_edits() {
+    // Points move between far clusters; the hash table is rebuilt when a
+    // cell appears or empties, kept otherwise.
+    let mut ps = clustered_sparse(800, 8, 1.0, 5000.0, 8);
+    let ids: Vec<u32> = (0..ps.len() as u32).collect();
+    let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 1.0).unwrap();
+    grid.rebuild(&ids, &ps).unwrap();
+    assert_eq!(grid.lookup_kind(), LookupKind::Hashed);
+    let mut rng = Rng(9);
+    for round in 0..6 {
+        let mut removed = Vec::new();
+        let mut inserted = Vec::new();
+        for _ in 0..40 {
+            let slot = (rng.next() % grid.len() as u64) as u32;
+            if removed.contains(&slot) {
+                continue;
+            }
+            let id = grid.ids()[slot as usize];
+            let to = ps[(rng.next() % ps.len() as u64) as usize] + Vec3::splat(rng.unit() * 0.5);
+            removed.push(slot);
+            ps[id as usize] = to;
+            inserted.push((grid.cell_key_of(to).unwrap(), id, to));
+        }
+        grid.apply_edits(&mut removed, &mut inserted).unwrap();
+        assert_eq!(grid.stats().build, BuildKind::Edit);
+        let mut out = Vec::new();
+        for &q in ps.iter().step_by(23) {
+            grid.query_radius(q, 1.7, &mut out);
+            assert_eq!(sorted(out.clone()), brute_radius(&ps, q, 1.7), "round {round}");
+        }
+        let mut pairs = Vec::new();
+        grid.for_each_pair_within(1.7, |a, b| pairs.push((a.min(b), a.max(b))));
+        assert_eq!(sorted(pairs), brute_pairs(&ps, 1.7), "round {round}");
+        for c in grid.cells() {
+            let key: CellKey = c.key;
+            assert_eq!(grid.cell_slots(key), c.start as usize..(c.start + c.count) as usize);
+        }
+    }
+}
+
+#[test]
+fn suggested_cell_sizes() {
+    // Invalid input: the radius back.
+    assert_eq!(suggest_cell_size::<Vec3>(&[], 3.0), 3.0);
+    assert!(suggest_cell_size(&[Vec3::ZERO], f32::NAN).is_nan());
+    assert_eq!(suggest_cell_size(&[Vec3::ZERO], -1.0), -1.0);
+    assert_eq!(suggest_cell_size(&[Vec3::splat(f32::NAN)], 2.0), 2.0);
+    // Always one of the tried multiples of the radius.
+    let sets = [uniform(5000, 100.0, 10), clustered_sparse(5000, 50, 2.0, 800.0, 11), with_outliers(5000, 12)];
+    for ps in &sets {
+        for r in [0.5, 2.0, 8.0] {
+            let c = suggest_cell_size(ps, r);
+            assert!([0.5, 0.75, 1.0, 1.5, 2.0].iter().any(|f| (c - f * r).abs() <= 1e-6 * r), "{c} for {r}");
+        }
+    }
+    // Dense data gets cells below the radius, sparse data at or above it.
+    let dense = uniform(20_000, 10.0, 13);
+    assert!(suggest_cell_size(&dense, 3.0) < 3.0);
+    let sparse = uniform(2000, 1000.0, 14);
+    assert!(suggest_cell_size(&sparse, 3.0) >= 3.0);
+    // 2D works the same.
+    let flat: Vec<Vec2> = dense.iter().map(|p| p.truncate()).collect();
+    assert!(suggest_cell_size(&flat, 1.0) > 0.0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Mixtures of a uniform cube, tight clusters in a big box and far
+    /// outliers, at any cell size and lookup: equal to brute force.
+    #[test]
+    fn mixtures_equal_brute_force(
+        seed in any::<u64>(),
+        n_uniform in 0usize..300,
+        n_clustered in 0usize..300,
+        outliers in 0usize..4,
+        cell in prop::sample::select(vec![0.05f32, 0.3, 1.0, 2.5, 20.0, 5000.0]),
+        r in prop::sample::select(vec![0.0f32, 0.4, 1.0, 3.0]),
+        lookup in prop::sample::select(vec![CellLookup::Auto, CellLookup::Hashed, CellLookup::BinarySearch]),
+    ) {
+        let mut ps = uniform(n_uniform, 12.0, seed);
+        ps.extend(clustered_sparse(n_clustered, 6, 0.8, 3000.0, seed ^ 1));
+        let mut rng = Rng(seed ^ 2);
+        for _ in 0..outliers {
+            ps.push(Vec3::new(rng.unit() - 0.5, rng.unit() - 0.5, rng.unit() - 0.5) * 1.0e5);
+        }
+        if !ps.is_empty() {
+            check(Vec3::new(0.25, -1.0, 3.0), cell, lookup, &ps, r);
+        }
+    }
+}
