@@ -147,6 +147,24 @@ impl BitWriter {
         }
     }
 
+    /// Replaces the `bits` bits written at bit `at` with the low bits of
+    /// `value` (for a field whose value is known only later, like a
+    /// count). Bits past what was written are ignored.
+    pub fn overwrite_bits(&mut self, at: usize, value: u64, bits: u32) {
+        let full = self.bytes.len() * 8;
+        for i in 0..bits.min(64) as usize {
+            let p = at + i;
+            let bit = (value >> i) & 1;
+            if p < full {
+                let byte = &mut self.bytes[p / 8];
+                *byte = (*byte & !(1 << (p % 8))) | ((bit as u8) << (p % 8));
+            } else if p < full + self.acc_bits as usize {
+                let q = p - full;
+                self.acc = (self.acc & !(1u128 << q)) | ((bit as u128) << q);
+            }
+        }
+    }
+
     /// Appends everything `other` has written, bit for bit.
     pub fn append(&mut self, other: &BitWriter) {
         if self.acc_bits == 0 {

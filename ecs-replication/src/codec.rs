@@ -1,10 +1,10 @@
 //! The snapshot packet codec: no ECS types, usable on its own.
 //!
-//! ## Wire format (version 5), bit-packed
+//! ## Wire format (version 6), bit-packed
 //! ```text
 //! magic u16 | version u8 | schema hash ^ CRC-32 u32 | tick u32 | baseline tick u32 (0 = none)
 //! time sync flag (1 bit) [echoed client timestamp u16 | ticks held u8 | input lead i8]
-//! entry count (varint, bounded)
+//! entry count u16 (bounded)
 //! entry: kind (2 bits: spawn, update, despawn) | network id (varint, bounded)
 //!        spawn/update: component mask (one bit per schema component)
 //!        update: removal flag (1 bit) [removed mask (one bit per schema component)]
@@ -38,14 +38,14 @@
 //! holds (no update after a despawn of the same entity, no second spawn, ...)
 //! is checked by [`crate::client::Client`] before it applies anything.
 
-use crate::bits::{BitError, BitReader, BitWriter, varint_bits};
+use crate::bits::{BitError, BitReader, BitWriter};
 pub use crate::delta::{BytesDelta, Delta, DeltaError};
 use crate::delta::{read_small, read_xor, small_bits, write_small, write_xor, xor_bits};
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
 
 const MAGIC: u16 = 0xEC5A;
 /// The wire format version this codec writes and reads.
-pub const WIRE_VERSION: u8 = 5;
+pub const WIRE_VERSION: u8 = 6;
 
 /// How far back (in ticks) a delta's baseline may lie.
 pub const MAX_DELTA_BACK: u32 = 255;
@@ -342,6 +342,8 @@ pub enum EncodeError {
     BadRemoval(u64),
     /// A baseline past [`MAX_DELTA_BACK`].
     BadBaseline(u32),
+    /// More than [`MAX_ENTRIES_ON_WIRE`] entries.
+    TooManyEntries,
 }
 
 impl std::fmt::Display for EncodeError {
@@ -351,6 +353,7 @@ impl std::fmt::Display for EncodeError {
             EncodeError::BadIndex(i) => write!(f, "component index {i} is out of order or not in the schema"),
             EncodeError::BadRemoval(mask) => write!(f, "removed mask {mask:#x} does not fit the entry"),
             EncodeError::BadBaseline(back) => write!(f, "baseline {back} ticks back is out of range"),
+            EncodeError::TooManyEntries => write!(f, "a packet holds at most {MAX_ENTRIES_ON_WIRE} entries"),
         }
     }
 }
@@ -364,9 +367,12 @@ pub struct Encoder<'s> {
     /// The packet's tick and baseline tick (entries whose baseline is the
     /// packet's say so in one bit).
     ticks: (u32, u32),
+    /// Header, count field, entries: written in one go, the count patched
+    /// in at the end.
     writer: BitWriter,
+    /// Where the count field starts.
+    count_at: usize,
     entries: u64,
-    body: BitWriter,
 }
 
 impl<'s> Encoder<'s> {
@@ -389,7 +395,9 @@ impl<'s> Encoder<'s> {
             writer.write_bits(s.hold as u64, 8);
             writer.write_bits(s.lead as u8 as u64, 8);
         }
-        Encoder { schema, ticks: (tick, baseline), writer, entries: 0, body: BitWriter::new() }
+        let count_at = writer.bit_len();
+        writer.write_bits(0, COUNT_BITS);
+        Encoder { schema, ticks: (tick, baseline), writer, count_at, entries: 0 }
     }
 
     /// Appends one entry. Fails, writing nothing, if a value does not fit
@@ -400,16 +408,19 @@ impl<'s> Encoder<'s> {
 
     /// Appends one entry only if the packet then stays within `max_bytes`;
     /// returns whether it was appended. Fails, writing nothing, if a value
-    /// does not fit its field.
+    /// does not fit its field, or with [`EncodeError::TooManyEntries`] past
+    /// the count field's range.
     pub fn push_within(&mut self, entry: &Entry, max_bytes: usize) -> Result<bool, EncodeError> {
-        let start = self.body.bit_len();
-        if let Err(e) = write_entry(self.schema, self.ticks, &mut self.body, entry) {
-            self.body.truncate(start);
+        if self.entries >= MAX_ENTRIES_ON_WIRE {
+            return Err(EncodeError::TooManyEntries);
+        }
+        let start = self.writer.bit_len();
+        if let Err(e) = write_entry(self.schema, self.ticks, &mut self.writer, entry) {
+            self.writer.truncate(start);
             return Err(e);
         }
-        let bits = self.writer.bit_len() + varint_bits(self.entries + 1) + self.body.bit_len();
-        if bits.div_ceil(8) > max_bytes {
-            self.body.truncate(start);
+        if self.writer.bit_len().div_ceil(8) > max_bytes {
+            self.writer.truncate(start);
             return Ok(false);
         }
         self.entries += 1;
@@ -418,7 +429,7 @@ impl<'s> Encoder<'s> {
 
     /// Bytes the packet would take now.
     pub fn byte_len(&self) -> usize {
-        (self.writer.bit_len() + varint_bits(self.entries) + self.body.bit_len()).div_ceil(8)
+        self.writer.bit_len().div_ceil(8)
     }
 
     /// Entries pushed.
@@ -428,8 +439,7 @@ impl<'s> Encoder<'s> {
 
     /// The finished packet.
     pub fn finish(mut self) -> Vec<u8> {
-        self.writer.write_varint(self.entries);
-        self.writer.append(&self.body);
+        self.writer.overwrite_bits(self.count_at, self.entries, COUNT_BITS);
         let mut bytes = self.writer.finish();
         let crc = checksum(&bytes);
         for (b, c) in bytes[3..7].iter_mut().zip(crc.to_le_bytes()) {
@@ -438,6 +448,12 @@ impl<'s> Encoder<'s> {
         bytes
     }
 }
+
+/// Bits of the entry count field.
+const COUNT_BITS: u32 = 16;
+
+/// The most entries a packet can hold on the wire.
+pub const MAX_ENTRIES_ON_WIRE: u64 = (1 << COUNT_BITS) - 1;
 
 fn write_entry(schema: &Schema, ticks: (u32, u32), w: &mut BitWriter, entry: &Entry) -> Result<(), EncodeError> {
     if entry.kind != EntryKind::Update && (entry.removed != 0 || entry.baseline != 0) {
@@ -687,7 +703,11 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
     };
     // Every entry takes at least 2 + 8 bits: a count the rest cannot hold
     // is refused before anything is sized from it.
-    let count = r.read_len(limits.max_entries.min(r.remaining() as u64 / 10))?;
+    let count = r.read_bits(COUNT_BITS)?;
+    let max = limits.max_entries.min(r.remaining() as u64 / 10);
+    if count > max {
+        return Err(DecodeError::Bits(BitError::TooLong { len: count, max }));
+    }
     let mut entries = Vec::with_capacity(count as usize);
     for _ in 0..count {
         let kind = match r.read_bits(2)? {
@@ -899,7 +919,7 @@ mod tests {
         w.write_bits(1, 32);
         w.write_bits(0, 32);
         w.write_bool(false);
-        w.write_varint(u64::MAX);
+        w.write_bits(u16::MAX as u64, 16);
         let mut bytes = w.finish();
         seal(&mut bytes, &schema);
         assert!(matches!(decode(&bytes, &schema, Limits::default()), Err(DecodeError::Bits(BitError::TooLong { .. }))));

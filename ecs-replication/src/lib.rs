@@ -7,17 +7,34 @@
 //! what it has not acknowledged, in priority order under a byte budget,
 //! positions delta-coded against the client's acknowledged value, for the
 //! entities inside the client's view radius (answered by an `ecs-spatial`
-//! grid). Spawns and despawns ride the same acknowledgement rule, so loss
-//! delays but never leaves a ghost.
+//! grid). Spawns, despawns and component removals ride the same
+//! acknowledgement rule, so loss delays but never leaves a ghost or a stale
+//! component. Every component is delta-coded against the client's
+//! acknowledged baseline.
+//!
+//! On top of the snapshots, what a multiplayer game needs: inputs upstream
+//! with redundancy and a synced client clock, client prediction with
+//! rollback, interpolation of remote entities into the world, reliable
+//! ordered messages both ways, mapped entity references, and sessions and
+//! app plugins that put it together.
 //!
 //! Modules:
 //! - [`bits`]: a bit writer and a bounds-checked bit reader.
 //! - [`quantize`]: positions as fixed point, rotations as smallest three.
+//! - [`delta`]: deltas of every kind of component, bit-packed.
 //! - [`codec`]: the packet format and its hostile-input-safe decoder.
-//! - [`registry`]: which components are replicated, and their codecs.
+//! - [`registry`]: which components are replicated, their codecs,
+//!   prediction tolerances and entity references.
 //! - [`server`]: per-client baselines, interest, priority, budget.
-//! - [`client`]: applies snapshots, maps entities, acknowledges.
-//! - [`ack`]: the only message a client sends.
+//! - [`client`]: applies snapshots, maps entities, acknowledges,
+//!   interpolates.
+//! - [`input`]: inputs upstream and the server's input buffer.
+//! - [`clock`]: the client's clock, kept ahead of the server's.
+//! - [`prediction`]: saves, compares, rolls back and re-simulates.
+//! - [`reliable`]: typed reliable ordered messages.
+//! - [`session`]: the pieces put together for a game, each end.
+//! - [`plugin`]: the same as `ecs_core` app plugins.
+//! - [`ack`]: the plain acknowledgement of a client that sends no input.
 //! - [`tick`]: network ticks, which wrap, and their serial number order.
 //! - [`interpolation`]: samples for rendering between snapshots.
 //! - [`conditioner`]: an in-process lossy link for tests and benches.
@@ -56,9 +73,10 @@
 //! assert_eq!(client_world.get::<Position>(local).unwrap().0.x, 3.0);
 //! ```
 //!
-//! It is for sending game state from one server to many clients. It is not
-//! a general-purpose RPC or reliable-messaging layer; clients send only
-//! acknowledgements and cannot change server state.
+//! It is for a game with one authoritative server and many clients. It is
+//! not a lockstep or peer-to-peer engine, nor an RPC framework: clients
+//! send acknowledgements, inputs and messages, and change nothing on the
+//! server but their own bookkeeping and what the game does with them.
 #![forbid(unsafe_code)]
 
 pub mod ack;

@@ -104,10 +104,19 @@ impl ChangeScan {
             if r.history.back().is_some_and(|(t, _)| *t == tick) {
                 r.history.pop_back();
             }
-            r.history.push_back((tick, r.values.clone()));
+            // A state that left the window lends its allocation to the new one.
+            let mut spare = None;
             while r.history.len() > 1 && r.history.get(1).is_some_and(|(t, _)| !tick_newer(*t, oldest)) {
-                r.history.pop_front();
+                spare = r.history.pop_front().map(|(_, v)| v);
             }
+            let state = match spare {
+                Some(mut v) => {
+                    v.clone_from(&r.values);
+                    v
+                }
+                None => r.values.clone(),
+            };
+            r.history.push_back((tick, state));
         }
     }
 

@@ -91,7 +91,12 @@ pub(super) struct ClientState {
     pub(super) input_lead: i32,
     /// Entities this client controls (and predicts): in every packet.
     pub(super) controlled: Vec<Entity>,
+    /// Acknowledgements received since the previous tick, oldest first.
+    pub(super) acks: Vec<Ack>,
 }
+
+/// Acknowledgements a client holds between two ticks.
+const MAX_UNSETTLED_ACKS: usize = 16;
 
 impl ClientState {
     pub(super) fn new(view: Option<View>) -> ClientState {
@@ -112,6 +117,7 @@ impl ClientState {
             echo: None,
             input_lead: 0,
             controlled: Vec::new(),
+            acks: Vec::new(),
         }
     }
 
@@ -215,13 +221,35 @@ impl ClientState {
         }
     }
 
-    /// Settles what a new acknowledgement covers (the caller checked that
-    /// it is newer than the newest one and names no future tick): spawns
-    /// become live, despawns are forgotten, sent components stop being
-    /// resent unless written again since.
+    /// Takes a new acknowledgement (the caller checked that it is newer
+    /// than the newest one and names no future tick); the next tick settles
+    /// what it covers ([`ClientState::settle_acks`]): spawns become live,
+    /// despawns are forgotten, sent components stop being resent unless
+    /// written again since.
     pub(super) fn acknowledge(&mut self, ack: Ack) {
         self.newest_ack = ack.newest;
         self.resynced = false;
+        if self.acks.len() >= MAX_UNSETTLED_ACKS {
+            // Settling late only delays work; the newest ones carry the most.
+            self.acks.remove(0);
+        }
+        self.acks.push(ack);
+    }
+
+    /// Settles the acknowledgements received since the previous tick (at
+    /// the start of a tick, on the client's own thread: the entities they
+    /// touch are the ones this tick's changes touch next, so they are in
+    /// cache then).
+    pub(super) fn settle_acks(&mut self) {
+        let acks = std::mem::take(&mut self.acks);
+        for ack in &acks {
+            self.settle(*ack);
+        }
+        self.acks = acks;
+        self.acks.clear();
+    }
+
+    fn settle(&mut self, ack: Ack) {
         let ClientState { ring, tracked, orphans, .. } = self;
         let Some(front) = ring.front().map(|s| s.tick) else { return };
         for sent in ring.iter_mut() {

@@ -515,6 +515,7 @@ impl Server {
         let all_components = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
         let (registry, config) = (&self.registry, &self.config);
         let per_client = |client: &mut ClientState| -> Result<(), ServerError> {
+            client.settle_acks();
             // Changes of this tick go to the entities this client tracks.
             client.mark_changed(&changed_masks, tick);
             // No acknowledgement of any packet in the ring: full state.
