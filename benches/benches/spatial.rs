@@ -2,7 +2,7 @@
 //! function per implementation (ours; kiddo and rstar with feature
 //! `peers`), all on one thread.
 //!
-//! Per distribution, every structure is built and checked before timing
+//! Per set of points and radius, every structure is built and checked before timing
 //! (same hit count for all queries, ours' `pairs * 2 + n == hits`); the
 //! counts of the timed runs are checked after each function. `build` drops
 //! the previous structure (and stages rstar's input) untimed; `std_sort`
@@ -17,16 +17,16 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use ecs_bench::runner::spatial_scenes;
 use ecs_bench::scenes::spatial::ecs::{EcsBroadPhase, MOVED_ONE_IN};
-use ecs_bench::scenes::spatial::{self, Distribution, SPATIAL_CASES, SortPairs, SpatialOp};
+use ecs_bench::scenes::spatial::{self, SPATIAL_CASES, SPATIAL_SETS, SortPairs, SpatialOp};
 
 fn spatial(c: &mut Criterion) {
-    for distribution in Distribution::ALL {
-        let points = spatial::points(distribution);
+    for (set_index, set) in SPATIAL_SETS.iter().enumerate() {
+        let points = spatial::points(set.distribution);
         let n = points.len();
-        let (mut scenes, hits) =
-            spatial_scenes(&points).unwrap_or_else(|e| panic!("spatial/{distribution:?}: check before timing: {e}"));
+        let (mut scenes, hits) = spatial_scenes(&points, set.radius)
+            .unwrap_or_else(|e| panic!("spatial/{}: check before timing: {e}", set.name));
         let mut ecs_system: Option<EcsBroadPhase> = None;
-        for case in SPATIAL_CASES.iter().filter(|c| c.distribution == distribution) {
+        for case in SPATIAL_CASES.iter().filter(|c| c.set == set_index) {
             let mut group = c.benchmark_group(format!("spatial_{}", case.name));
             group.sample_size(10);
             match case.op {
@@ -101,7 +101,7 @@ fn spatial(c: &mut Criterion) {
                     if one_in.is_none() {
                         assert_eq!(stats.chunks_skipped, stats.chunks_total, "spatial/{}: {stats:?}", case.name);
                     }
-                    if let Err(e) = system.check(spatial::SPATIAL_RADIUS) {
+                    if let Err(e) = system.check(set.radius) {
                         panic!("spatial/{}/ours: after timing: {e}", case.name);
                     }
                 }

@@ -17,7 +17,8 @@ SCENARIO:
             vs bevy_app: 50 trivial systems in 7 labelled schedules, all running, half skipped by
             run conditions, all on one thread
   transform hierarchy propagation vs bevy_transform: wide, deep, flat, humanoids; static, 5 %, all moving
-  spatial   broad phase vs kiddo and rstar, one thread: 100k points (uniform, clustered), radius 5;
+  spatial   broad phase vs kiddo and rstar, one thread: 100k points (uniform, clustered: radius 5;
+            clustered-sparse: radius 2 and 4; far outliers: radius 5 and 10; cells = radius);
             build, all radius queries, all pairs, std sort reference; the broad-phase system
             (ours) with nothing, 5 % and all entities moved
   replication snapshot replication (ours): cube scene kbps per client at 0/5/20 % loss and at rest,

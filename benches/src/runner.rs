@@ -553,13 +553,13 @@ pub fn run_transform(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<R
 ///
 /// # Errors
 /// If our grid rejects the points.
-pub fn spatial_scene(imp: Impl, points: &[glam::Vec3]) -> Result<Option<Box<dyn SpatialScene>>, String> {
+pub fn spatial_scene(imp: Impl, points: &[glam::Vec3], radius: f32) -> Result<Option<Box<dyn SpatialScene>>, String> {
     Ok(match imp {
-        Impl::Ours => Some(Box::new(spatial::ours::Grid::new(points)?)),
+        Impl::Ours => Some(Box::new(spatial::ours::Grid::new(points, radius)?)),
         #[cfg(feature = "peers")]
-        Impl::Kiddo => Some(Box::new(spatial::kiddo::KdTree::new(points))),
+        Impl::Kiddo => Some(Box::new(spatial::kiddo::KdTree::new(points, radius))),
         #[cfg(feature = "peers")]
-        Impl::Rstar => Some(Box::new(spatial::rstar::RStar::new(points))),
+        Impl::Rstar => Some(Box::new(spatial::rstar::RStar::new(points, radius))),
         _ => None,
     })
 }
@@ -567,16 +567,16 @@ pub fn spatial_scene(imp: Impl, points: &[glam::Vec3]) -> Result<Option<Box<dyn 
 /// Every compiled-in `spatial` structure over one set of points, ours first.
 pub type SpatialScenes = Vec<(Impl, Box<dyn SpatialScene>)>;
 
-/// The `spatial` scenes of one distribution, checked: every compiled-in
-/// structure over the same points, ours first, with the hits every one of
-/// them found for all queries (see [`spatial::check_scenes`]).
+/// The `spatial` scenes of one set, checked: every compiled-in structure
+/// over the same points, for queries of `radius`, ours first, with the hits
+/// every one of them found for all queries (see [`spatial::check_scenes`]).
 ///
 /// # Errors
 /// If a build fails or the structures disagree.
-pub fn spatial_scenes(points: &[glam::Vec3]) -> Result<(SpatialScenes, usize), String> {
+pub fn spatial_scenes(points: &[glam::Vec3], radius: f32) -> Result<(SpatialScenes, usize), String> {
     let mut scenes = Vec::new();
     for &imp in Impl::spatial() {
-        if let Some(scene) = spatial_scene(imp, points)? {
+        if let Some(scene) = spatial_scene(imp, points, radius)? {
             scenes.push((imp, scene));
         }
     }
@@ -586,7 +586,8 @@ pub fn spatial_scenes(points: &[glam::Vec3]) -> Result<(SpatialScenes, usize), S
 
 /// Runs the `spatial` scenario; `on_row` is called as each row is measured.
 ///
-/// Per distribution, the structures are built and checked before timing
+/// Per set of points and radius ([`spatial::SPATIAL_SETS`]), the
+/// structures are built and checked before timing
 /// ([`spatial_scenes`]: same hit count for every implementation, ours'
 /// `pairs * 2 + n == hits`). `build` times the build alone (dropping the
 /// previous structure and staging rstar's input are untimed setup);
@@ -603,13 +604,13 @@ pub fn spatial_scenes(points: &[glam::Vec3]) -> Result<(SpatialScenes, usize), S
 /// one case are measured interleaved.
 pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
-    for distribution in spatial::Distribution::ALL {
-        let points = spatial::points(distribution);
+    for (set_index, set) in spatial::SPATIAL_SETS.iter().enumerate() {
+        let points = spatial::points(set.distribution);
         let n = points.len();
-        let (mut scenes, hits) = spatial_scenes(&points)?;
-        // The broad-phase system's world, shared by the distribution's system cases.
+        let (mut scenes, hits) = spatial_scenes(&points, set.radius)?;
+        // The broad-phase system's world, shared by the set's system cases.
         let mut ecs_system: Option<spatial::ecs::EcsBroadPhase> = None;
-        for case in SPATIAL_CASES.iter().filter(|c| c.distribution == distribution) {
+        for case in SPATIAL_CASES.iter().filter(|c| c.set == set_index) {
             let fail = |imp: Impl, e: String| format!("spatial/{}/{}: {e}", case.name, imp.name());
             let mut measured: Vec<(Impl, Measurement, usize)> = Vec::new();
             let mut system_chunks: Option<ChunkCounts> = None;
@@ -718,7 +719,7 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                             format!("the last timed frame did not do the case's work: {stats:?}"),
                         ));
                     }
-                    system.check(spatial::SPATIAL_RADIUS).map_err(|e| fail(Impl::Ours, e))?;
+                    system.check(set.radius).map_err(|e| fail(Impl::Ours, e))?;
                     system_chunks = Some(ChunkCounts { total: stats.chunks_total, skipped: stats.chunks_skipped });
                     measured.push((Impl::Ours, m, stats.rows_rekeyed as usize));
                 }
@@ -814,7 +815,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
         Scenario::Spatial => {
             let _ = write!(
                 out,
-                "{:<22} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10}",
+                "{:<26} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10}",
                 "case", "ours", "kiddo", "rstar", "ours/kiddo", "ours/rstar", "count"
             );
         }
@@ -878,7 +879,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
                 let count = [Impl::Ours, Impl::Kiddo, Impl::Rstar].into_iter().find_map(|imp| get(case, imp)?.count);
                 let _ = writeln!(
                     out,
-                    "{:<22} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10}",
+                    "{:<26} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10}",
                     case,
                     fmt_us(o),
                     fmt_us(k),

@@ -6,19 +6,26 @@
 use ::kiddo::{ImmutableKdTree, SquaredEuclidean};
 use glam::Vec3;
 
-use super::{SPATIAL_RADIUS_SQ, SpatialScene};
+use super::SpatialScene;
 
 /// kiddo's immutable k-d tree over the scene's points.
 pub struct KdTree {
     points: Vec<[f32; 3]>,
     tree: Option<ImmutableKdTree<f32, 3>>,
+    radius_sq: f32,
     error: Option<String>,
 }
 
 impl KdTree {
-    /// A tree over `points` (items are the point indices), built once.
-    pub fn new(points: &[Vec3]) -> Self {
-        let mut s = Self { points: points.iter().map(|p| p.to_array()).collect(), tree: None, error: None };
+    /// A tree over `points` (items are the point indices), built once, for
+    /// queries of `radius`.
+    pub fn new(points: &[Vec3], radius: f32) -> Self {
+        let mut s = Self {
+            points: points.iter().map(|p| p.to_array()).collect(),
+            tree: None,
+            radius_sq: radius * radius,
+            error: None,
+        };
         s.build();
         s
     }
@@ -52,7 +59,7 @@ impl SpatialScene for KdTree {
         let mut hits = 0;
         for p in &self.points {
             tree.query(p)
-                .within::<SquaredEuclidean<f32>>(SPATIAL_RADIUS_SQ)
+                .within::<SquaredEuclidean<f32>>(self.radius_sq)
                 .unsorted()
                 .with_scratch(&mut scratch)
                 .visit(|_| hits += 1);

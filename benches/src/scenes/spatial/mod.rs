@@ -5,12 +5,14 @@
 //!
 //! Every implementation gets the same points from [`points`] (a fixed-seed
 //! [`SplitMix64`], no RNG crate) and answers the same questions: build the
-//! structure, then a radius-[`SPATIAL_RADIUS`] query around every point
-//! (hits counted, each point finds itself). The test is `distance^2 <= r^2`
-//! everywhere. Coordinates are multiples of [`QUANTUM`] (1/256), so every
-//! squared distance that can decide a hit is exact in `f32` whatever the
-//! order of the arithmetic: the implementations must agree *exactly*, ties
-//! at the boundary included, and the runner fails on any difference.
+//! structure, then a radius query around every point (hits counted, each
+//! point finds itself), for each [`SpatialSet`] of [`SPATIAL_SETS`] (a
+//! distribution and a radius; our cell size is the radius). The test is
+//! `distance^2 <= r^2` everywhere. Coordinates are multiples of
+//! [`QUANTUM`] (1/256), so every squared distance that can decide a hit is
+//! exact in `f32` whatever the order of the arithmetic: the implementations
+//! must agree *exactly*, ties at the boundary included, and the runner fails
+//! on any difference.
 
 use glam::Vec3;
 
@@ -40,6 +42,16 @@ pub const QUANTUM: f32 = 1.0 / 256.0;
 pub const CLUSTERS: usize = 100;
 /// Radius of each cluster's ball (uniform inside it).
 pub const CLUSTER_RADIUS: f32 = 15.0;
+/// Clusters of the clustered-sparse distribution.
+pub const SPARSE_CLUSTERS: usize = 200;
+/// Standard deviation of each clustered-sparse cluster (Gaussian, per axis).
+pub const SPARSE_SIGMA: f32 = 3.0;
+/// Edge of the clustered-sparse box (`[0, SPARSE_SIDE)` per axis).
+pub const SPARSE_SIDE: f32 = 400.0;
+/// Far points of the outliers distribution (the rest is uniform in the cube).
+pub const OUTLIERS: usize = 16;
+/// How far the outliers go from the cube, per axis, at most.
+pub const OUTLIER_REACH: f32 = 90_000.0;
 
 /// `SPATIAL_RADIUS^2`, the bound every implementation compares squared distances with.
 pub const SPATIAL_RADIUS_SQ: f32 = SPATIAL_RADIUS * SPATIAL_RADIUS;
@@ -53,12 +65,45 @@ pub enum Distribution {
     /// in the cube (kept inside it), the points uniform in the balls, spread
     /// round-robin over them.
     Clustered,
+    /// Many small clusters in a large box: [`SPARSE_CLUSTERS`] Gaussian
+    /// clusters (sigma [`SPARSE_SIGMA`]) with centres uniform in the
+    /// [`SPARSE_SIDE`]^3 box, the points spread round-robin over them and
+    /// clamped into the box. The occupied cells' bounding box holds millions
+    /// of cells, nearly all empty.
+    ClusteredSparse,
+    /// The uniform cube with [`OUTLIERS`] of its points moved up to
+    /// [`OUTLIER_REACH`] away on every axis: a few far points stretch the
+    /// bounding box to about 10^14 cells.
+    Outliers,
 }
 
 impl Distribution {
-    /// Both distributions, in report order.
-    pub const ALL: [Distribution; 2] = [Distribution::Uniform, Distribution::Clustered];
+    /// Every distribution, in report order.
+    pub const ALL: [Distribution; 4] =
+        [Distribution::Uniform, Distribution::Clustered, Distribution::ClusteredSparse, Distribution::Outliers];
 }
+
+/// One set of points and the radius of its queries (our grid's cell size
+/// is the radius).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpatialSet {
+    /// Prefix of the set's case names.
+    pub name: &'static str,
+    /// The points.
+    pub distribution: Distribution,
+    /// Query radius, and our cell size.
+    pub radius: f32,
+}
+
+/// The sets of the `spatial` scenario, in report order.
+pub const SPATIAL_SETS: [SpatialSet; 6] = [
+    SpatialSet { name: "uniform", distribution: Distribution::Uniform, radius: SPATIAL_RADIUS },
+    SpatialSet { name: "clustered", distribution: Distribution::Clustered, radius: SPATIAL_RADIUS },
+    SpatialSet { name: "sparse_r2", distribution: Distribution::ClusteredSparse, radius: 2.0 },
+    SpatialSet { name: "sparse_r4", distribution: Distribution::ClusteredSparse, radius: 4.0 },
+    SpatialSet { name: "outliers_r5", distribution: Distribution::Outliers, radius: 5.0 },
+    SpatialSet { name: "outliers_r10", distribution: Distribution::Outliers, radius: 10.0 },
+];
 
 /// What one `spatial` case times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,30 +134,35 @@ pub enum SpatialOp {
 pub struct SpatialCase {
     /// Case name as reported (`uniform_build`, ...).
     pub name: &'static str,
-    /// The points.
-    pub distribution: Distribution,
+    /// Index of the case's set in [`SPATIAL_SETS`].
+    pub set: usize,
     /// The timed work.
     pub op: SpatialOp,
 }
 
 macro_rules! spatial_cases {
-    ($($name:literal $dist:ident $op:ident),* $(,)?) => {
-        /// The `spatial` cases, in report order.
-        pub const SPATIAL_CASES: [SpatialCase; 14] = [
-            $(SpatialCase { name: $name, distribution: Distribution::$dist, op: SpatialOp::$op },)*
+    ($($name:literal $set:literal $op:ident),* $(,)?) => {
+        /// The `spatial` cases, in report order (the broad-phase system and
+        /// the sort reference run on the uniform and clustered sets).
+        pub const SPATIAL_CASES: [SpatialCase; 26] = [
+            $(SpatialCase { name: $name, set: $set, op: SpatialOp::$op },)*
         ];
     };
 }
 
 spatial_cases!(
-    "uniform_build" Uniform Build, "uniform_all_queries" Uniform AllQueries,
-    "uniform_all_pairs" Uniform AllPairs, "uniform_std_sort" Uniform StdSort,
-    "uniform_nothing" Uniform SystemNothingMoved, "uniform_5pct" Uniform SystemFivePercentMoved,
-    "uniform_all" Uniform SystemAllMoved,
-    "clustered_build" Clustered Build, "clustered_all_queries" Clustered AllQueries,
-    "clustered_all_pairs" Clustered AllPairs, "clustered_std_sort" Clustered StdSort,
-    "clustered_nothing" Clustered SystemNothingMoved, "clustered_5pct" Clustered SystemFivePercentMoved,
-    "clustered_all" Clustered SystemAllMoved,
+    "uniform_build" 0 Build, "uniform_all_queries" 0 AllQueries,
+    "uniform_all_pairs" 0 AllPairs, "uniform_std_sort" 0 StdSort,
+    "uniform_nothing" 0 SystemNothingMoved, "uniform_5pct" 0 SystemFivePercentMoved,
+    "uniform_all" 0 SystemAllMoved,
+    "clustered_build" 1 Build, "clustered_all_queries" 1 AllQueries,
+    "clustered_all_pairs" 1 AllPairs, "clustered_std_sort" 1 StdSort,
+    "clustered_nothing" 1 SystemNothingMoved, "clustered_5pct" 1 SystemFivePercentMoved,
+    "clustered_all" 1 SystemAllMoved,
+    "sparse_r2_build" 2 Build, "sparse_r2_all_queries" 2 AllQueries, "sparse_r2_all_pairs" 2 AllPairs,
+    "sparse_r4_build" 3 Build, "sparse_r4_all_queries" 3 AllQueries, "sparse_r4_all_pairs" 3 AllPairs,
+    "outliers_r5_build" 4 Build, "outliers_r5_all_queries" 4 AllQueries, "outliers_r5_all_pairs" 4 AllPairs,
+    "outliers_r10_build" 5 Build, "outliers_r10_all_queries" 5 AllQueries, "outliers_r10_all_pairs" 5 AllPairs,
 );
 
 /// SplitMix64: a tiny, well-mixed deterministic generator.
@@ -138,6 +188,17 @@ impl SplitMix64 {
     /// small `n` used here).
     pub fn below(&mut self, n: u32) -> u32 {
         (((self.next_u64() >> 32) * u64::from(n)) >> 32) as u32
+    }
+
+    /// Uniform in `(0, 1]`.
+    fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A standard normal deviate (Box-Muller).
+    pub fn gaussian(&mut self) -> f64 {
+        let (u, v) = (self.unit(), self.unit());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
     }
 }
 
@@ -178,6 +239,41 @@ pub fn points(distribution: Distribution) -> Vec<Vec3> {
                 })
                 .collect()
         }
+        Distribution::ClusteredSparse => {
+            let steps = (SPARSE_SIDE / QUANTUM) as u32;
+            let centres: Vec<[f64; 3]> = (0..SPARSE_CLUSTERS)
+                .map(|_| [0; 3].map(|_| f64::from(rng.below(steps)) * f64::from(QUANTUM)))
+                .collect();
+            (0..SPATIAL_POINTS)
+                .map(|i| {
+                    let c = centres[i % SPARSE_CLUSTERS];
+                    let v = c.map(|c| {
+                        let q = ((c + rng.gaussian() * f64::from(SPARSE_SIGMA)) / f64::from(QUANTUM)).round() as i64;
+                        lattice(q.clamp(0, i64::from(steps) - 1))
+                    });
+                    Vec3::from_array(v)
+                })
+                .collect()
+        }
+        Distribution::Outliers => {
+            let mut pts: Vec<Vec3> = (0..SPATIAL_POINTS)
+                .map(|_| {
+                    let (x, y, z) = (coord(&mut rng), coord(&mut rng), coord(&mut rng));
+                    Vec3::new(lattice(x), lattice(y), lattice(z))
+                })
+                .collect();
+            // Whole coordinates out there (exact in f32, multiples of QUANTUM).
+            let reach = OUTLIER_REACH as u32;
+            for k in 0..OUTLIERS {
+                let far = |rng: &mut SplitMix64, bit: usize| {
+                    let d = (reach / 2 + rng.below(reach / 2)) as f32;
+                    if k >> bit & 1 == 1 { SPATIAL_SIDE + d } else { -d }
+                };
+                let p = Vec3::new(far(&mut rng, 0), far(&mut rng, 1), far(&mut rng, 2));
+                pts[k * (SPATIAL_POINTS / OUTLIERS)] = p;
+            }
+            pts
+        }
     }
 }
 
@@ -194,8 +290,8 @@ pub trait SpatialScene {
     /// Points in the structure, or why the last build failed.
     fn built_len(&self) -> Result<usize, String>;
 
-    /// Timed: a radius-[`SPATIAL_RADIUS`] query around every point; returns
-    /// the total number of hits.
+    /// Timed: a radius query around every point (the radius the structure
+    /// was made for); returns the total number of hits.
     fn all_queries(&mut self) -> usize;
 
     /// Timed, where the implementation has it: the number of unordered
@@ -206,7 +302,8 @@ pub trait SpatialScene {
 }
 
 /// The `std_sort` reference: `sort_unstable` of one `(cell, index)` pair
-/// per point, the cell linearised from the points' [`SPATIAL_CELL`] grid.
+/// per point, the cell linearised from the points' [`SPATIAL_CELL`] grid
+/// (points in the [`SPATIAL_SIDE`] cube).
 #[derive(Clone, Debug)]
 pub struct SortPairs {
     input: Vec<(u32, u32)>,
@@ -297,21 +394,25 @@ mod tests {
         points.iter().filter(|p| p.distance_squared(center) <= SPATIAL_RADIUS_SQ).count()
     }
 
-    fn scenes_of(points: &[Vec3]) -> Vec<(&'static str, Box<dyn SpatialScene>)> {
+    fn scenes_of(points: &[Vec3], radius: f32) -> Vec<(&'static str, Box<dyn SpatialScene>)> {
         #[allow(unused_mut, reason = "only the peers feature pushes more scenes")]
         let mut scenes: Vec<(&'static str, Box<dyn SpatialScene>)> =
-            vec![("ours", Box::new(ours::Grid::new(points).expect("valid points")))];
+            vec![("ours", Box::new(ours::Grid::new(points, radius).expect("valid points")))];
         #[cfg(feature = "peers")]
         {
-            scenes.push(("kiddo", Box::new(kiddo::KdTree::new(points))));
-            scenes.push(("rstar", Box::new(rstar::RStar::new(points))));
+            scenes.push(("kiddo", Box::new(kiddo::KdTree::new(points, radius))));
+            scenes.push(("rstar", Box::new(rstar::RStar::new(points, radius))));
         }
         scenes
     }
 
+    fn brute_force_r(points: &[Vec3], center: Vec3, r: f32) -> usize {
+        points.iter().filter(|p| p.distance_squared(center) <= r * r).count()
+    }
+
     #[test]
     fn points_are_deterministic_on_the_lattice_and_in_the_cube() {
-        for d in Distribution::ALL {
+        for d in [Distribution::Uniform, Distribution::Clustered] {
             let a = points(d);
             assert_eq!(a, points(d));
             assert_eq!(a.len(), SPATIAL_POINTS);
@@ -326,6 +427,24 @@ mod tests {
     }
 
     #[test]
+    fn sparse_and_outlier_points_are_as_described() {
+        let sparse = points(Distribution::ClusteredSparse);
+        assert_eq!(sparse, points(Distribution::ClusteredSparse));
+        assert_eq!(sparse.len(), SPATIAL_POINTS);
+        for p in &sparse {
+            for v in p.to_array() {
+                assert!((0.0..SPARSE_SIDE).contains(&v), "{p}");
+                assert_eq!((v / QUANTUM).fract(), 0.0, "{p}");
+            }
+        }
+        let outliers = points(Distribution::Outliers);
+        assert_eq!(outliers.len(), SPATIAL_POINTS);
+        let far = outliers.iter().filter(|p| p.abs().max_element() > 2.0 * SPATIAL_SIDE).count();
+        assert_eq!(far, OUTLIERS);
+        assert!(outliers.iter().all(|p| p.abs().max_element() <= OUTLIER_REACH + SPATIAL_SIDE));
+    }
+
+    #[test]
     fn boundary_ties_count_for_every_implementation() {
         // Exactly at the radius: (5,0,0), (3,4,0), (0,3,4); just outside: (3,4,QUANTUM).
         let pts = vec![
@@ -337,21 +456,28 @@ mod tests {
         ];
         let want: usize = pts.iter().map(|&c| brute_force(&pts, c)).sum();
         assert_eq!(brute_force(&pts, pts[0]), 4);
-        let mut scenes = scenes_of(&pts);
+        let mut scenes = scenes_of(&pts, SPATIAL_RADIUS);
         let hits = check_scenes(pts.len(), scenes.iter_mut().map(|(n, s)| (*n, &mut **s))).unwrap();
         assert_eq!(hits, want);
     }
 
     #[test]
     fn every_implementation_agrees_with_brute_force_on_a_subset() {
-        for d in Distribution::ALL {
+        for set in SPATIAL_SETS {
             // Every 50th point: 2000 points, brute force is cheap.
-            let pts: Vec<Vec3> = points(d).into_iter().step_by(50).collect();
-            let want: usize = pts.iter().map(|&c| brute_force(&pts, c)).sum();
-            assert!(want > pts.len(), "{d:?}: the subset has no neighbours");
-            let mut scenes = scenes_of(&pts);
+            let pts: Vec<Vec3> = points(set.distribution).into_iter().step_by(50).collect();
+            let want: usize = pts.iter().map(|&c| brute_force_r(&pts, c, set.radius)).sum();
+            assert!(want > pts.len(), "{}: the subset has no neighbours", set.name);
+            let mut scenes = scenes_of(&pts, set.radius);
             let hits = check_scenes(pts.len(), scenes.iter_mut().map(|(n, s)| (*n, &mut **s))).unwrap();
-            assert_eq!(hits, want, "{d:?}");
+            assert_eq!(hits, want, "{}", set.name);
+        }
+    }
+
+    #[test]
+    fn cases_name_their_set() {
+        for case in SPATIAL_CASES {
+            assert!(case.name.starts_with(SPATIAL_SETS[case.set].name), "{}", case.name);
         }
     }
 
@@ -383,11 +509,11 @@ mod tests {
     #[test]
     fn check_rejects_a_disagreeing_implementation() {
         let pts: Vec<Vec3> = points(Distribution::Uniform).into_iter().take(500).collect();
-        let mut a = ours::Grid::new(&pts).unwrap();
-        let mut b = OffByOne(ours::Grid::new(&pts).unwrap());
+        let mut a = ours::Grid::new(&pts, SPATIAL_RADIUS).unwrap();
+        let mut b = OffByOne(ours::Grid::new(&pts, SPATIAL_RADIUS).unwrap());
         let err = check_scenes(pts.len(), [("ours", &mut a as &mut dyn SpatialScene), ("off", &mut b)]).unwrap_err();
         assert!(err.contains("off") && err.contains("hits"), "{err}");
-        let mut a = ours::Grid::new(&pts).unwrap();
+        let mut a = ours::Grid::new(&pts, SPATIAL_RADIUS).unwrap();
         assert!(check_scenes(pts.len() + 1, [("ours", &mut a as &mut dyn SpatialScene)]).is_err());
     }
 

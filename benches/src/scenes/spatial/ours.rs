@@ -1,10 +1,10 @@
-//! The `spatial` scene on `ecs-spatial`: a [`SparseGrid`] with cells of
-//! [`SPATIAL_CELL`], rebuilt from id and position slices.
+//! The `spatial` scene on `ecs-spatial`: a [`SparseGrid`] whose cells are
+//! as wide as the query radius, rebuilt from id and position slices.
 
 use ecs_spatial::{NeighborLists, SparseGrid};
 use glam::Vec3;
 
-use super::{SPATIAL_CELL, SPATIAL_RADIUS, SpatialScene};
+use super::SpatialScene;
 
 /// Our sparse grid over the scene's points.
 pub struct Grid {
@@ -12,19 +12,22 @@ pub struct Grid {
     positions: Vec<Vec3>,
     grid: SparseGrid<Vec3, u32>,
     lists: NeighborLists<u32>,
+    radius: f32,
     error: Option<String>,
 }
 
 impl Grid {
-    /// A grid over `points` (ids are the point indices), built once.
+    /// A grid over `points` (ids are the point indices) with cells of
+    /// `radius`, for queries of `radius`, built once.
     ///
     /// # Errors
     /// If the grid rejects its configuration or a point.
-    pub fn new(points: &[Vec3]) -> Result<Self, String> {
-        let grid = SparseGrid::new(Vec3::ZERO, SPATIAL_CELL).map_err(|e| format!("grid: {e}"))?;
+    pub fn new(points: &[Vec3], radius: f32) -> Result<Self, String> {
+        let grid = SparseGrid::new(Vec3::ZERO, radius).map_err(|e| format!("grid: {e}"))?;
         let ids: Result<Vec<u32>, String> =
             (0..points.len()).map(|i| u32::try_from(i).map_err(|_| "too many points".to_owned())).collect();
-        let mut s = Self { ids: ids?, positions: points.to_vec(), grid, lists: NeighborLists::new(), error: None };
+        let mut s =
+            Self { ids: ids?, positions: points.to_vec(), grid, lists: NeighborLists::new(), radius, error: None };
         s.build();
         match s.error.take() {
             Some(e) => Err(e),
@@ -53,14 +56,14 @@ impl SpatialScene for Grid {
 
     /// `query_radius_all` (sequential): writes every neighbour list.
     fn all_queries(&mut self) -> usize {
-        self.grid.query_radius_all(SPATIAL_RADIUS, &mut self.lists);
+        self.grid.query_radius_all(self.radius, &mut self.lists);
         self.lists.total_hits()
     }
 
     /// `for_each_pair_within`, the half-neighbour scan, counting.
     fn all_pairs(&mut self) -> Option<usize> {
         let mut pairs = 0;
-        self.grid.for_each_pair_within(SPATIAL_RADIUS, |_, _| pairs += 1);
+        self.grid.for_each_pair_within(self.radius, |_, _| pairs += 1);
         Some(pairs)
     }
 }

@@ -5,20 +5,25 @@
 use ::rstar::RTree;
 use glam::Vec3;
 
-use super::{SPATIAL_RADIUS_SQ, SpatialScene};
+use super::SpatialScene;
 
 /// rstar's R*-tree over the scene's points.
 pub struct RStar {
     points: Vec<[f32; 3]>,
     staged: Vec<[f32; 3]>,
     tree: RTree<[f32; 3]>,
+    radius_sq: f32,
 }
 
 impl RStar {
-    /// A tree over `points`, bulk-loaded once.
-    pub fn new(points: &[Vec3]) -> Self {
-        let mut s =
-            Self { points: points.iter().map(|p| p.to_array()).collect(), staged: Vec::new(), tree: RTree::new() };
+    /// A tree over `points`, bulk-loaded once, for queries of `radius`.
+    pub fn new(points: &[Vec3], radius: f32) -> Self {
+        let mut s = Self {
+            points: points.iter().map(|p| p.to_array()).collect(),
+            staged: Vec::new(),
+            tree: RTree::new(),
+            radius_sq: radius * radius,
+        };
         s.clear();
         s.build();
         s
@@ -42,6 +47,6 @@ impl SpatialScene for RStar {
     }
 
     fn all_queries(&mut self) -> usize {
-        self.points.iter().map(|&p| self.tree.locate_within_distance(p, SPATIAL_RADIUS_SQ).count()).sum()
+        self.points.iter().map(|&p| self.tree.locate_within_distance(p, self.radius_sq).count()).sum()
     }
 }
