@@ -1,8 +1,10 @@
 //! Criterion benches of replication: one server tick of the cube scene
 //! streamed to one client (5 % loss), and the encode cost per tick of a
-//! 100k-entity world at 0, 1 and 10 % changed and of 64 clients x 10k
-//! entities (1 % changed). Movers are moved untimed before each tick.
-//! Bandwidth figures come from `ecs-bench replication`.
+//! 100k-entity world at 0, 1 and 10 % changed, of 64 clients x 10k
+//! entities (1 % changed), and of 256 clients x 10k entities on one and two
+//! threads; one arena client frame with and without prediction (1000
+//! interpolated props). Movers are moved untimed before each tick.
+//! Bandwidth and the multiplayer figures come from `ecs-bench replication`.
 
 #![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
 
@@ -10,8 +12,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ecs_bench::replication::ENCODE_CASES;
+use ecs_bench::replication::scenes::game::ArenaRun;
 use ecs_bench::replication::scenes::{CubeStream, EncodeScene};
+use ecs_bench::replication::{ENCODE_CASES, FANOUT_THREAD_CASES};
+use ecs_replication::prelude::LinkConfig;
 
 fn replication(c: &mut Criterion) {
     let mut group = c.benchmark_group("replication");
@@ -42,6 +46,38 @@ fn replication(c: &mut Criterion) {
                     timed += start.elapsed();
                 }
                 timed
+            });
+        });
+    }
+    for (name, threads) in FANOUT_THREAD_CASES {
+        let pool =
+            rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut scene = EncodeScene::new(10_000, 256, 0.01).unwrap_or_else(|e| panic!("{name}: {e}"));
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iters {
+                    scene.mutate();
+                    let start = Instant::now();
+                    pool.install(|| black_box(scene.tick()));
+                    timed += start.elapsed();
+                }
+                timed
+            });
+        });
+    }
+    for (name, predict) in [("client_tick_predicted", true), ("client_tick_unpredicted", false)] {
+        let mut run = ArenaRun::new(1, 1000, LinkConfig::clean(3), predict).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for _ in 0..300 {
+            run.frame().unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                run.reset_counters();
+                for _ in 0..iters {
+                    run.frame().unwrap_or_else(|e| panic!("{name}: {e}"));
+                }
+                Duration::from_secs_f64(run.client_us.iter().sum::<f64>() / 1e6)
             });
         });
     }
