@@ -61,6 +61,23 @@ fn the_prediction_matches_the_server_under_loss_and_jitter() {
         assert_eq!(have, want);
         assert_eq!(cw.len() as usize, want.len());
     }
+    // The players stop: within a round trip the predicted world shows every
+    // player where the server has it, its own (predicted) and the others
+    // (interpolated).
+    let stop = game.clients.iter().map(|(_, _, s)| s.clock().tick()).max().unwrap() + 1;
+    game.stop_at = Some(stop);
+    // A round trip (6 ticks) and the client's lead, plus the interpolation
+    // delay for the other players.
+    for _ in 0..20 {
+        game.step();
+    }
+    for (_, cw, session) in &game.clients {
+        for (p, player) in game.players.iter().enumerate() {
+            let net = game.server.server().net_id(*player).unwrap();
+            let local = session.client().local_entity(net).unwrap();
+            assert_eq!(cw.get::<Position>(local).unwrap().0, game.server_position(p), "player {p}");
+        }
+    }
 }
 
 #[test]

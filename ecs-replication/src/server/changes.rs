@@ -20,11 +20,11 @@ use super::{IdMap, TickStats};
 pub(super) struct Record {
     pub(super) entity: Entity,
     pub(super) values: Vec<Option<Value>>,
-    /// The values at the end of each tick they changed (and the spawn),
-    /// ascending, back to the newest one at or before the delta window's
-    /// start: a client's baseline at tick `b` is the newest entry at or
-    /// before `b`.
-    pub(super) history: VecDeque<(u32, Vec<Option<Value>>)>,
+    /// An undo log: for each change of the last delta window, the tick
+    /// and the component's value before it, ascending. A client's baseline
+    /// at tick `b` is the current values with every change after `b`
+    /// undone. A change moves its old value here (no copy of the state).
+    pub(super) undo: VecDeque<(u32, u8, Option<Value>)>,
     /// The dequantized position, if it has the position component.
     pub(super) position: Option<Vec3>,
     /// Components changed this tick (schema bits).
@@ -32,9 +32,16 @@ pub(super) struct Record {
 }
 
 impl Record {
-    /// The values at tick `tick`, if still held.
-    pub(super) fn state_at(&self, tick: u32) -> Option<&[Option<Value>]> {
-        self.history.iter().rev().find(|(t, _)| !tick_newer(*t, tick)).map(|(_, v)| v.as_slice())
+    /// The values at the end of tick `tick` into `out` (`tick` inside the
+    /// delta window, where the undo log is complete).
+    pub(super) fn state_at(&self, tick: u32, out: &mut Vec<Option<Value>>) {
+        out.clone_from(&self.values);
+        for (t, index, old) in self.undo.iter().rev() {
+            if !tick_newer(*t, tick) {
+                break;
+            }
+            out[*index as usize] = old.clone();
+        }
     }
 }
 
@@ -96,27 +103,14 @@ impl ChangeScan {
         self.despawned.clear();
         self.positions_changed = false;
         self.find_spawns_and_despawns(world, registry, stats);
-        self.find_changes(world, registry, stats);
-        // The new states are baselines from now on.
+        self.find_changes(world, registry, tick, stats);
+        // Changes older than the window are never undone again.
         let oldest = tick.wrapping_sub(window);
-        for net in self.changed.iter().chain(&self.spawned) {
+        for net in &self.changed {
             let Some(r) = self.records.get_mut(net) else { continue };
-            if r.history.back().is_some_and(|(t, _)| *t == tick) {
-                r.history.pop_back();
+            while r.undo.front().is_some_and(|(t, _, _)| !tick_newer(*t, oldest)) {
+                r.undo.pop_front();
             }
-            // A state that left the window lends its allocation to the new one.
-            let mut spare = None;
-            while r.history.len() > 1 && r.history.get(1).is_some_and(|(t, _)| !tick_newer(*t, oldest)) {
-                spare = r.history.pop_front().map(|(_, v)| v);
-            }
-            let state = match spare {
-                Some(mut v) => {
-                    v.clone_from(&r.values);
-                    v
-                }
-                None => r.values.clone(),
-            };
-            r.history.push_back((tick, state));
         }
     }
 
@@ -177,13 +171,13 @@ impl ChangeScan {
                 self.positions_changed = true;
                 self.moved.push(net);
             }
-            self.records.insert(net, Record { entity, values, history: VecDeque::new(), position, changed_mask: 0 });
+            self.records.insert(net, Record { entity, values, undo: VecDeque::new(), position, changed_mask: 0 });
             self.spawned.push(net);
             stats.spawned += 1;
         }
     }
 
-    fn find_changes(&mut self, world: &mut World, registry: &Registry, stats: &mut TickStats) {
+    fn find_changes(&mut self, world: &mut World, registry: &Registry, tick: u32, stats: &mut TickStats) {
         let position_index = registry.position_index();
         let quantizer = registry.position_quantizer();
         let (records, by_entity, changed, moved) =
@@ -198,9 +192,8 @@ impl ChangeScan {
             for entity in &removed {
                 let Some(net) = by_entity.get(entity) else { continue };
                 let Some(record) = records.get_mut(net) else { continue };
-                if record.values[index].take().is_none() {
-                    continue;
-                }
+                let Some(old) = record.values[index].take() else { continue };
+                record.undo.push_back((tick, index as u8, Some(old)));
                 if Some(index) == position_index {
                     record.position = None;
                     positions_changed = true;
@@ -234,7 +227,8 @@ impl ChangeScan {
                     positions_changed = true;
                     moved.push(*net);
                 }
-                record.values[index] = Some(value);
+                let old = std::mem::replace(&mut record.values[index], Some(value));
+                record.undo.push_back((tick, index as u8, old));
                 if record.changed_mask == 0 {
                     changed.push(*net);
                 }

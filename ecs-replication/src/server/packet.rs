@@ -80,8 +80,9 @@ pub(super) fn build_packet(
     order.sort_unstable_by(by_priority);
     let mut sent = Vec::with_capacity(order.len());
     let mut misses = 0;
-    // One component list, reused entry after entry.
+    // One component list and one baseline state, reused entry after entry.
     let mut scratch: Vec<(u8, Value)> = Vec::new();
+    let mut base_state: Vec<Option<Value>> = Vec::new();
     for (_, net) in &order {
         let Some(t) = client.tracked.get_mut(net) else { continue };
         let record = records.get(net);
@@ -103,9 +104,10 @@ pub(super) fn build_packet(
                 // acknowledged entry for this entity, if recent enough and
                 // still in the record's history.
                 let back = tick_diff(tick, t.acked_tick);
-                let base = (t.acked_tick != 0 && (1..=config.delta_window as i32).contains(&back))
-                    .then(|| r.state_at(t.acked_tick))
-                    .flatten();
+                let has_base = t.acked_tick != 0 && (1..=config.delta_window as i32).contains(&back);
+                if has_base {
+                    r.state_at(t.acked_tick, &mut base_state);
+                }
                 let mut components = std::mem::take(&mut scratch);
                 components.clear();
                 let mut removed = 0;
@@ -121,7 +123,7 @@ pub(super) fn build_packet(
                         continue;
                     };
                     let mut value = v.clone();
-                    if let (Some(Some(old)), Some(codec)) = (base.map(|b| &b[i]), schema.codec(i))
+                    if let (true, Some(Some(old)), Some(codec)) = (has_base, base_state.get(i), schema.codec(i))
                         && let Some(delta) = delta_of(codec, old, v)
                         && value_bits(codec, &delta) < value_bits(codec, &value)
                     {

@@ -88,6 +88,8 @@ pub struct Game {
     pub players: Vec<Entity>,
     pub clients: Vec<(ClientId, World, ClientSession<Move>)>,
     pub rolled_back: u32,
+    /// Players stop (input zero) from this client tick on.
+    pub stop_at: Option<u32>,
 }
 
 impl Game {
@@ -111,7 +113,7 @@ impl Game {
             let session = ClientSession::new(&mut cw, &registry(), id, config);
             list.push((id, cw, session));
         }
-        Game { world, server, net, players, clients: list, rolled_back: 0 }
+        Game { world, server, net, players, clients: list, rolled_back: 0, stop_at: None }
     }
 
     pub fn set_links(&mut self, link: LinkConfig) {
@@ -123,10 +125,14 @@ impl Game {
     /// One frame: the server tick, every client's frame, time advances.
     pub fn step(&mut self) {
         serve_session(&mut self.server, &mut self.world, &mut self.net.server(), DT, None, simulate).unwrap();
+        let stop_at = self.stop_at;
         for (i, (id, cw, session)) in self.clients.iter_mut().enumerate() {
             let seed = i as u32;
-            let (_, report) =
-                pump_session(session, cw, &mut self.net.client(*id), DT, |t| scripted(seed, t), simulate).unwrap();
+            let input = |t: u32| match stop_at {
+                Some(stop) if t >= stop => Move::default(),
+                _ => scripted(seed, t),
+            };
+            let (_, report) = pump_session(session, cw, &mut self.net.client(*id), DT, input, simulate).unwrap();
             if report.rolled_back {
                 self.rolled_back += 1;
             }
