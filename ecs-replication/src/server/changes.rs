@@ -227,7 +227,7 @@ impl ChangeScan {
                     positions_changed = true;
                     moved.push(*net);
                 }
-                let old = std::mem::replace(&mut record.values[index], Some(value));
+                let old = record.values[index].replace(value);
                 record.undo.push_back((tick, index as u8, old));
                 if record.changed_mask == 0 {
                     changed.push(*net);
