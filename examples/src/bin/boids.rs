@@ -23,9 +23,10 @@ usage: boids [--boids N] [--active SHARE] [--frames N] [--gif PATH]
   --help          this text
 
 The flock moves in fixed steps of 1/60 s. Without --gif the game clock follows the real clock,
-each frame counting at most 0.05 s, so a frame runs as many steps as its time holds; every
-frame prints its time, its steps, the latest step's time per system and the broad phase's
-chunk skip ratio.";
+each frame counting at most 0.05 s, so a frame runs as many steps as its time holds; frames
+are paced at 60 per second, as a display would (a frame that takes longer is not waited
+for); every frame prints its time, its steps, the latest step's time per system and the
+broad phase's chunk skip ratio.";
 
 #[derive(Debug)]
 struct Options {
@@ -101,6 +102,9 @@ fn short_name(path: &str) -> &str {
     base.rsplit("::").next().unwrap_or(base)
 }
 
+/// The frame pace of the printing mode: 60 frames per second.
+const FRAME_PACE: Duration = Duration::from_nanos(16_666_667);
+
 fn print_frames(app: &mut App, frames: usize) -> Result<(), String> {
     app.build_schedules().map_err(|e| e.to_string())?;
     let mut totals: Vec<Duration> = Vec::with_capacity(frames);
@@ -110,6 +114,9 @@ fn print_frames(app: &mut App, frames: usize) -> Result<(), String> {
         app.update();
         let took = start.elapsed();
         totals.push(took);
+        if let Some(rest) = FRAME_PACE.checked_sub(took) {
+            std::thread::sleep(rest);
+        }
         let world = app.world();
         let steps = world.resource::<Time<Fixed>>().map_or(0, Time::steps_this_frame);
         let mut line = format!("frame {frame:4}  {:8.3} ms, {steps} step{} |", took.as_secs_f64() * 1e3, plural(steps));
