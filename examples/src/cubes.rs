@@ -4,10 +4,19 @@
 //! slide, knock the cubes they touch, spin and settle under friction. Cubes at rest are never written,
 //! so replication (and any `Changed` query) skips their chunks.
 //!
-//! [`CubeScene`] is the world plus its [`Schedule`]; [`registry`] is what
-//! the replication server and clients agree on; [`CubeSession`] runs the
-//! scene, a replication server and N clients over loopback UDP (renet and
-//! renet_netcode) in one process: what the showcase and the examples use.
+//! - [`CubeScene`] is the world plus its own [`Schedule`], stepped by hand
+//!   (the benches and the fuzzer drive a replication server with it);
+//! - [`CubePlugin`] puts the same systems on an [`App`], in `FixedUpdate`;
+//! - [`cube_server_app`] and [`cube_client_app`] are the two ends that the
+//!   `replication_server` and `replication_client` binaries run (over UDP)
+//!   and the tests run in one process (over a
+//!   [`SharedNetwork`](ecs_replication::transport::SharedNetwork)): a server
+//!   that waits for clients, spawns the scene when the first one comes
+//!   ([`CubeServerState`]) and sends a snapshot every fixed step; a client
+//!   that connects, mirrors the scene once its clock is synced and clears
+//!   the mirror when the connection drops ([`CubeClientState`]).
+//!
+//! [`registry`] is what the server and clients agree on.
 //!
 //! ```
 //! use ecs_examples::cubes::{CubeConfig, CubeScene};
@@ -25,15 +34,23 @@
 //! assert_eq!(scene.moving_cubes(), 0); // everything settled
 //! ```
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ecs_core::prelude::*;
+use ecs_core::schedule::SystemConfigs;
 use ecs_core::{ScheduleError, StoreError};
+use ecs_replication::bits::{BitError, BitReader, BitWriter};
+use ecs_replication::clock::ClockConfig;
+use ecs_replication::input::ClientInput;
+use ecs_replication::plugin::{
+    ReplicationClient, ReplicationClientEvent, ReplicationClientPlugin, ReplicationServer, ReplicationServerEvent,
+    ReplicationServerPlugin,
+};
 use ecs_replication::prelude::*;
 use ecs_replication::registry::RegistryError;
-use ecs_replication::server::ClientStats;
-use ecs_replication::transport::TransportError;
-use ecs_replication::transport::udp::Loopback;
+use ecs_replication::session::ClientSessionConfig;
+use ecs_replication::transport::{ClientTransport, ServerTransport};
 use glam::{Quat, Vec3};
 
 /// Where a cube is (replicated, quantized to [`POSITION_UNIT`]).
@@ -130,8 +147,6 @@ pub enum CubeError {
     Schedule(ScheduleError),
     /// The registry refused a component.
     Registry(RegistryError),
-    /// The transport failed.
-    Transport(TransportError),
 }
 
 impl std::fmt::Display for CubeError {
@@ -141,7 +156,6 @@ impl std::fmt::Display for CubeError {
             CubeError::Store(e) => write!(f, "store: {e}"),
             CubeError::Schedule(e) => write!(f, "schedule: {e}"),
             CubeError::Registry(e) => write!(f, "registry: {e}"),
-            CubeError::Transport(e) => write!(f, "transport: {e}"),
         }
     }
 }
@@ -298,6 +312,46 @@ pub fn slide_cubes(
     });
 }
 
+/// Checks a configuration before anything is built from it.
+fn check_config(config: &CubeConfig) -> Result<(), CubeError> {
+    if !(1..=1000).contains(&config.grid) {
+        return Err(CubeError::Config("grid must be 1..=1000 cubes per side".into()));
+    }
+    if !(config.spacing.is_finite() && config.spacing > 0.0 && (0.0..1.0).contains(&config.friction)) {
+        return Err(CubeError::Config("spacing must be positive, friction within 0..1".into()));
+    }
+    if !(config.dt.is_finite() && (1e-4..=1.0).contains(&config.dt)) {
+        return Err(CubeError::Config("dt must be within 0.0001..=1 s".into()));
+    }
+    Ok(())
+}
+
+/// Spawns the scene into `world`: the grid of cubes at rest and the
+/// player at the start of its path. Returns the player's entity. The
+/// scene's systems need a [`CubeClock`] resource besides.
+pub fn spawn_cubes(world: &mut World, config: &CubeConfig) -> Entity {
+    let half = (config.grid as f32 - 1.0) * config.spacing * 0.5;
+    let cubes = (0..config.grid * config.grid).map(|i| {
+        let (x, y) = ((i % config.grid) as f32, (i / config.grid) as f32);
+        (
+            Replicated,
+            CubePosition(Vec3::new(x * config.spacing - half, y * config.spacing - half, 0.0)),
+            CubeRotation(Quat::IDENTITY),
+            Velocity(Vec3::ZERO),
+            Spin(0.0),
+        )
+    });
+    world.spawn_batch(cubes);
+    world.spawn((Replicated, CubePosition(player_path(config, 0.0)), CubeRotation(Quat::IDENTITY), Player))
+}
+
+/// The scene's systems in their order: the player walks, pushes, the
+/// cubes knock each other, then slide. One run is one tick of
+/// [`CubeConfig::dt`].
+pub fn cube_systems() -> SystemConfigs {
+    (move_player, push_cubes, knock_cubes, slide_cubes).chain()
+}
+
 /// The scene: a world of 901 cubes and the schedule that moves them.
 pub struct CubeScene {
     world: World,
@@ -308,30 +362,12 @@ pub struct CubeScene {
 impl CubeScene {
     /// Builds the grid, the player and the schedule.
     pub fn new(config: &CubeConfig) -> Result<CubeScene, CubeError> {
-        if !(1..=1000).contains(&config.grid) {
-            return Err(CubeError::Config("grid must be 1..=1000 cubes per side".into()));
-        }
-        if !(config.spacing > 0.0 && config.dt > 0.0 && (0.0..1.0).contains(&config.friction)) {
-            return Err(CubeError::Config("spacing and dt must be positive, friction within 0..1".into()));
-        }
+        check_config(config)?;
         let mut world = World::new();
-        let half = (config.grid as f32 - 1.0) * config.spacing * 0.5;
-        let cubes = (0..config.grid * config.grid).map(|i| {
-            let (x, y) = ((i % config.grid) as f32, (i / config.grid) as f32);
-            (
-                Replicated,
-                CubePosition(Vec3::new(x * config.spacing - half, y * config.spacing - half, 0.0)),
-                CubeRotation(Quat::IDENTITY),
-                Velocity(Vec3::ZERO),
-                Spin(0.0),
-            )
-        });
-        world.spawn_batch(cubes);
-        let player =
-            world.spawn((Replicated, CubePosition(player_path(config, 0.0)), CubeRotation(Quat::IDENTITY), Player));
+        let player = spawn_cubes(&mut world, config);
         world.insert_resource(CubeClock { tick: 0, walked: 0.0, player_moving: true, config: *config });
         let mut schedule = Schedule::new();
-        schedule.add_systems((move_player, push_cubes, knock_cubes, slide_cubes).chain());
+        schedule.add_systems(cube_systems());
         schedule.build(&mut world).map_err(CubeError::Schedule)?;
         Ok(CubeScene { world, schedule, player })
     }
@@ -366,128 +402,375 @@ impl CubeScene {
 
     /// Cubes sliding now.
     pub fn moving_cubes(&mut self) -> usize {
-        let mut q = self.world.query::<&Velocity>();
-        q.iter(&self.world).filter(|v| v.0 != Vec3::ZERO).count()
+        moving_cubes(&mut self.world)
     }
 }
 
-/// Bytes sent to one client in one tick.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ClientBytes {
-    /// The client.
-    pub client: ClientId,
-    /// Snapshot payload bytes sent this tick (renet and UDP headers not
-    /// counted).
-    pub bytes: usize,
+/// Cubes sliding now in `world`.
+pub fn moving_cubes(world: &mut World) -> usize {
+    let mut q = world.query::<&Velocity>();
+    q.iter(world).filter(|v| v.0 != Vec3::ZERO).count()
 }
 
-/// The cube scene, a replication server and `clients` clients, all over
-/// loopback UDP (renet + renet_netcode, through [`Loopback`])
-/// in one process. Each client has its own world that mirrors the scene.
-pub struct CubeSession {
-    scene: CubeScene,
-    server: Server,
-    net: Loopback,
+/// The scene's systems, as a set (in `FixedUpdate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CubeSystems;
+
+impl SystemSet for CubeSystems {}
+
+/// The scene on an [`App`]: a fixed step of [`CubeConfig::dt`], a
+/// [`CubeClock`], and [`cube_systems`] in `FixedUpdate` in [`CubeSystems`].
+/// It spawns nothing: call [`spawn_cubes`] when the scene should appear
+/// (the server app does on entering [`CubeServerState::Running`]).
+pub struct CubePlugin {
+    /// The scene's parameters (checked by [`cube_server_app`]).
+    pub config: CubeConfig,
+}
+
+impl Plugin for CubePlugin {
+    fn build(&self, app: &mut App) {
+        let config = self.config;
+        app.insert_resource(Time::<Fixed>::from_seconds(config.dt as f64))
+            .insert_resource(CubeClock { tick: 0, walked: 0.0, player_moving: true, config })
+            .add_systems(FixedUpdate, cube_systems().in_set(CubeSystems));
+    }
+}
+
+/// The input of a cube client: none (the cube clients watch). Upstream
+/// datagrams carry only acknowledgements and clock samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoInput;
+
+impl ClientInput for NoInput {
+    fn write(&self, _: &mut BitWriter) {}
+    fn read(_: &mut BitReader<'_>) -> Result<Self, BitError> {
+        Ok(NoInput)
+    }
+}
+
+/// What the cube apps report (connections, state changes, the figures of
+/// each second), one line each, oldest first. The binaries print and
+/// [`take`](CubeLog::take) them after every frame; tests read them. Lines
+/// pile up until taken.
+#[derive(Debug, Default)]
+pub struct CubeLog {
+    lines: Vec<String>,
+}
+
+impl CubeLog {
+    /// Adds a line.
+    pub fn push(&mut self, line: String) {
+        self.lines.push(line);
+    }
+
+    /// The lines not taken yet.
+    pub fn lines(&self) -> &[String] {
+        &self.lines
+    }
+
+    /// Takes the lines.
+    pub fn take(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.lines)
+    }
+}
+
+/// How often the apps log their figures.
+pub const REPORT_PERIOD: Duration = Duration::from_secs(1);
+
+/// The server app's phases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CubeServerState {
+    /// No client: no scene, nothing simulated (snapshots of an empty world
+    /// to nobody).
+    #[default]
+    Waiting,
+    /// At least one client: the scene exists and steps. Entering spawns it
+    /// fresh; leaving (the last client left) despawns it.
+    Running,
+}
+
+impl States for CubeServerState {}
+
+/// The server end of the cube scene on an [`App`]: the
+/// [`ReplicationServerPlugin`] over `transport` (new clients see `view`;
+/// `None`: everything), the [`CubePlugin`] in `FixedUpdate` while
+/// [`CubeServerState::Running`], a snapshot to every client each fixed
+/// step of [`CubeConfig::dt`] (in `FixedLast`), and a [`CubeLog`]:
+/// "client N connected" / "client N left", the scene spawned and cleared,
+/// and every [`REPORT_PERIOD`] the server tick, the moving cubes and each
+/// client's snapshot bandwidth.
+///
+/// The app runs on the real clock unless the caller inserts a
+/// [`TimeUpdateStrategy`] (tests: `ManualDuration` of one step per frame).
+pub fn cube_server_app(
+    config: &CubeConfig,
     view: Option<View>,
+    transport: impl ServerTransport + Send + Sync + 'static,
+) -> Result<App, CubeError> {
+    check_config(config)?;
+    let registry = registry().map_err(CubeError::Registry)?;
+    let mut app = App::new();
+    app.add_plugins(
+        ReplicationServerPlugin::<NoInput>::new(registry, ServerConfig::default(), transport).with_view(view),
+    )
+    .add_plugins(CubePlugin { config: *config })
+    .init_resource::<CubeLog>()
+    .init_state::<CubeServerState>()
+    .configure_sets(FixedUpdate, CubeSystems.run_if(in_state(CubeServerState::Running)))
+    .add_systems(Update, (track_clients, report_server.run_if(on_timer(REPORT_PERIOD))).chain())
+    .add_systems(OnEnter(CubeServerState::Running), start_scene)
+    .add_systems(OnExit(CubeServerState::Running), clear_scene);
+    Ok(app)
 }
 
-impl CubeSession {
-    /// Binds a server on 127.0.0.1 (any free port) and connects `clients`
-    /// clients to it. `view`: each client's view (`None`: everything).
-    pub fn new(config: &CubeConfig, clients: usize, view: Option<View>) -> Result<CubeSession, CubeError> {
-        if !(1..=64).contains(&clients) {
-            return Err(CubeError::Config("clients must be 1..=64".into()));
-        }
-        let mut scene = CubeScene::new(config)?;
-        let reg = registry().map_err(CubeError::Registry)?;
-        let server = Server::new(scene.world_mut(), reg, ServerConfig::default());
-        // `registry()` succeeded just above and builds the same thing every
-        // time; the default (empty) registry is never reached.
-        let net = Loopback::bind(clients, || registry().unwrap_or_default()).map_err(CubeError::Transport)?;
-        Ok(CubeSession { scene, server, net, view })
+/// Logs connections and moves between waiting and running as clients
+/// come and go.
+fn track_clients(
+    mut events: EventReader<ReplicationServerEvent>,
+    server: Res<ReplicationServer<NoInput>>,
+    state: Res<State<CubeServerState>>,
+    mut next: ResMut<NextState<CubeServerState>>,
+    mut log: ResMut<CubeLog>,
+) {
+    for event in events.read() {
+        log.push(match event {
+            ReplicationServerEvent::Connected(id) => format!("client {} connected", id.0),
+            ReplicationServerEvent::Disconnected(id) => format!("client {} left", id.0),
+        });
     }
-
-    /// One tick: the scene steps, the server sends, every client receives
-    /// and acknowledges. `dt` is the real time since the previous tick (the
-    /// transport's timers run on it). Returns the bytes sent per client.
-    pub fn tick(&mut self, dt: Duration) -> Result<Vec<ClientBytes>, CubeError> {
-        self.scene.step()?;
-        let step =
-            self.net.tick(&mut self.server, self.scene.world_mut(), dt, self.view).map_err(CubeError::Transport)?;
-        Ok(step.bytes.into_iter().map(|(client, bytes)| ClientBytes { client, bytes }).collect())
-    }
-
-    /// Clients the server has accepted so far.
-    pub fn connected(&self) -> usize {
-        self.server.clients().count()
-    }
-
-    /// The scene.
-    pub fn scene(&mut self) -> &mut CubeScene {
-        &mut self.scene
-    }
-
-    /// The server.
-    pub fn server(&self) -> &Server {
-        &self.server
-    }
-
-    /// A client's counters on the server (bytes, entries, resyncs).
-    pub fn client_stats(&self, id: ClientId) -> Option<ClientStats> {
-        self.server.client_stats(id)
-    }
-
-    /// The clients: their worlds and replication state.
-    pub fn clients(&self) -> impl Iterator<Item = (&World, &Client)> + '_ {
-        self.net.clients()
-    }
-
-    /// Whether every client holds exactly the server's quantized state.
-    pub fn converged(&self) -> bool {
-        let ids: Vec<ClientId> = self.server.clients().collect();
-        ids.len() == self.net.clients().count()
-            && ids.iter().zip(self.net.clients()).all(|(id, (_, client))| {
-                let mut want: Vec<_> = self
-                    .server
-                    .entities()
-                    .filter(|(net, _, _)| self.server.in_interest(*id, *net))
-                    .map(|(net, _, v)| (net, v.to_vec()))
-                    .collect();
-                let mut have: Vec<_> = client.entities().map(|(net, v)| (net, v.to_vec())).collect();
-                want.sort_by_key(|(n, _)| *n);
-                have.sort_by_key(|(n, _)| *n);
-                want == have
-            })
+    let clients = server.session.server().clients().count();
+    match state.get() {
+        CubeServerState::Waiting if clients > 0 => next.set(CubeServerState::Running),
+        CubeServerState::Running if clients == 0 => next.set(CubeServerState::Waiting),
+        _ => {}
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_udp_session_mirrors_the_scene_on_every_client() {
-        let mut session = CubeSession::new(&CubeConfig::default(), 2, None).unwrap();
-        let mut settled = false;
-        for i in 0..4000 {
-            std::thread::sleep(Duration::from_millis(1));
-            if i == 200 {
-                session.scene().set_player_moving(false);
-            }
-            let sent = session.tick(Duration::from_millis(16)).unwrap();
-            assert!(sent.iter().all(|s| s.bytes <= ServerConfig::default().budget_bytes));
-            if i > 200 && session.connected() == 2 && session.scene().moving_cubes() == 0 && session.converged() {
-                settled = true;
-                break;
-            }
-        }
-        assert!(settled, "the clients never matched the server");
-        for (world, client) in session.clients() {
-            assert_eq!(client.len(), 901);
-            assert_eq!(world.len(), 901);
-        }
-        let id = session.server().clients().next().unwrap();
-        assert!(session.client_stats(id).unwrap().bytes_sent > 0);
-        assert!(CubeSession::new(&CubeConfig::default(), 0, None).is_err());
+/// Entering Running: a fresh scene (the grid at rest, the player at the
+/// start of its path, the clock at zero).
+fn start_scene(world: &mut World) {
+    let Some(clock) = world.resource_mut::<CubeClock>() else { return };
+    let config = clock.config;
+    *clock = CubeClock { tick: 0, walked: 0.0, player_moving: true, config };
+    spawn_cubes(world, &config);
+    let cubes = world.query::<&CubePosition>().iter(world).count();
+    if let Some(log) = world.resource_mut::<CubeLog>() {
+        log.push(format!("scene spawned: {cubes} cubes"));
     }
+}
+
+/// Leaving Running (the last client left): the scene goes (every entity
+/// with a [`CubePosition`]), so the next client starts a fresh one.
+fn clear_scene(world: &mut World) {
+    let doomed: Vec<Entity> = world.query_filtered::<Entity, With<CubePosition>>().iter(world).collect();
+    for &entity in &doomed {
+        // Only this system despawns scene entities: each is still alive.
+        let _ = world.despawn(entity);
+    }
+    if let Some(log) = world.resource_mut::<CubeLog>() {
+        log.push(format!("no clients left: scene cleared ({} cubes despawned)", doomed.len()));
+    }
+}
+
+/// Every report period: the server tick, the moving cubes, each client's
+/// snapshot bandwidth over the period.
+fn report_server(
+    server: Res<ReplicationServer<NoInput>>,
+    mut cubes: Query<&Velocity>,
+    mut log: ResMut<CubeLog>,
+    mut sent_before: Local<BTreeMap<ClientId, u64>>,
+) {
+    let moving = cubes.iter().filter(|v| v.0 != Vec3::ZERO).count();
+    let snapshots = server.session.server();
+    let mut line = Vec::new();
+    let mut sent_now = BTreeMap::new();
+    for id in snapshots.clients() {
+        let sent = snapshots.client_stats(id).map_or(0, |s| s.bytes_sent);
+        let before = sent_before.get(&id).copied().unwrap_or(0);
+        let kbps = sent.saturating_sub(before) as f64 * 8.0 / 1000.0 / REPORT_PERIOD.as_secs_f64();
+        line.push(format!("client {}: {kbps:.1} kbps", id.0));
+        sent_now.insert(id, sent);
+    }
+    *sent_before = sent_now;
+    log.push(format!(
+        "tick {:>5}  moving cubes {moving:>3}  {}",
+        snapshots.tick(),
+        if line.is_empty() { "no clients".into() } else { line.join(", ") }
+    ));
+}
+
+/// The client app's phases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CubeClientState {
+    /// Waiting for the connection, the first snapshot and the first round
+    /// trip of the clock.
+    #[default]
+    Connecting,
+    /// The scene is mirrored and the clock follows the server's.
+    Synced,
+    /// The connection dropped (or never came): the mirror is cleared and
+    /// [`CubeClientEnd`] says why.
+    Disconnected,
+}
+
+impl States for CubeClientState {}
+
+/// Why a client app reached [`CubeClientState::Disconnected`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CubeDisconnect {
+    /// No connection within the connect timeout.
+    NoConnection(Duration),
+    /// The connection was up and went down (the server left, timed out or
+    /// dropped the client).
+    ByServer,
+}
+
+impl std::fmt::Display for CubeDisconnect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CubeDisconnect::NoConnection(after) => {
+                write!(f, "no connection after {} s (is the server running?)", after.as_secs_f64())
+            }
+            CubeDisconnect::ByServer => f.write_str("disconnected by the server"),
+        }
+    }
+}
+
+/// A client app's outcome: `None` until it disconnects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CubeClientEnd(pub Option<CubeDisconnect>);
+
+/// How long a client app waits for its connection (a resource).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectTimeout(pub Duration);
+
+/// The client end of the cube scene on an [`App`]: the
+/// [`ReplicationClientPlugin`] as client `id` over `transport` (nothing
+/// predicted, snapshots written as they arrive, the clock at the scene's
+/// tick rate), the [`CubeClientState`]s (Connecting until the first
+/// snapshot and round trip, Synced, Disconnected when the connection
+/// drops or does not come within `connect_timeout` of real time; entering
+/// Disconnected despawns the mirrored entities), and a [`CubeLog`]:
+/// "connected", "synced ...", the disconnect, and every [`REPORT_PERIOD`]
+/// the newest snapshot tick, the entities held, the bandwidth, the packet
+/// counters and the clock's round trip.
+///
+/// The app runs on the real clock unless the caller inserts a
+/// [`TimeUpdateStrategy`].
+pub fn cube_client_app(
+    config: &CubeConfig,
+    id: ClientId,
+    transport: impl ClientTransport + Send + Sync + 'static,
+    connect_timeout: Duration,
+) -> Result<App, CubeError> {
+    check_config(config)?;
+    let registry = registry().map_err(CubeError::Registry)?;
+    let session = ClientSessionConfig {
+        clock: ClockConfig { tick_hz: 1.0 / config.dt as f64, ..ClockConfig::default() },
+        predict: false,
+        interpolation: None,
+        ..ClientSessionConfig::default()
+    };
+    let mut app = App::new();
+    app.add_plugins(ReplicationClientPlugin::<NoInput>::new(registry, id, session, transport))
+        .init_resource::<CubeLog>()
+        .init_resource::<CubeClientEnd>()
+        .insert_resource(ConnectTimeout(connect_timeout))
+        .init_state::<CubeClientState>()
+        .add_systems(
+            Update,
+            (
+                watch_connection,
+                await_sync.run_if(in_state(CubeClientState::Connecting)),
+                report_client.run_if(on_timer(REPORT_PERIOD)),
+            )
+                .chain()
+                .run_if(not(in_state(CubeClientState::Disconnected))),
+        )
+        .add_systems(OnEnter(CubeClientState::Synced), announce_sync)
+        .add_systems(OnEnter(CubeClientState::Disconnected), clear_mirror);
+    Ok(app)
+}
+
+/// Logs the connection coming up; its going down ends the session.
+fn watch_connection(
+    mut events: EventReader<ReplicationClientEvent>,
+    mut end: ResMut<CubeClientEnd>,
+    mut next: ResMut<NextState<CubeClientState>>,
+    mut log: ResMut<CubeLog>,
+) {
+    for event in events.read() {
+        match event {
+            ReplicationClientEvent::Connected => log.push("connected".into()),
+            ReplicationClientEvent::Disconnected => {
+                end.0 = Some(CubeDisconnect::ByServer);
+                next.set(CubeClientState::Disconnected);
+            }
+        }
+    }
+}
+
+/// Connecting: synced once a snapshot is applied and the clock has a
+/// round trip; gives up when no connection came within the timeout.
+fn await_sync(
+    client: Res<ReplicationClient<NoInput>>,
+    time: Res<Time<Real>>,
+    timeout: Res<ConnectTimeout>,
+    mut end: ResMut<CubeClientEnd>,
+    mut next: ResMut<NextState<CubeClientState>>,
+) {
+    if end.0.is_some() {
+        return;
+    }
+    let session = &client.session;
+    if session.client().counters().applied > 0 && session.clock().rtt().is_some() {
+        next.set(CubeClientState::Synced);
+    } else if !client.is_connected() && time.elapsed() > timeout.0 {
+        end.0 = Some(CubeDisconnect::NoConnection(timeout.0));
+        next.set(CubeClientState::Disconnected);
+    }
+}
+
+/// Entering Synced: what the client holds.
+fn announce_sync(client: Res<ReplicationClient<NoInput>>, mut log: ResMut<CubeLog>) {
+    let session = &client.session;
+    log.push(format!(
+        "synced: {} entities at tick {}, rtt {:.1} ms",
+        session.client().len(),
+        session.client().last_applied(),
+        session.clock().rtt().unwrap_or_default().as_secs_f64() * 1000.0
+    ));
+}
+
+/// Entering Disconnected: the mirror is stale, so it goes (every entity
+/// with a [`NetId`]).
+fn clear_mirror(world: &mut World) {
+    let doomed: Vec<Entity> = world.query_filtered::<Entity, With<NetId>>().iter(world).collect();
+    for &entity in &doomed {
+        // Only this system despawns mirrored entities once disconnected.
+        let _ = world.despawn(entity);
+    }
+    let reason = world.resource::<CubeClientEnd>().and_then(|end| end.0);
+    if let Some(log) = world.resource_mut::<CubeLog>() {
+        let reason = reason.map_or_else(|| "disconnected".to_string(), |r| r.to_string());
+        log.push(format!("{reason}: {} mirrored entities removed", doomed.len()));
+    }
+}
+
+/// Every report period: the newest snapshot tick, the entities held, the
+/// bandwidth over the period, the packet counters, the round trip.
+fn report_client(client: Res<ReplicationClient<NoInput>>, mut log: ResMut<CubeLog>, mut bytes_before: Local<u64>) {
+    let snapshots = client.session.client();
+    let c = snapshots.counters();
+    let kbps = c.bytes_received.saturating_sub(*bytes_before) as f64 * 8.0 / 1000.0 / REPORT_PERIOD.as_secs_f64();
+    *bytes_before = c.bytes_received;
+    log.push(format!(
+        "tick {:>5}  entities {:>4}  {kbps:.1} kbps  applied {} stale {} refused {}  rtt {:.1} ms",
+        snapshots.last_applied(),
+        snapshots.len(),
+        c.applied,
+        c.stale,
+        c.refused,
+        client.session.clock().rtt().unwrap_or_default().as_secs_f64() * 1000.0
+    ));
 }

@@ -1,7 +1,8 @@
-//! A replication client for `replication_server`: connects over UDP with a
-//! connect token (demo key), mirrors the cube scene into its own world,
-//! acknowledges every snapshot, and prints each second what it holds and
-//! receives.
+//! A replication client for `replication_server`, on an `App`
+//! (`ecs_examples::cubes::cube_client_app`): connects over UDP with a
+//! connect token (demo key), mirrors the cube scene into its world once
+//! synced, acknowledges every snapshot, prints each second what it holds
+//! and receives, and clears the mirror if the server drops it.
 //!
 //! `cargo run --release --bin replication_client -- --help` lists the flags.
 
@@ -9,11 +10,13 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use ecs_core::World;
-use ecs_examples::cubes::registry;
+use ecs_core::prelude::*;
+use ecs_examples::cubes::{
+    CubeClientEnd, CubeClientState, CubeConfig, CubeDisconnect, CubeLog, NoInput, cube_client_app, registry,
+};
+use ecs_replication::plugin::ReplicationClient;
 use ecs_replication::prelude::*;
 use ecs_replication::transport::udp::{DEMO_KEY, UdpClient, connect_token};
-use ecs_replication::transport::{ClientTransport, pump_client};
 
 const HELP: &str = "replication_client: mirrors the cube scene of replication_server over UDP (renet + netcode)
 
@@ -22,7 +25,12 @@ USAGE: replication_client [--address IP:PORT] [--id N] [--seconds S]
   --address IP:PORT  the server (default 127.0.0.1:5000)
   --id N             this client's id, 1..=2^32 (default: from the process id)
   --seconds S        how long to run, 1..=86400 (default 30)
-  -h, --help         this text";
+  -h, --help         this text
+
+The client is connecting until the first snapshot is applied and its clock has a round trip,
+then synced; it prints each second the newest snapshot tick, the entities it holds, the
+bandwidth, the packet counters and the round trip. It fails (exit code 1) when there is no
+connection after 5 s or when the server drops it.";
 
 #[derive(Debug, PartialEq)]
 struct Options {
@@ -63,58 +71,56 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Options>, String> 
     Ok(Some(o))
 }
 
+/// How long to wait for the connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Time between frames (the client's ticks follow the server's clock, not
+/// the frames).
+const FRAME_PAUSE: Duration = Duration::from_millis(4);
+
 fn run(o: &Options) -> Result<(), String> {
-    let reg = registry().map_err(|e| e.to_string())?;
-    let protocol = reg.schema().hash() as u64;
+    let protocol = registry().map_err(|e| e.to_string())?.schema().hash() as u64;
     let token = connect_token(o.address, protocol, &DEMO_KEY, o.id).map_err(|e| e.to_string())?;
     let local =
         if o.address.is_ipv4() { SocketAddr::from(([0, 0, 0, 0], 0)) } else { "[::]:0".parse().map_err(|_| "ipv6")? };
-    let mut udp = UdpClient::connect(local, token).map_err(|e| e.to_string())?;
-    let mut world = World::new();
-    let mut client = Client::new(&mut world, &reg);
+    let udp = UdpClient::connect(local, token).map_err(|e| e.to_string())?;
+    let mut app =
+        cube_client_app(&CubeConfig::default(), ClientId(o.id), udp, CONNECT_TIMEOUT).map_err(|e| e.to_string())?;
+    app.build_schedules().map_err(|e| e.to_string())?;
     println!("client {} connecting to {}", o.id, o.address);
     let start = Instant::now();
-    let mut last = start;
-    let mut next_report = start + Duration::from_secs(1);
-    let mut last_bytes = 0;
-    let mut was_connected = false;
     while start.elapsed() < Duration::from_secs(o.seconds) {
-        std::thread::sleep(Duration::from_millis(4));
-        let dt = last.elapsed();
-        last = Instant::now();
-        pump_client(&mut client, &mut world, &mut udp, dt).map_err(|e| e.to_string())?;
-        if udp.is_connected() && !was_connected {
-            println!("connected");
-            was_connected = true;
+        app.update();
+        let world = app.world_mut();
+        for line in world.resource_mut::<CubeLog>().map(CubeLog::take).unwrap_or_default() {
+            println!("{line}");
         }
-        if !was_connected && start.elapsed() > Duration::from_secs(5) {
-            return Err(format!("no connection to {} after 5 s (is the server running?)", o.address));
+        let connecting = world.resource::<State<CubeClientState>>().map(|s| *s.get());
+        if let Some(end) = world.resource::<CubeClientEnd>().and_then(|end| end.0) {
+            return Err(match end {
+                CubeDisconnect::NoConnection(after) => {
+                    format!("no connection to {} after {} s (is the server running?)", o.address, after.as_secs())
+                }
+                other => other.to_string(),
+            });
         }
-        if udp.is_disconnected() {
-            return Err(if was_connected {
-                "disconnected by the server"
-            } else {
-                "could not connect (is the server running?)"
-            }
-            .into());
+        let client = world.resource::<ReplicationClient<NoInput>>().ok_or("the client plugin is missing")?;
+        let gave_up = client.transport::<UdpClient>().is_some_and(UdpClient::is_disconnected);
+        if gave_up && connecting == Some(CubeClientState::Connecting) && !client.is_connected() {
+            return Err("could not connect (is the server running?)".into());
         }
-        if Instant::now() >= next_report {
-            next_report += Duration::from_secs(1);
-            let c = client.counters();
-            println!(
-                "tick {:>5}  entities {:>4}  {:.1} kbps  applied {} stale {} refused {}  rtt {:.1} ms",
-                client.last_applied(),
-                client.len(),
-                (c.bytes_received - last_bytes) as f64 * 8.0 / 1000.0,
-                c.applied,
-                c.stale,
-                c.refused,
-                udp.rtt() * 1000.0
-            );
-            last_bytes = c.bytes_received;
+        if let Some(e) = client.last_error().filter(|_| !gave_up) {
+            return Err(format!("transport: {e}"));
         }
+        std::thread::sleep(FRAME_PAUSE);
     }
-    udp.disconnect();
+    if let Some(udp) = app
+        .world_mut()
+        .resource_mut::<ReplicationClient<NoInput>>()
+        .and_then(|client| client.transport_mut::<UdpClient>())
+    {
+        udp.disconnect();
+    }
     Ok(())
 }
 

@@ -1,6 +1,9 @@
-//! The cube scene served over UDP (renet + renet_netcode) at 60 Hz: prints
-//! each second the snapshot bandwidth per client. Start it, then one or
-//! more `replication_client`s with the same address.
+//! The cube scene served over UDP (renet + renet_netcode) at 60 Hz, on an
+//! `App` (`ecs_examples::cubes::cube_server_app`): it waits for clients,
+//! spawns the scene when the first one connects, steps it and sends the
+//! snapshots in each fixed step, clears it when the last one leaves, and
+//! prints each second the snapshot bandwidth per client. Start it, then one
+//! or more `replication_client`s with the same address.
 //!
 //! `cargo run --release --bin replication_server -- --help` lists the flags.
 
@@ -8,9 +11,10 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use ecs_examples::cubes::{CubeConfig, CubeScene, registry};
+use ecs_core::prelude::*;
+use ecs_examples::cubes::{CubeConfig, CubeLog, NoInput, cube_server_app, registry};
+use ecs_replication::plugin::ReplicationServer;
 use ecs_replication::prelude::*;
-use ecs_replication::transport::serve;
 use ecs_replication::transport::udp::{DEMO_KEY, UdpServer};
 
 const HELP: &str = "replication_server: the 901-cube scene replicated over UDP (renet + netcode) at 60 Hz
@@ -22,6 +26,11 @@ USAGE: replication_server [--address IP:PORT] [--clients N] [--seconds S] [--vie
   --seconds S        how long to run, 1..=86400 (default 30)
   --view RADIUS      each client sees cubes within RADIUS of the grid centre (default: all)
   -h, --help         this text
+
+The server waits for clients; the first one to connect starts the scene (spawned fresh), which
+then steps in fixed steps of 1/60 s on the real clock, each followed by one snapshot per client;
+when the last client leaves, the scene is cleared. Each second it prints the tick, the moving
+cubes and each client's snapshot bandwidth; at the end, each connected client's counters.
 
 Clients connect with `replication_client --address IP:PORT` (demo key; see ecs-replication's README).";
 
@@ -72,59 +81,38 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Options>, String> 
     Ok(Some(o))
 }
 
+/// Past the fixed step's boundary by this much when a frame wakes, so the
+/// frame runs that step.
+const WAKE_MARGIN: Duration = Duration::from_micros(500);
+
 fn run(o: &Options) -> Result<(), String> {
     let config = CubeConfig::default();
-    let mut scene = CubeScene::new(&config).map_err(|e| e.to_string())?;
-    let reg = registry().map_err(|e| e.to_string())?;
-    let protocol = reg.schema().hash() as u64;
-    let mut server = Server::new(scene.world_mut(), reg, ServerConfig::default());
-    let mut transport = UdpServer::bind(o.address, o.clients, protocol, DEMO_KEY).map_err(|e| e.to_string())?;
+    let protocol = registry().map_err(|e| e.to_string())?.schema().hash() as u64;
+    let transport = UdpServer::bind(o.address, o.clients, protocol, DEMO_KEY).map_err(|e| e.to_string())?;
+    let address = transport.address();
     let view = o.view.map(|radius| View { center: glam::Vec3::ZERO, radius });
-    println!("listening on {} for up to {} clients, {} s", transport.address(), o.clients, o.seconds);
-    let tick = Duration::from_secs_f64(1.0 / 60.0);
+    let mut app = cube_server_app(&config, view, transport).map_err(|e| e.to_string())?;
+    app.build_schedules().map_err(|e| e.to_string())?;
+    println!("listening on {address} for up to {} clients, {} s", o.clients, o.seconds);
     let start = Instant::now();
-    let mut next = start;
-    let mut last = start;
-    let mut second_bytes: std::collections::BTreeMap<ClientId, usize> = Default::default();
-    let mut next_report = start + Duration::from_secs(1);
     while start.elapsed() < Duration::from_secs(o.seconds) {
-        next += tick;
-        if let Some(wait) = next.checked_duration_since(Instant::now()) {
-            std::thread::sleep(wait);
+        app.update();
+        let world = app.world_mut();
+        for line in world.resource_mut::<CubeLog>().map(CubeLog::take).unwrap_or_default() {
+            println!("{line}");
         }
-        let dt = last.elapsed();
-        last = Instant::now();
-        scene.step().map_err(|e| e.to_string())?;
-        let step = serve(&mut server, scene.world_mut(), &mut transport, dt, view).map_err(|e| e.to_string())?;
-        for id in &step.connected {
-            println!("client {} connected", id.0);
+        let server = world.resource::<ReplicationServer<NoInput>>().ok_or("the server plugin is missing")?;
+        if let Some(e) = server.last_error() {
+            return Err(format!("transport: {e}"));
         }
-        for id in &step.disconnected {
-            println!("client {} left", id.0);
-            second_bytes.remove(id);
-        }
-        for (id, bytes) in step.bytes {
-            *second_bytes.entry(id).or_default() += bytes;
-        }
-        if Instant::now() >= next_report {
-            next_report += Duration::from_secs(1);
-            let moving = scene.moving_cubes();
-            let line: Vec<String> = second_bytes
-                .iter()
-                .map(|(id, b)| format!("client {}: {:.1} kbps", id.0, *b as f64 * 8.0 / 1000.0))
-                .collect();
-            println!(
-                "tick {:>5}  moving cubes {moving:>3}  {}",
-                server.tick(),
-                if line.is_empty() { "no clients".into() } else { line.join(", ") }
-            );
-            for b in second_bytes.values_mut() {
-                *b = 0;
-            }
-        }
+        // Sleep until the next fixed step is due: one step per frame.
+        let fixed = world.resource::<Time<Fixed>>().ok_or("no fixed clock")?;
+        std::thread::sleep(fixed.timestep().saturating_sub(fixed.overstep()) + WAKE_MARGIN);
     }
-    for id in server.clients().collect::<Vec<_>>() {
-        if let Some(s) = server.client_stats(id) {
+    let server = app.world().resource::<ReplicationServer<NoInput>>().ok_or("the server plugin is missing")?;
+    let snapshots = server.session.server();
+    for id in snapshots.clients() {
+        if let Some(s) = snapshots.client_stats(id) {
             println!(
                 "client {}: {} packets, {} bytes, {} entries sent, {} deferred by the budget, {} full resyncs",
                 id.0, s.packets, s.bytes_sent, s.entries_sent, s.entries_deferred, s.full_resyncs
