@@ -312,6 +312,21 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         Some((&self.ids[range.clone()], &self.positions[range]))
     }
 
+    /// The occupied cells' keys, sorted (the keys of [`cells`](Self::cells)).
+    #[inline(always)]
+    pub(crate) fn cell_keys(&self) -> &[u64] {
+        &self.cell_keys
+    }
+
+    /// The dense table (`table[i]..table[i + 1]` are the sorted slots of
+    /// dense cell `i`, `x + span_x * (y + span_y * z)` from the occupied
+    /// box's minimum) and `[span_x, span_y]`; empty unless
+    /// [`LookupKind::Dense`].
+    #[inline(always)]
+    pub(crate) fn dense_table(&self) -> (&[u32], [usize; 2]) {
+        (&self.dense, [self.span[0], self.span[1]])
+    }
+
     /// Whether the last build or edit chose the dense lookup table.
     pub fn uses_dense_lookup(&self) -> bool {
         self.kind == LookupKind::Dense
@@ -1044,8 +1059,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         x + self.span[0] * (y + self.span[1] * z)
     }
 
+    /// The first sorted slot of occupied cell `cell` (the point count for
+    /// one past the last cell).
     #[inline]
-    fn cell_start(&self, cell: usize) -> usize {
+    pub(crate) fn cell_start(&self, cell: usize) -> usize {
         match self.cells.get(cell) {
             Some(c) => c.start as usize,
             None => self.positions.len(),
@@ -1291,7 +1308,7 @@ const ROWS_FREE: u64 = 64;
 /// The first index in `from..end` whose key is `>= target` (`end` if none),
 /// by exponential then binary search: O(log(distance from `from`)).
 #[inline]
-fn gallop(keys: &[u64], from: usize, end: usize, target: u64) -> usize {
+pub(crate) fn gallop(keys: &[u64], from: usize, end: usize, target: u64) -> usize {
     gallop_by(from, end, |i| keys[i] >= target)
 }
 
@@ -1419,7 +1436,7 @@ fn encode_block<P: GridPoint>(
 /// bits of the sum; one step down when that rounded up. Vectorises with
 /// SSE2. Outside the range the result is meaningless (callers check).
 #[inline(always)]
-fn floor_in_range(q: f32) -> i32 {
+pub(crate) fn floor_in_range(q: f32) -> i32 {
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
     let n = (q + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32;
     n - i32::from(n as f32 > q)

@@ -59,6 +59,12 @@ impl Soa {
         self.z[slot] = p.z;
     }
 
+    /// Point `slot`'s coordinates.
+    #[inline(always)]
+    pub(crate) fn point(&self, slot: usize) -> Vec3 {
+        Vec3::new(self.x[slot], self.y[slot], self.z[slot])
+    }
+
     /// Bytes reserved.
     pub(crate) fn capacity_bytes(&self) -> usize {
         (self.x.capacity() + self.y.capacity() + self.z.capacity()) * 4
@@ -125,6 +131,192 @@ impl Soa {
     }
 }
 
+/// The points a batch query's unit (one occupied cell) may reach, gathered
+/// from the rows of its scan box into one contiguous, padded run of
+/// coordinate arrays, with each candidate's id beside it. Every point of
+/// the unit then tests whole chunks of [`LANES`] candidates, however short
+/// the rows are (rows of a few points would otherwise leave most lanes of
+/// their chunks empty).
+///
+/// Past the last candidate, `x` holds [`LANES`] NaNs (no distance test
+/// passes); `y`, `z` and `ids` hold leftovers, which only NaN lanes see.
+#[derive(Clone, Debug)]
+pub(crate) struct Candidates<I> {
+    x: Vec<f32>,
+    y: Vec<f32>,
+    z: Vec<f32>,
+    ids: Vec<I>,
+    len: usize,
+    /// Indices of one group of hits ([`hits_into`](Self::hits_into)).
+    found: Box<[u32; GROUP * LANES + 4]>,
+}
+
+impl<I> Default for Candidates<I> {
+    fn default() -> Self {
+        Candidates {
+            x: Vec::new(),
+            y: Vec::new(),
+            z: Vec::new(),
+            ids: Vec::new(),
+            len: 0,
+            found: Box::new([0; GROUP * LANES + 4]),
+        }
+    }
+}
+
+impl<I: Copy> Candidates<I> {
+    /// Replaces the candidates with the points of the sorted slot ranges
+    /// `rows` (in order), copied in whole blocks of [`LANES`] (the grid's
+    /// coordinate arrays are padded, so a block may run past a range's end;
+    /// the next range overwrites the excess, and the end is sealed with
+    /// NaNs).
+    #[inline(always)]
+    pub(crate) fn gather(&mut self, soa: &Soa, ids: &[I], rows: &[(u32, u32)]) {
+        let total: usize = rows.iter().map(|&(s, e)| (e - s) as usize).sum();
+        let cap = total + 2 * LANES;
+        if self.x.len() < cap
+            && let Some(&fill) = ids.first()
+        {
+            self.grow(cap, fill);
+        }
+        let (Some(x), Some(y), Some(z), Some(cand_ids)) =
+            (self.x.get_mut(..cap), self.y.get_mut(..cap), self.z.get_mut(..cap), self.ids.get_mut(..cap))
+        else {
+            self.len = 0;
+            return; // only with no points at all
+        };
+        // Equal lengths, so one bounds check covers all the arrays.
+        let m = soa.x.len().min(soa.y.len()).min(soa.z.len());
+        let (sx, sy, sz) = (&soa.x[..m], &soa.y[..m], &soa.z[..m]);
+        let mut to = 0usize;
+        for &(s, e) in rows {
+            let (s, n) = (s as usize, (e - s) as usize);
+            let mut i = 0;
+            while i < n {
+                let (a, b) = (s + i, to + i);
+                if a + LANES > m || b + LANES > cap {
+                    break; // not reached: the grid's arrays are padded, `cap` has room
+                }
+                x[b..b + LANES].copy_from_slice(&sx[a..a + LANES]);
+                y[b..b + LANES].copy_from_slice(&sy[a..a + LANES]);
+                z[b..b + LANES].copy_from_slice(&sz[a..a + LANES]);
+                match ids.get(a..a + LANES) {
+                    Some(block) => cand_ids[b..b + LANES].copy_from_slice(block),
+                    None => {
+                        let tail = &ids[a.min(ids.len())..];
+                        cand_ids[b..b + tail.len()].copy_from_slice(tail);
+                    }
+                }
+                i += LANES;
+            }
+            to += n;
+        }
+        x[total..total + LANES].fill(f32::NAN);
+        self.len = total;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, need: usize, fill: I) {
+        let size = need.next_power_of_two();
+        self.x.resize(size, f32::NAN);
+        self.y.resize(size, f32::NAN);
+        self.z.resize(size, f32::NAN);
+        self.ids.resize(size, fill);
+    }
+
+    /// The coordinate arrays as chunks of [`LANES`], up to the chunk that
+    /// holds the last candidate.
+    #[inline(always)]
+    fn chunks(&self) -> Blocks<'_> {
+        chunks_of(&self.x, &self.y, &self.z, self.len)
+    }
+
+    /// Appends the ids of the candidates that lie within `sqrt(r2)` of `c`
+    /// to `out`, in order.
+    ///
+    /// Branch-free per lane: each half chunk writes the indices of its hits
+    /// as one block of four from a table indexed by its 4-bit mask into a
+    /// small buffer, and the write position advances by the half's hit
+    /// count; every [`GROUP`] chunks the buffer's ids go to `out`.
+    #[inline(always)]
+    pub(crate) fn hits_into(&mut self, c: Vec3, r2: f32, out: &mut Vec<I>) {
+        let (xs, ys, zs) = chunks_of(&self.x, &self.y, &self.z, self.len);
+        let centre = (Vec4::splat(c.x), Vec4::splat(c.y), Vec4::splat(c.z), Vec4::splat(r2));
+        let buffer = &mut *self.found;
+        let chunks = xs.len().min(ys.len()).min(zs.len());
+        let mut k = 0;
+        while k < chunks {
+            let end = (k + GROUP).min(chunks);
+            let mut found = 0usize;
+            for k in k..end {
+                let mask = block_mask(&xs[k], &ys[k], &zs[k], centre);
+                for half in 0..2 {
+                    let m = ((mask >> (4 * half)) & 0xF) as usize;
+                    let base = (k * LANES + 4 * half) as u32;
+                    let lanes = COMPACT[m];
+                    let block: [u32; 4] = std::array::from_fn(|l| base + lanes[l]);
+                    // At most 4 * 63 hits come before the last half of a
+                    // group, so the mask never changes `found` here; it
+                    // only lets the compiler see the bound.
+                    let at = found & (GROUP * LANES - 1);
+                    buffer[at..at + 4].copy_from_slice(&block);
+                    found += COUNT[m] as usize;
+                }
+            }
+            let ids = &*self.ids;
+            out.extend(buffer[..found.min(GROUP * LANES)].iter().map(|&i| ids[i as usize]));
+            k = end;
+        }
+    }
+
+    /// Calls `f(id)` for each candidate from index `from` on that lies
+    /// within `sqrt(r2)` of `c`, in order (for few hits per chunk).
+    #[inline(always)]
+    pub(crate) fn for_each_hit(&self, from: usize, c: Vec3, r2: f32, mut f: impl FnMut(I)) {
+        let (xs, ys, zs) = self.chunks();
+        let first = from / LANES;
+        let mut lanes_from = !0u32 << (from % LANES);
+        let centre = (Vec4::splat(c.x), Vec4::splat(c.y), Vec4::splat(c.z), Vec4::splat(r2));
+        for k in first..xs.len().min(ys.len()).min(zs.len()) {
+            let mut mask = block_mask(&xs[k], &ys[k], &zs[k], centre) & lanes_from;
+            lanes_from = !0;
+            while mask != 0 {
+                f(self.ids[k * LANES + mask.trailing_zeros() as usize]);
+                mask &= mask - 1;
+            }
+        }
+    }
+}
+
+/// Coordinate arrays as blocks of [`LANES`]: `x`, `y`, `z`.
+type Blocks<'a> = (&'a [[f32; LANES]], &'a [[f32; LANES]], &'a [[f32; LANES]]);
+
+/// The coordinate arrays as chunks of [`LANES`], up to the chunk that holds
+/// candidate `len - 1`.
+#[inline(always)]
+fn chunks_of<'a>(x: &'a [f32], y: &'a [f32], z: &'a [f32], len: usize) -> Blocks<'a> {
+    let end = len.div_ceil(LANES) * LANES;
+    match (x.get(..end), y.get(..end), z.get(..end)) {
+        (Some(x), Some(y), Some(z)) => (x.as_chunks().0, y.as_chunks().0, z.as_chunks().0),
+        _ => (&[], &[], &[]), // not reached: `gather` keeps room past the end
+    }
+}
+
+/// The bit mask of the lanes of one block whose point lies within
+/// `sqrt(r2)` of `c`, with `(cx, cy, cz, r2)` splatted (as
+/// [`Soa::chunk_mask`]).
+#[inline(always)]
+fn block_mask(x: &[f32; LANES], y: &[f32; LANES], z: &[f32; LANES], (cx, cy, cz, r2): (Vec4, Vec4, Vec4, Vec4)) -> u32 {
+    let half = |h: usize| {
+        let dx = Vec4::from_slice(&x[4 * h..]) - cx;
+        let dy = Vec4::from_slice(&y[4 * h..]) - cy;
+        let dz = Vec4::from_slice(&z[4 * h..]) - cz;
+        (dx * dx + dy * dy + dz * dz).cmple(r2).bitmask()
+    };
+    half(0) | (half(1) << 4)
+}
+
 /// For each 4-bit hit mask, the lanes of its set bits in order (the rest
 /// of the block is filler, overwritten or past the end).
 const COMPACT: [[u32; 4]; 16] = {
@@ -144,6 +336,9 @@ const COMPACT: [[u32; 4]; 16] = {
     }
     t
 };
+
+/// Chunks whose hits [`Candidates::hits_into`] buffers at a time.
+const GROUP: usize = 32;
 
 /// Set bits of each 4-bit mask (no `popcnt` on baseline x86-64).
 const COUNT: [u8; 16] = [0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4];

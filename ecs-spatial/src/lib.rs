@@ -64,6 +64,7 @@ pub mod query;
 pub mod radix;
 pub mod region;
 pub mod seed;
+mod sweep;
 
 pub use batch::{
     decode_cell_centers, dedup_keys, dedup_quantized, dequantize_points, encode_cell_keys, migrate_cell_keys,
