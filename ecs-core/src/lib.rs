@@ -14,10 +14,11 @@
 //! states, run conditions and plugins) on top of the store and schedules.
 //!
 //! ```
-//! use ecs_core::{Changed, World};
+//! use ecs_core::{Changed, Component, World};
 //!
-//! #[derive(Debug, PartialEq)]
+//! #[derive(Component, Debug, PartialEq)]
 //! struct Pos(f32);
+//! #[derive(Component)]
 //! struct Vel(f32);
 //!
 //! let mut world = World::new();
@@ -48,7 +49,9 @@
 //! ```
 //! use ecs_core::prelude::*;
 //!
+//! #[derive(Component)]
 //! struct Pos(f32);
+//! #[derive(Component)]
 //! struct Vel(f32);
 //! struct Gravity(f32);
 //!
@@ -105,7 +108,7 @@ pub mod world;
 pub use app::{App, Plugin, ScheduleLabel, States};
 /// Derive macros (`#[derive(SystemParam)]`, `#[derive(Bundle)]`), named like
 /// the traits they implement.
-pub use ecs_core_macros::{Bundle, SystemParam};
+pub use ecs_core_macros::{Bundle, Component, SystemParam};
 pub use error::StoreError;
 pub use lifecycle::{
     ComponentHook, ComponentHooks, DeferredWorld, Event, LifecycleKind, ObserverId, On, OnAdd, OnInsert, OnRemove,
@@ -147,8 +150,9 @@ pub mod prelude {
         resource_changed, resource_equals, resource_exists, run_once,
     };
     pub use crate::{
-        Added, Changed, ChunkStats, Commands, Entity, EventReader, EventWriter, Events, IntoSystemConfig,
-        IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Res, ResMut, Schedule, With, Without, World,
+        Added, Bundle, Changed, ChunkStats, Commands, Component, Entity, EventReader, EventWriter, Events,
+        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Res, ResMut, Schedule, With, Without,
+        World,
     };
     pub use crate::{DetectChanges, DetectChangesMut, Has, Ref};
 }

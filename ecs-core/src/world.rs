@@ -37,9 +37,10 @@ static NEXT_WORLD_ID: AtomicU64 = AtomicU64::new(1);
 /// world's change tick.
 ///
 /// ```
-/// use ecs_core::World;
-/// #[derive(Debug, PartialEq)]
+/// use ecs_core::{Component, World};
+/// #[derive(Component, Debug, PartialEq)]
 /// struct Pos(f32);
+/// #[derive(Component)]
 /// struct Vel(f32);
 ///
 /// let mut world = World::new();

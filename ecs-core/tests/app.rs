@@ -297,6 +297,7 @@ enum Music {
 }
 impl States for Music {}
 
+#[derive(Component)]
 struct Enemy;
 
 #[test]
@@ -406,7 +407,7 @@ fn in_state_gates_systems_and_state_types_are_independent() {
 
 // ----- run conditions and the tick window -----------------------------
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Pos(f32);
 struct Gate(bool);
 
@@ -542,6 +543,7 @@ fn combinators_and_short_circuits() {
 
 #[test]
 fn common_conditions() {
+    #[derive(Component)]
     struct Marker;
     #[derive(Default)]
     struct Ran(Vec<&'static str>);

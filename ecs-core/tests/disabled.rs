@@ -3,7 +3,7 @@
 use ecs_core::prelude::*;
 use ecs_core::{Disabled, Entity};
 
-#[derive(Debug, PartialEq)]
+#[derive(Component, Debug, PartialEq)]
 struct Pos(i32);
 
 #[test]

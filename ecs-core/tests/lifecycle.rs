@@ -7,9 +7,9 @@ use ecs_core::{
     CommandQueue, DeferredWorld, Event, On, OnAdd, OnInsert, OnRemove, OnReplace, RemovedComponents, StoreError,
 };
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Pos(i32);
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Vel(i32);
 
 /// What the hooks saw: (event, entity, whether the entity had `Pos` then).
@@ -227,6 +227,7 @@ fn lifecycle_observers_run_after_the_operation() {
 }
 
 /// A parent link, for propagation.
+#[derive(Component)]
 struct Parent(Entity);
 struct Click;
 impl Event for Click {

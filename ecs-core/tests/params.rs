@@ -9,14 +9,14 @@ use std::collections::HashSet;
 use ecs_core::prelude::*;
 use ecs_core::{GetManyError, QuerySingleError, ScheduleError, Tick};
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Pos(f32);
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Vel(f32);
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Tag;
 /// Large enough that a few hundred rows span several chunks.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Big(u32, [u8; 124]);
 
 #[derive(Debug, Default, PartialEq)]

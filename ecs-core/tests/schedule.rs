@@ -1,6 +1,7 @@
 //! Systems and schedules: parameters, parallel execution, conflicts, change
 //! visibility, deferred commands.
 
+use ecs_core::Component;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -10,11 +11,11 @@ use ecs_core::{
     Schedule, ScheduleError, With, Without, World,
 };
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Pos(f32);
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Vel(f32);
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Tag;
 
 fn pool() -> rayon::ThreadPool {
@@ -160,7 +161,7 @@ fn disjoint_queries_share_a_stage_and_ordering_is_respected() {
 #[derive(Default)]
 struct Seen(Mutex<Vec<(&'static str, Vec<u32>)>>);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Id(u32);
 
 #[test]

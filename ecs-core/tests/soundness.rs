@@ -11,10 +11,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use ecs_core::prelude::*;
 use ecs_core::{CommandQueue, EntityGroups, IntoSystem, QueryError, StoreError, System};
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Pos(u64);
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Vel(u64);
+#[derive(Component, Debug, Clone, PartialEq)]
+struct Name(String);
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+struct Triple([u8; 3]);
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+struct Byte(u8);
 
 /// Counts the bytes each thread allocates, so a test can bound what one
 /// call allocates.
@@ -55,7 +61,7 @@ thread_local! {
 
 /// A component with a heap allocation (so a double drop or a read after
 /// drop trips the sanitizer) whose destructor panics when the fuse is lit.
-#[derive(Debug)]
+#[derive(Component, Debug)]
 struct Bomb(Box<u64>);
 
 impl Drop for Bomb {
@@ -89,11 +95,11 @@ fn query_state_refuses_a_foreign_world_on_every_entry_point() {
     let mut state = a.query::<&mut Pos>();
     let mut b = World::new();
     b.register::<Pos>();
-    let e = b.spawn(([7u8; 1],));
-    let e2 = b.spawn(([9u8; 1],));
+    let e = b.spawn(Byte(7));
+    let e2 = b.spawn(Byte(9));
     let err = state.get_mut(&mut b, e).err();
     assert!(matches!(err, Some(QueryError::WrongWorld { .. })), "{err:?}");
-    assert_eq!(*b.get::<[u8; 1]>(e2).unwrap(), [9]);
+    assert_eq!(*b.get::<Byte>(e2).unwrap(), Byte(9));
 
     let read = a.query::<&Pos>();
     assert!(matches!(read.get(&b, e), Err(QueryError::WrongWorld { .. })));
@@ -125,10 +131,10 @@ fn a_system_refuses_a_world_it_was_not_initialized_on() {
     let mut system = bump.into_system();
     system.run(&mut a).unwrap();
     let mut b = World::new();
-    let e = b.spawn(([1u8; 3],));
+    let e = b.spawn(Triple([1u8; 3]));
     let err = system.run(&mut b).unwrap_err();
     assert!(err.contains("cannot run on world"), "{err}");
-    assert_eq!(b.get::<[u8; 3]>(e), Ok(&[1, 1, 1]));
+    assert_eq!(b.get::<Triple>(e), Ok(&Triple([1, 1, 1])));
 }
 
 // ----- 2. destructors that panic inside structural changes ----------------
@@ -136,8 +142,8 @@ fn a_system_refuses_a_world_it_was_not_initialized_on() {
 #[test]
 fn despawn_with_a_panicking_destructor_removes_the_entity_fully() {
     let mut world = World::new();
-    let a = world.spawn((Pos(1), Bomb(Box::new(1)), String::from("a")));
-    let b = world.spawn((Pos(2), Bomb(Box::new(2)), String::from("b")));
+    let a = world.spawn((Pos(1), Bomb(Box::new(1)), Name(String::from("a"))));
+    let b = world.spawn((Pos(2), Bomb(Box::new(2)), Name(String::from("b"))));
     let before = drops();
     lit();
     assert!(quiet(|| world.despawn(a)).is_err());
@@ -146,7 +152,7 @@ fn despawn_with_a_panicking_destructor_removes_the_entity_fully() {
     assert_eq!(world.despawn(a), Err(StoreError::NoSuchEntity(a)));
     world.check_consistency().unwrap();
     // The entity swapped into the hole is intact.
-    assert_eq!(world.get::<String>(b).map(String::as_str), Ok("b"));
+    assert_eq!(world.get::<Name>(b).map(|n| n.0.as_str()), Ok("b"));
     assert_eq!(*world.get::<Bomb>(b).unwrap().0, 2);
     let mut all = world.query::<(Entity, &Bomb)>();
     assert_eq!(all.iter(&world).map(|(e, _)| e).collect::<Vec<_>>(), vec![b]);

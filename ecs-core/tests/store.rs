@@ -1,6 +1,7 @@
 //! Cross-module behaviour of the store: handles, structure changes, ticks
 //! carried by moving rows, drops, filters, conflicts, chunk views.
 
+use ecs_core::Component;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -8,12 +9,13 @@ use ecs_core::{
     Added, CHUNK_SIZE, Changed, ConflictKind, Entity, Or, QueryError, QueryState, StoreError, With, Without, World,
 };
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Pos(f32);
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Vel(f32);
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Tag;
+#[derive(Component)]
 struct Huge(
     #[allow(dead_code, reason = "the value is never read: it gives the type its size or its destructor")]
     [u8; CHUNK_SIZE],
@@ -52,6 +54,7 @@ fn oversized_components_are_a_clear_error() {
     assert!(err.to_string().contains("Huge"), "{err}");
     assert!(matches!(world.insert(e, (Huge([0; CHUNK_SIZE]),)), Err(StoreError::ComponentTooLarge { .. })));
     // Each fits alone but not together.
+    #[derive(Component)]
     struct Half(
         #[allow(dead_code, reason = "the value is never read: it gives the type its size or its destructor")]
         [u8; CHUNK_SIZE / 2],
@@ -149,7 +152,7 @@ fn insert_and_remove_carry_ticks_and_stamp_added() {
     assert!(world.contains(es[5]));
 }
 
-#[derive(Clone)]
+#[derive(Component, Clone)]
 struct Counted(Arc<AtomicUsize>);
 impl Drop for Counted {
     fn drop(&mut self) {
@@ -191,6 +194,7 @@ fn every_value_is_dropped_exactly_once() {
 #[test]
 fn zero_sized_values_with_drop_glue_are_dropped() {
     static DROPS: AtomicUsize = AtomicUsize::new(0);
+    #[derive(Component)]
     struct Zst;
     impl Drop for Zst {
         fn drop(&mut self) {

@@ -10,6 +10,7 @@
 //! `World::check_consistency`, and every `Bomb` must have been dropped
 //! exactly once if it is gone and never if it is alive.
 
+use ecs_core::Component;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -19,14 +20,14 @@ use ecs_core::{
 };
 use proptest::prelude::*;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Pos(i32);
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Vel(i32);
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
 struct Tag;
 /// Has drop glue, so drops are exercised (and checked by the sanitizer run).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Component, Debug, Clone, PartialEq)]
 struct Name(String);
 
 thread_local! {
@@ -38,7 +39,7 @@ thread_local! {
 
 /// A component whose destructor panics when the fuse is lit; its heap box
 /// makes a double drop or a read after drop visible to the sanitizer.
-#[derive(Debug)]
+#[derive(Component, Debug)]
 struct Bomb(Box<u64>);
 
 impl Drop for Bomb {

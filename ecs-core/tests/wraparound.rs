@@ -1,8 +1,9 @@
 //! The world tick crosses 2^32: change detection must stay exact.
 
 use ecs_core::storage::tick::MAX_CHANGE_AGE;
-use ecs_core::{Changed, Entity, World};
+use ecs_core::{Changed, Component, Entity, World};
 
+#[derive(Component)]
 struct Pos(f32);
 
 #[test]

@@ -42,6 +42,7 @@ use crate::bits::{BitError, BitReader, BitWriter};
 pub use crate::delta::{BytesDelta, Delta, DeltaError};
 use crate::delta::{read_small, read_xor, small_bits, write_small, write_xor, xor_bits};
 use crate::quantize::{PositionQuantizer, RotationQuantizer};
+use ecs_core::Component;
 
 const MAGIC: u16 = 0xEC5A;
 /// The wire format version this codec writes and reads.
@@ -54,7 +55,7 @@ pub const MAX_DELTA_BACK: u32 = 255;
 /// ECS handle. Ids start at 1 and are not reused (a 40-bit space, see
 /// [`Limits::max_net_id`]). On a client it is also a component of every
 /// replicated entity.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NetId(pub u64);
 
 impl std::fmt::Display for NetId {

@@ -43,11 +43,11 @@
 //!   renet_netcode.
 //!
 //! ```
-//! use ecs_core::World;
+//! use ecs_core::{Component, World};
 //! use ecs_replication::prelude::*;
 //! use glam::Vec3;
 //!
-//! #[derive(Clone, Copy, Debug, PartialEq)]
+//! #[derive(Component, Clone, Copy, Debug, PartialEq)]
 //! struct Position(Vec3);
 //! impl AsPosition for Position {
 //!     fn position(&self) -> Vec3 { self.0 }

@@ -45,7 +45,7 @@
 //!         Ok(Watch)
 //!     }
 //! }
-//! #[derive(Clone, Copy, Debug, PartialEq)]
+//! #[derive(Component, Clone, Copy, Debug, PartialEq)]
 //! struct Position(glam::Vec3);
 //! impl AsPosition for Position {
 //!     fn position(&self) -> glam::Vec3 { self.0 }

@@ -19,14 +19,14 @@ use crate::codec::{BytesDelta, FieldCodec, Schema, SchemaError, Value};
 use crate::quantize::{PositionQuantizer, QuantizeError, RotationQuantizer};
 
 /// Marks an entity the server replicates.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Replicated;
 
 /// On a client: marks an entity it predicts (runs ahead of the server with
 /// its own inputs; see [`crate::prediction`]). Snapshot values of its
 /// predicted components are compared with the prediction instead of being
 /// written into the world.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Predicted;
 
 pub use crate::codec::NetId;
@@ -391,10 +391,11 @@ type ColumnFactory = Box<dyn Fn(&mut World) -> Box<dyn Column> + Send + Sync>;
 /// register the same types in the same order with the same codecs.
 ///
 /// ```
+/// use ecs_core::Component;
 /// use ecs_replication::registry::{AsPosition, Registry};
 /// use glam::Vec3;
 ///
-/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// #[derive(Component, Clone, Copy, Debug, PartialEq)]
 /// struct Position(Vec3);
 /// impl AsPosition for Position {
 ///     fn position(&self) -> Vec3 { self.0 }
@@ -402,6 +403,7 @@ type ColumnFactory = Box<dyn Fn(&mut World) -> Box<dyn Column> + Send + Sync>;
 /// }
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
+/// #[derive(Component)]
 /// struct Health(u16);
 ///
 /// let registry = Registry::new()

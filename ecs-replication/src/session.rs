@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use ecs_core::{Changed, Entity, QueryState, With, World};
+use ecs_core::{Changed, Component, Entity, QueryState, With, World};
 
 use crate::client::{Client, ClientError, InterpolationConfig, Receipt};
 use crate::clock::{ClockConfig, ClockSync};
@@ -36,13 +36,13 @@ use crate::server::{ClientId, Server, ServerError, View};
 use crate::tick::{next_tick, tick_newer};
 
 /// The input a controlled entity acts on this tick.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Component, Clone, Debug, Default, PartialEq)]
 pub struct PlayerInput<I>(pub I);
 
 /// Which client controls an entity (the transport's client id). Replicated
 /// ([`ControlledBy::register`]), so each client learns which entities to
 /// predict.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 pub struct ControlledBy(pub u64);
 

@@ -5,7 +5,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::*;
-use ecs_core::World;
+use ecs_core::{Component, World};
 use ecs_replication::codec::{EntryKind, Limits, decode};
 use ecs_replication::prelude::*;
 use glam::Vec3;
@@ -251,7 +251,7 @@ fn at_rest_only_heartbeats_go_out() {
     assert!(scan.chunks_skipped < scan.chunks_total, "the changed rows' chunks were visited");
 }
 
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Component, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 struct Big([u8; 1024]);
 

@@ -5,14 +5,14 @@
 mod common;
 
 use common::Position;
-use ecs_core::{Entity, World};
+use ecs_core::{Component, Entity, World};
 use ecs_replication::codec::{BytesDelta, Encoder, Entry, EntryKind, FieldCodec, NetId, Value};
 use ecs_replication::prelude::*;
 use ecs_replication::quantize::QuantizeError;
 use ecs_replication::registry::{AsEntity, ComponentCodec, MapEntities, NO_ENTITY};
 use glam::Vec3;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 struct Target(Entity);
 
 impl AsEntity for Target {
@@ -25,7 +25,7 @@ impl AsEntity for Target {
 }
 
 /// Several references in one component, with a codec of its own.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 struct Squad {
     leader: Entity,
     wingmen: [Entity; 2],

@@ -70,10 +70,12 @@ use crate::point::GridPoint;
 /// A component that gives an entity's position in the broad phase.
 ///
 /// ```
+/// use ecs_core::Component;
 /// use ecs_spatial::broad_phase::SpatialPosition;
 /// use glam::Vec2;
 ///
 /// /// A 2D game's position.
+/// #[derive(Component)]
 /// struct Pos2(Vec2);
 ///
 /// impl SpatialPosition for Pos2 {
@@ -92,7 +94,7 @@ pub trait SpatialPosition: Component {
 }
 
 /// A world-space position, the ready-made [`SpatialPosition`].
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq)]
 pub struct Position(pub Vec3);
 
 impl SpatialPosition for Position {

@@ -30,6 +30,7 @@ impl Rng {
 }
 
 /// Another component, so entities move between archetypes.
+#[derive(Component)]
 struct Tag;
 
 fn setup(seed: u64, n: usize) -> (World, Schedule, Rng, Vec<Entity>) {

@@ -12,6 +12,7 @@ use ecs_spatial::{BroadPhase, BroadPhasePlugin, GridError, Position, SpatialPosi
 use glam::{Vec2, Vec3};
 
 /// Moves 1 unit along x per fixed step.
+#[derive(Component)]
 struct Runner;
 
 /// Per fixed step: where the grid had the runner, and how many rows the
@@ -84,7 +85,7 @@ fn in_schedule_pre_update_runs_once_per_frame() {
 }
 
 /// A second, 2D position: its own broad phase beside the first.
-#[derive(Clone, Copy)]
+#[derive(Component, Clone, Copy)]
 struct Pos2(Vec2);
 
 impl SpatialPosition for Pos2 {

@@ -6,7 +6,7 @@
 //! [`crate::hierarchy`] create them and the two directions of every link
 //! always agree.
 
-use ecs_core::Entity;
+use ecs_core::{Component, Entity};
 use glam::{Affine3A, Quat, Vec3};
 use smallvec::SmallVec;
 
@@ -18,7 +18,7 @@ use smallvec::SmallVec;
 /// let t = LocalTransform::from_xyz(1.0, 2.0, 3.0).with_scale(Vec3::splat(2.0));
 /// assert_eq!(t.to_affine().transform_point3(Vec3::ONE), Vec3::new(3.0, 4.0, 5.0));
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct LocalTransform {
     /// Position.
     pub translation: Vec3,
@@ -75,7 +75,7 @@ impl Default for LocalTransform {
 /// its local. Written by [`crate::propagate_transforms`], and only when the
 /// value changes, so `Changed<GlobalTransform>` lists exactly the entities
 /// that moved.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct GlobalTransform(pub Affine3A);
 
 impl GlobalTransform {
@@ -134,7 +134,7 @@ pub fn transform_bundle(local: LocalTransform) -> (LocalTransform, GlobalTransfo
 /// and make the children of a despawned parent roots (see
 /// [`crate::hierarchy`]). Re-parent by inserting a new `ChildOf`, never by
 /// writing one in place (that bypasses the hooks).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChildOf(pub Entity);
 
 impl ChildOf {
@@ -147,7 +147,7 @@ impl ChildOf {
 /// The children of a parent entity, in the order they were attached.
 /// Maintained by the hierarchy hooks from the children's [`ChildOf`]; never
 /// empty (the component is removed with the last child).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Debug, PartialEq, Eq)]
 pub struct Children(pub(crate) SmallVec<[Entity; 8]>);
 
 impl Children {

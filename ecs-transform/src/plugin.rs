@@ -17,6 +17,7 @@
 //! use ecs_transform::prelude::*;
 //! use glam::Vec3;
 //!
+//! #[derive(Component)]
 //! struct Ship;
 //! fn spawn(mut commands: Commands) {
 //!     let hull = LocalTransform::from_xyz(1.0, 0.0, 0.0);

@@ -10,6 +10,7 @@ use ecs_transform::prelude::*;
 use glam::Vec3;
 
 /// A root that moves 1 unit along x per second of fixed time.
+#[derive(Component)]
 struct Cart;
 
 fn drive(mut carts: Query<&mut LocalTransform, With<Cart>>, time: Res<Time>) {
@@ -23,7 +24,7 @@ struct SeenInUpdate(Vec<f32>);
 #[derive(Default)]
 struct SeenAfterPropagation(Vec<f32>);
 
-#[derive(Clone, Copy)]
+#[derive(Component, Clone, Copy)]
 struct Wheel;
 
 fn app(frame_ms: u64) -> App {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use ecs_core::{Entity, World};
+use ecs_core::{Component, Entity, World};
 use ecs_replication::bits::{BitError, BitReader, BitWriter};
 use ecs_replication::codec::{BytesDelta, FieldCodec, Value};
 use ecs_replication::input::ClientInput;
@@ -44,7 +44,7 @@ pub const HIT_RADIUS: f32 = 0.8;
 pub const START_HEALTH: u32 = 5;
 
 /// Where a player or projectile is.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Pos(pub Vec3);
 
 impl AsPosition for Pos {
@@ -57,7 +57,7 @@ impl AsPosition for Pos {
 }
 
 /// A player's health (replicated, word-delta-coded).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Health(pub u32);
 
 /// Health as a 4-byte little-endian word, delta-coded by its difference.
@@ -80,7 +80,7 @@ impl ComponentCodec<Health> for HealthCodec {
 
 /// The player who fired a projectile (an entity reference, mapped to the
 /// client's entity).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Shooter(pub Entity);
 
 impl AsEntity for Shooter {
@@ -93,7 +93,7 @@ impl AsEntity for Shooter {
 }
 
 /// Server only: a projectile's flight.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Flight {
     /// Travel per tick.
     pub velocity: Vec3,

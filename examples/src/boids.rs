@@ -153,28 +153,28 @@ impl std::fmt::Display for BoidsError {
 impl std::error::Error for BoidsError {}
 
 /// Marks a boid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Boid;
 
 /// Marks a boid that steers and moves (the others stay where they spawned).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Active;
 
 /// A boid's unit heading.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Heading(pub Vec3);
 
 /// The heading an active boid turns to this frame, written by
 /// [`steer_boids`] and applied by [`move_boids`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Steering(pub Vec3);
 
 /// Marks the target the flock seeks (it also has a [`Position`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BoidTarget;
 
 /// Marks the predator the flock flees (it also has a [`Position`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Predator;
 
 /// The steering weights, a resource (from [`BoidsConfig`]).

@@ -54,7 +54,7 @@ use ecs_replication::transport::{ClientTransport, ServerTransport};
 use glam::{Quat, Vec3};
 
 /// Where a cube is (replicated, quantized to [`POSITION_UNIT`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct CubePosition(pub Vec3);
 
 impl AsPosition for CubePosition {
@@ -67,7 +67,7 @@ impl AsPosition for CubePosition {
 }
 
 /// How a cube is turned (replicated as smallest three, 29 bits).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct CubeRotation(pub Quat);
 
 impl AsRotation for CubeRotation {
@@ -80,15 +80,15 @@ impl AsRotation for CubeRotation {
 }
 
 /// Sliding speed (server only; zero when at rest).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Velocity(pub Vec3);
 
 /// Spin about the vertical axis, radians per second (server only).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Spin(pub f32);
 
 /// Marks the player's cube.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Player;
 
 /// Position step on the wire: 1/512 of a unit, as in Fiedler's article.

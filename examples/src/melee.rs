@@ -43,7 +43,7 @@ use glam::Vec3;
 /// battle's broad phase (`BroadPhase<UnitPosition>`) holds only units and can
 /// run beside another broad phase of the same world (the showcase keeps one
 /// on [`ecs_spatial::Position`] for scenery and boids).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct UnitPosition(pub Vec3);
 
 impl SpatialPosition for UnitPosition {
@@ -111,15 +111,15 @@ impl std::fmt::Display for MeleeError {
 impl std::error::Error for MeleeError {}
 
 /// A unit's team, 0 or 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Team(pub u8);
 
 /// A unit's health; at zero or below the unit dies.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Health(pub f32);
 
 /// A unit's attack.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Attack {
     /// Enemies within this distance can be attacked.
     pub range: f32,
@@ -129,7 +129,7 @@ pub struct Attack {
 
 /// Whether the unit had a target in the latest [`fight`] (it then stands
 /// still instead of marching).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Engaged(pub bool);
 
 /// The battle's rules, a resource.

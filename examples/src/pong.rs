@@ -142,7 +142,7 @@ impl States for PongState {}
 
 /// A paddle: its side and where the AI aims, relative to where the ball
 /// will cross its line.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Paddle {
     /// The side it guards.
     pub side: Side,
@@ -151,19 +151,19 @@ pub struct Paddle {
 }
 
 /// Marks the ball.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ball;
 
 /// Where a paddle or the ball is (its centre).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Pos(pub Vec2);
 
 /// The ball's velocity, units per second.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Vel(pub Vec2);
 
 /// Shown while [`PongState::Scored`] lasts (scoped to it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GoalBanner {
     /// Who scored.
     pub scorer: Side,

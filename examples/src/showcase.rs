@@ -153,11 +153,11 @@ impl From<AppError> for ShowcaseError {
 pub const RIG_NODES: usize = 10;
 
 /// Marks static scenery (never written after spawn).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Scenery;
 
 /// Spins an active rig's root about the vertical axis and bobs it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Spin {
     /// Radians per second.
     pub speed: f32,

@@ -16,7 +16,7 @@ use super::{
     skip_position,
 };
 
-define_components!();
+define_components!(#[derive(ecs_core::Component)]);
 
 fn counts(stats: ecs_core::ChunkStats) -> ChunkCounts {
     ChunkCounts { total: stats.chunks_total, skipped: stats.chunks_skipped }

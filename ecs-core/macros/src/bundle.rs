@@ -2,17 +2,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use syn::{Data, DeriveInput, Fields, Member, Type};
-
-/// Whether `ty` is written as a tuple (looking through parentheses).
-fn is_tuple(ty: &Type) -> bool {
-    match ty {
-        Type::Tuple(_) => true,
-        Type::Paren(p) => is_tuple(&p.elem),
-        Type::Group(g) => is_tuple(&g.elem),
-        _ => false,
-    }
-}
+use syn::{Data, DeriveInput, Fields, Member};
 
 pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     let name = &input.ident;
@@ -41,10 +31,11 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     // The index of the field's first column: a constant expression.
     let mut offset = quote!(0usize);
     for (index, field) in fields.iter().enumerate() {
-        let mut nested = is_tuple(&field.ty);
+        // Every field is a bundle: a component is a bundle of one, and
+        // tuples and derived bundles flatten. `#[bundle]` is still accepted
+        // (it was once needed to mark a nested bundle) and changes nothing.
         for attr in field.attrs.iter().filter(|a| a.path().is_ident("bundle")) {
             attr.meta.require_path_only()?;
-            nested = true;
         }
         let member = match &field.ident {
             Some(ident) => Member::Named(ident.clone()),
@@ -52,35 +43,20 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         };
         let binding = format_ident!("__field{}", index);
         let ty = &field.ty;
-        if nested {
-            predicates.push(quote!(#ty: #bundle));
-            register.push(quote!(<#ty as #bundle>::register_components(__components, __ids);));
-            ids.push(quote!(<#ty as #bundle>::component_ids(__components, __ids)?;));
-            // SAFETY (of the generated call): the caller's columns
-            // `#offset..#end` are this nested bundle's, in its own order,
-            // because `register_components` lists them there.
-            let end = quote!(#offset + <#ty as #bundle>::COMPONENT_COUNT);
-            writes.push(quote! {
-                unsafe { <#ty as #bundle>::write(#binding, &__columns[#offset..#end], __row) };
-            });
-            reads.push(quote! {
-                #member: unsafe { <#ty as #bundle>::read(&__columns[#offset..#end], __row) }
-            });
-            offset = end;
-        } else {
-            predicates.push(quote!(#ty: ::ecs_core::storage::component::Component));
-            register.push(quote!(#module::register_component::<#ty>(__components, __ids);));
-            ids.push(quote!(#module::component_id::<#ty>(__components, __ids)?;));
-            // SAFETY (of the generated call): column `#offset` is this
-            // component's, as `register_components` lists it there.
-            writes.push(quote! {
-                unsafe { #module::write_component::<#ty>(__columns, #offset, __row, #binding) };
-            });
-            reads.push(quote! {
-                #member: unsafe { #module::read_component::<#ty>(__columns, #offset, __row) }
-            });
-            offset = quote!(#offset + 1usize);
-        }
+        predicates.push(quote!(#ty: #bundle));
+        register.push(quote!(<#ty as #bundle>::register_components(__components, __ids);));
+        ids.push(quote!(<#ty as #bundle>::component_ids(__components, __ids)?;));
+        // SAFETY (of the generated call): the caller's columns
+        // `#offset..#end` are this field's, in its own order, because
+        // `register_components` lists them there.
+        let end = quote!(#offset + <#ty as #bundle>::COMPONENT_COUNT);
+        writes.push(quote! {
+            unsafe { <#ty as #bundle>::write(#binding, &__columns[#offset..#end], __row) };
+        });
+        reads.push(quote! {
+            #member: unsafe { <#ty as #bundle>::read(&__columns[#offset..#end], __row) }
+        });
+        offset = end;
         members.push(member);
         bindings.push(binding);
     }

@@ -12,29 +12,25 @@
 //!   tuple of its fields would, and records the same accesses, so conflicts
 //!   between its fields, or between it and the system's other parameters,
 //!   are found as for plain parameters.
-//! - [`macro@Bundle`]: a struct of components is a bundle, with nested
-//!   bundles marked `#[bundle]` (or written as tuples) flattened into it. A
-//!   bundle is no longer limited to a flat tuple of 12 components (up to 128,
+//! - [`macro@Component`]: marks a type as storable in the world. Only
+//!   types that implement `Component` are stored as one value; everything
+//!   else in a bundle position (a tuple, a derived bundle) is a bundle and is
+//!   flattened, so `world.spawn((a, (b, c)))` stores `A`, `B` and `C`, and a
+//!   tuple is never stored as a component by accident.
+//! - [`macro@Bundle`]: a struct of bundles (components, tuples, other derived
+//!   bundles) is a bundle, flattened in declaration order. A bundle is no
+//!   longer limited to a flat tuple of 12 components (up to 128,
 //!   `ecs_core::storage::bundle::MAX_BUNDLE_COMPONENTS`).
 //!
-//! ## Why there is no `#[derive(Component)]`
-//! Every `Send + Sync + 'static` type is a component through a blanket
-//! implementation in `ecs-core`: game code, tests and benches use plain
-//! structs, primitives and other crates' types (`glam::Vec3`) as components
-//! without annotating them. A derive would have nothing to implement.
-//!
-//! The price of that blanket implementation is that a tuple, or a struct
-//! that derives [`macro@Bundle`], is *also* a component as far as the type
-//! system can tell, and stable Rust cannot pick "bundle" over "component"
-//! for a tuple element: in `world.spawn((a, (b, c)))` the inner tuple can
-//! only be handed to the store as one value. `ecs-core` therefore refuses a
-//! tuple in that position (the spawn, insert or remove panics with a message
-//! naming the tuple) instead of silently storing it as a component; nest
-//! bundles through a derived bundle instead, where `#[bundle]` fields and
-//! tuple-typed fields are flattened. A derived bundle put inside a tuple
-//! cannot be recognised at all and would be stored as one component: nest
-//! it as a `#[bundle]` field, or spawn it on its own.
-//!
+//! ## Why `Component` is derived
+//! An earlier version implemented `Component` for every `Send + Sync +
+//! 'static` type. That made a tuple, or a derived bundle, a component as far
+//! as the type system could tell, and stable Rust cannot pick "bundle" over
+//! "component" for a tuple element, so `world.spawn((a, (b, c)))` could not
+//! be flattened. With the derive, the two readings never overlap. The cost
+//! is one attribute per component type, and a newtype for a foreign type
+//! (`struct Position(glam::Vec3)`), as in bevy.
+
 //! ## Paths
 //! The generated code names `::ecs_core`, so the crate that uses a derive
 //! must depend on `ecs-core` under that name.
@@ -43,7 +39,41 @@ use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
 
 mod bundle;
+mod component;
 mod system_param;
+
+/// Derives `ecs_core::Component`: values of the type can be stored in the
+/// world, one column per type. Generic types get the implementation
+/// wherever they are `Send + Sync + 'static`.
+///
+/// ```
+/// use ecs_core::{Component, World};
+///
+/// #[derive(Component, Debug, PartialEq)]
+/// struct Health(u32);
+///
+/// #[derive(Component)]
+/// struct Tagged<T: Send + Sync + 'static>(T);
+///
+/// let mut world = World::new();
+/// let e = world.spawn((Health(3), Tagged(1u8)));
+/// assert_eq!(world.get::<Health>(e), Ok(&Health(3)));
+/// assert_eq!(world.get::<Tagged<u8>>(e).unwrap().0, 1);
+/// ```
+///
+/// A type that is not a component cannot be queried or spawned:
+///
+/// ```compile_fail
+/// use ecs_core::World;
+/// struct NotAComponent;
+/// let mut world = World::new();
+/// world.spawn(NotAComponent);
+/// ```
+#[proc_macro_derive(Component)]
+pub fn derive_component(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    component::derive(&input).into()
+}
 
 /// Derives `ecs_core::SystemParam` for a struct whose fields are system
 /// parameters. The struct takes the lifetimes `'w` (what is borrowed from
@@ -63,7 +93,9 @@ mod system_param;
 /// use ecs_core::prelude::*;
 /// use ecs_core::SystemParam;
 ///
+/// #[derive(Component)]
 /// struct Pos(f32);
+/// #[derive(Component)]
 /// struct Vel(f32);
 /// struct Time(f32);
 ///
@@ -100,8 +132,9 @@ mod system_param;
 ///
 /// ```
 /// use ecs_core::prelude::*;
-/// use ecs_core::{IntoSystem, System, SystemParam};
+/// use ecs_core::{Component, IntoSystem, System, SystemParam};
 ///
+/// #[derive(Component)]
 /// struct Pos(f32);
 ///
 /// #[derive(SystemParam)]
@@ -122,13 +155,12 @@ pub fn derive_system_param(input: TokenStream) -> TokenStream {
     system_param::derive(&input).unwrap_or_else(syn::Error::into_compile_error).into()
 }
 
-/// Derives `ecs_core::Bundle` for a struct whose fields are components or
-/// nested bundles.
+/// Derives `ecs_core::Bundle` for a struct whose fields are bundles:
+/// components, tuples of bundles, or other derived bundles.
 ///
-/// A field is a nested bundle, flattened into this one, when it is marked
-/// `#[bundle]` or its type is written as a tuple (`(A, B)`, or `()` for
-/// nothing); every other field is one component. The bundle's components
-/// are its fields' in declaration order, nested ones in place. As with
+/// The bundle's components are its fields' in declaration order, a nested
+/// bundle's flattened in its place. (`#[bundle]` on a field is accepted and
+/// changes nothing; it was once needed to mark a nested bundle.) As with
 /// tuples, the world refuses (with `StoreError::DuplicateComponent`) a
 /// bundle that names one component type twice, also across nesting.
 ///
@@ -138,13 +170,15 @@ pub fn derive_system_param(input: TokenStream) -> TokenStream {
 /// implement `Drop` (spawning moves its fields out).
 ///
 /// ```
-/// use ecs_core::{Bundle, World};
+/// use ecs_core::{Bundle, Component, World};
 ///
-/// #[derive(Debug, PartialEq)]
+/// #[derive(Component, Debug, PartialEq)]
 /// struct Pos(f32);
-/// #[derive(Debug, PartialEq)]
+/// #[derive(Component, Debug, PartialEq)]
 /// struct Vel(f32);
+/// #[derive(Component)]
 /// struct Name(&'static str);
+/// #[derive(Component)]
 /// struct Health(u32);
 ///
 /// #[derive(Bundle)]
@@ -156,7 +190,6 @@ pub fn derive_system_param(input: TokenStream) -> TokenStream {
 /// #[derive(Bundle)]
 /// struct Unit {
 ///     name: Name,
-///     #[bundle]
 ///     body: Body,
 ///     /// A tuple-typed field is a nested bundle too.
 ///     extra: (Health,),

@@ -15,7 +15,9 @@
 //! }
 //! impl States for GameState {}
 //!
+//! #[derive(Component)]
 //! struct Pos(f32);
+//! #[derive(Component)]
 //! struct Vel(f32);
 //!
 //! fn spawn_level(mut commands: Commands) {

@@ -157,6 +157,7 @@ pub struct StateTransitionEvent<S: States> {
 ///     Game,
 /// }
 /// impl States for Screen {}
+/// #[derive(Component)]
 /// struct Label(&'static str);
 ///
 /// let mut app = App::new();
@@ -169,7 +170,7 @@ pub struct StateTransitionEvent<S: States> {
 /// app.update();
 /// assert_eq!(app.world().len(), 0);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(crate::Component, Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StateScoped<S: States>(pub S);
 
 /// A run condition: true while state `S` is `state` (false while `S` is not

@@ -14,7 +14,8 @@ pub type ComponentHook = fn(DeferredWorld<'_>, Entity);
 /// The hooks of one component type; each can be set once.
 ///
 /// ```
-/// use ecs_core::{DeferredWorld, Entity, World};
+/// use ecs_core::{Component, DeferredWorld, Entity, World};
+/// #[derive(Component)]
 /// struct Health(u32);
 /// #[derive(Default)]
 /// struct Deaths(u32);

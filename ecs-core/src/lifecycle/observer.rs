@@ -16,12 +16,13 @@
 //! [`Event::AUTO_PROPAGATE`]).
 //!
 //! ```
-//! use ecs_core::{Commands, Entity, Event, On, World};
+//! use ecs_core::{Commands, Component, Entity, Event, On, World};
 //!
 //! struct Explode {
 //!     radius: f32,
 //! }
 //! impl Event for Explode {}
+//! #[derive(Component)]
 //! struct Hp(i32);
 //!
 //! let mut world = World::new();
@@ -253,6 +254,7 @@ pub(crate) enum ObserverSlot {
 
 /// Marks an entity that has observers of its own; removing it (despawn)
 /// removes them.
+#[derive(crate::Component)]
 struct ObservedBy(Vec<ObserverId>);
 
 fn forget_entity_observers(mut world: super::DeferredWorld<'_>, entity: Entity) {

@@ -60,7 +60,8 @@ impl RemovedLog {
 /// the reader was made).
 ///
 /// ```
-/// use ecs_core::World;
+/// use ecs_core::{Component, World};
+/// #[derive(Component)]
 /// struct Pos(f32);
 /// let mut world = World::new();
 /// let mut reader = world.removed_reader::<Pos>();
@@ -128,6 +129,7 @@ type RemovedMarker<'s, T> = (&'s (), fn() -> T);
 /// ```
 /// use ecs_core::prelude::*;
 /// use ecs_core::RemovedComponents;
+/// #[derive(Component)]
 /// struct Target;
 /// #[derive(Default)]
 /// struct Lost(Vec<Entity>);

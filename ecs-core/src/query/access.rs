@@ -151,10 +151,15 @@ impl Access {
 mod tests {
     use super::*;
 
+    #[derive(crate::Component)]
+    struct A;
+    #[derive(crate::Component)]
+    struct B;
+
     #[test]
     fn conflicts_inside_one_access() {
         let mut c = Components::default();
-        let a = c.register::<u8>();
+        let a = c.register::<A>();
         let mut acc = Access::default();
         acc.add_write(a).unwrap();
         assert_eq!(acc.add_read(a), Err(ConflictKind::ReadWrite));
@@ -164,7 +169,7 @@ mod tests {
     #[test]
     fn with_without_makes_disjoint() {
         let mut c = Components::default();
-        let (a, b) = (c.register::<u8>(), c.register::<u16>());
+        let (a, b) = (c.register::<A>(), c.register::<B>());
         let mut x = Access::default();
         x.add_write(a).unwrap();
         x.add_with(b);

@@ -61,6 +61,7 @@ use crate::storage::tick::{AtomicTick, Tick, TickWindow};
 /// ```
 /// use ecs_core::prelude::*;
 ///
+/// #[derive(Component)]
 /// struct Hp(u32);
 /// let mut world = World::new();
 /// let a = world.spawn((Hp(10),));
@@ -95,7 +96,7 @@ pub trait DetectChanges {
 /// ```
 /// use ecs_core::prelude::*;
 ///
-/// #[derive(PartialEq)]
+/// #[derive(Component, PartialEq)]
 /// struct Hp(u32);
 /// let mut world = World::new();
 /// let e = world.spawn((Hp(10),));
@@ -201,8 +202,8 @@ impl<'w, T> Mut<'w, T> {
     /// Returns whether it wrote.
     ///
     /// ```
-    /// # use ecs_core::World;
-    /// # #[derive(PartialEq, Debug)] struct Hp(u32);
+    /// # use ecs_core::{Component, World};
+    /// # #[derive(Component, PartialEq, Debug)] struct Hp(u32);
     /// let mut world = World::new();
     /// let e = world.spawn((Hp(10),));
     /// assert!(!world.get_mut::<Hp>(e).unwrap().set_if_neq(Hp(10)));
@@ -329,6 +330,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Mut<'_, T> {
 /// ```
 /// use ecs_core::prelude::*;
 ///
+/// #[derive(Component)]
 /// struct Pos(f32);
 /// fn report(mut q: Query<(Entity, Ref<Pos>)>, mut moved: Local<Vec<Entity>>) {
 ///     moved.clear();
@@ -420,7 +422,7 @@ mod tests {
     use super::{DetectChanges, DetectChangesMut};
     use crate::World;
 
-    #[derive(Debug, PartialEq)]
+    #[derive(crate::Component, Debug, PartialEq)]
     struct Hp(u32);
 
     #[test]

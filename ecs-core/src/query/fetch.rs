@@ -459,7 +459,9 @@ unsafe impl<T: Component> ReadOnlyQueryData for Ref<'_, T> {}
 /// ```
 /// use ecs_core::prelude::*;
 ///
+/// #[derive(Component)]
 /// struct Pos(f32);
+/// #[derive(Component)]
 /// struct Frozen;
 /// let mut world = World::new();
 /// world.spawn((Pos(0.0),));

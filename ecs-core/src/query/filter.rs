@@ -489,7 +489,8 @@ tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 /// of the enabled entities.
 ///
 /// ```
-/// use ecs_core::{Disabled, With, World};
+/// use ecs_core::{Component, Disabled, With, World};
+/// #[derive(Component)]
 /// struct Enemy;
 /// let mut world = World::new();
 /// let a = world.spawn((Enemy,));
@@ -499,14 +500,16 @@ tuple_filter!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 /// let mut pooled = world.query_filtered::<&Enemy, With<Disabled>>();
 /// assert_eq!(pooled.iter(&world).count(), 1);
 /// ```
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(crate::Component, Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Disabled;
 
 #[cfg(test)]
 mod tests {
     use crate::{Added, Changed, Entity, Or, World};
 
+    #[derive(crate::Component)]
     struct Big([u8; 200]);
+    #[derive(crate::Component)]
     struct Tag;
 
     #[test]

@@ -22,9 +22,9 @@
 //! any `Mut<T>` does; chunk ticks are stamped once per chunk visit.
 //!
 //! ```
-//! use ecs_core::{EntityGroups, Query, Schedule, World};
+//! use ecs_core::{Component, EntityGroups, Query, Schedule, World};
 //!
-//! #[derive(Debug, PartialEq)]
+//! #[derive(Component, Debug, PartialEq)]
 //! struct Pos(f32);
 //!
 //! let mut world = World::new();
@@ -66,7 +66,7 @@ const UNKNOWN: EntityLocation = EntityLocation { archetype: ArchetypeId(u32::MAX
 
 /// Entities split into groups, no entity in two groups, with their last
 /// known locations. See the [module docs](self).
-#[derive(Debug, Default, Clone)]
+#[derive(crate::Component, Debug, Default, Clone)]
 pub struct EntityGroups {
     pub(crate) entities: Vec<Entity>,
     pub(crate) locations: Vec<EntityLocation>,
@@ -386,8 +386,9 @@ mod tests {
     use super::*;
     use crate::{Changed, Query, Schedule, With};
 
-    #[derive(Debug, PartialEq, Clone, Copy)]
+    #[derive(crate::Component, Debug, PartialEq, Clone, Copy)]
     struct Pos(u32);
+    #[derive(crate::Component)]
     struct Tag;
 
     #[test]

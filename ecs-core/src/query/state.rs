@@ -120,7 +120,8 @@ impl<Q: QueryData, F: QueryFilter> Copy for Matched<Q, F> {}
 /// A new state has never run, so its first run sees everything as changed.
 ///
 /// ```
-/// use ecs_core::{Changed, World};
+/// use ecs_core::{Changed, Component, World};
+/// #[derive(Component)]
 /// struct Pos(f32);
 ///
 /// let mut world = World::new();

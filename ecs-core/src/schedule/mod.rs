@@ -141,6 +141,7 @@ pub struct CommandError {
 /// use ecs_core::prelude::*;
 ///
 /// struct Gravity(f32);
+/// #[derive(Component)]
 /// struct Pos(f32);
 /// fn fall(mut q: Query<&mut Pos>, g: Res<Gravity>) {
 ///     q.for_each_mut(|mut p| p.0 -= g.0);
@@ -180,6 +181,7 @@ impl std::fmt::Display for SkippedSystem {
 /// ```
 /// use ecs_core::prelude::*;
 ///
+/// #[derive(Component)]
 /// struct Pos(f32);
 /// fn spawn(mut commands: Commands) {
 ///     commands.spawn((Pos(0.0),));
@@ -293,7 +295,9 @@ impl SetEntry {
 /// ```
 /// use ecs_core::prelude::*;
 ///
+/// #[derive(Component)]
 /// struct Pos(f32);
+/// #[derive(Component)]
 /// struct Vel(f32);
 /// fn integrate(mut q: Query<(&mut Pos, &Vel)>) {
 ///     q.for_each_mut(|(mut p, v)| p.0 += v.0);

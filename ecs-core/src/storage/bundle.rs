@@ -1,17 +1,19 @@
 //! Bundles: sets of components spawned, inserted or removed together.
 //!
-//! A bundle is a tuple of up to [`MAX_BUNDLE`] components, `()` for none,
-//! or a struct with `#[derive(Bundle)]` whose fields are components and
-//! nested bundles (`#[bundle]` fields and tuple-typed fields), flattened in
-//! declaration order. Nesting lifts the limit of 12: a bundle holds up to
+//! A bundle is one component, a tuple of up to [`MAX_BUNDLE`] bundles
+//! (`()` for none), or a struct with `#[derive(Bundle)]` whose fields are
+//! bundles; nested bundles are flattened in declaration order. Nesting lifts the limit of 12: a bundle holds up to
 //! [`MAX_BUNDLE_COMPONENTS`] (128) components, as long as one row of them
 //! fits in a chunk.
 //!
 //! ```
-//! use ecs_core::{Bundle, StoreError, World};
+//! use ecs_core::{Bundle, Component, StoreError, World};
 //!
+//! #[derive(Component)]
 //! struct Pos(f32);
+//! #[derive(Component)]
 //! struct Vel(f32);
+//! #[derive(Component)]
 //! struct Mass(f32);
 //!
 //! #[derive(Bundle)]
@@ -43,27 +45,27 @@
 //! ```
 //!
 //! ## Tuples inside tuples
-//! Every `Send + Sync + 'static` type is a [`Component`], tuples included,
-//! so a tuple inside a bundle tuple, as in `world.spawn((a, (b, c)))`, can
-//! only reach the store as one value: stable Rust cannot choose the bundle
-//! reading of an element over the component one. Rather than store the
-//! tuple `(B, C)` as a component by accident, a bundle refuses a tuple (or
-//! `()`) where a component belongs: the spawn, insert or remove panics
-//! with a message naming the tuple, before the world changes. Flatten such
-//! a tuple by hand, or nest it in a derived bundle, where a tuple-typed
-//! field is a nested bundle.
+//! A single component is a bundle, and a tuple of bundles is a bundle, so
+//! tuples nest and flatten: `world.spawn((a, (b, c)))` stores `A`, `B` and
+//! `C`, exactly as `world.spawn((a, b, c))` would. Only types that
+//! implement [`Component`] (through `#[derive(Component)]`) are stored as
+//! one value, so a tuple is never stored as a component by accident.
 //!
-//! ```should_panic
-//! use ecs_core::World;
-//! struct A;
-//! struct B;
-//! struct C;
-//! let mut world = World::new();
-//! let _ = world.spawn((A, (B, C))); // panics: `(B, C)` is a tuple, not a component
 //! ```
-//!
-//! A struct deriving `Bundle` is a component in the same way and cannot be
-//! told from one inside a tuple: nest it as a `#[bundle]` field instead.
+//! use ecs_core::{Component, World};
+//! #[derive(Component)]
+//! struct A;
+//! #[derive(Component)]
+//! struct B(u8);
+//! #[derive(Component)]
+//! struct C(u16);
+//! let mut world = World::new();
+//! let e = world.spawn((A, (B(1), C(2))));
+//! assert_eq!(world.get::<C>(e).unwrap().0, 2);
+//! // One component alone is a bundle too.
+//! let f = world.spawn(B(3));
+//! assert_eq!(world.get::<B>(f).unwrap().0, 3);
+//! ```
 
 use std::mem::MaybeUninit;
 
@@ -161,31 +163,10 @@ pub unsafe trait Bundle: Send + Sync + Sized + 'static {
     unsafe fn read(columns: &[*mut u8], row: usize) -> Self;
 }
 
-/// Whether `T` is a tuple type (`()` included), which a bundle never
-/// stores as one component. Told from the type's name: the compiler names
-/// every tuple type `(..)`, and no other sized type's name starts with `(`.
-fn is_tuple<T>() -> bool {
-    std::any::type_name::<T>().starts_with('(')
-}
-
-#[cold]
-#[inline(never)]
-fn refuse_tuple<T>() -> ! {
-    panic!(
-        "bundle element `{}` is a tuple, not a component: a tuple inside a bundle tuple cannot be flattened \
-         (every Send + Sync + 'static type is a component, tuples too); list its components in the outer tuple, \
-         or nest it as a field of a #[derive(Bundle)] struct",
-        std::any::type_name::<T>()
-    )
-}
-
-/// Refuses a tuple where a component belongs, and a bundle past
-/// [`MAX_BUNDLE_COMPONENTS`]; `ids` are the bundle's ids listed so far.
+/// Refuses a bundle past [`MAX_BUNDLE_COMPONENTS`]; `ids` are the
+/// bundle's ids listed so far.
 #[inline]
-fn check_component<T>(ids: &BundleIds) {
-    if is_tuple::<T>() {
-        refuse_tuple::<T>();
-    }
+fn check_component(ids: &BundleIds) {
     if ids.len() >= MAX_BUNDLE_COMPONENTS {
         too_many_components();
     }
@@ -201,11 +182,10 @@ fn too_many_components() -> ! {
 /// `register_components` takes for each component (derived bundles call it).
 ///
 /// # Panics
-/// If `T` is a tuple (see the [module docs](self)), or `ids` already holds
-/// [`MAX_BUNDLE_COMPONENTS`].
+/// If `ids` already holds [`MAX_BUNDLE_COMPONENTS`].
 #[inline]
 pub fn register_component<T: Component>(components: &mut Components, ids: &mut BundleIds) {
-    check_component::<T>(ids);
+    check_component(ids);
     ids.push(components.register::<T>());
 }
 
@@ -217,7 +197,7 @@ pub fn register_component<T: Component>(components: &mut Components, ids: &mut B
 /// As [`register_component`].
 #[inline]
 pub fn component_id<T: Component>(components: &Components, ids: &mut BundleIds) -> Result<(), &'static str> {
-    check_component::<T>(ids);
+    check_component(ids);
     match components.id::<T>() {
         Some(id) => {
             ids.push(id);
@@ -262,50 +242,91 @@ pub unsafe fn read_component<T: Component>(columns: &[*mut u8], index: usize, ro
     unsafe { columns[index].cast::<T>().add(row).read() }
 }
 
-/// `1` per element, for counting tuple elements in a constant.
-macro_rules! one {
-    ($name:ident) => {
-        1
-    };
+// SAFETY: one component, listed once, at `columns[0]`.
+unsafe impl<C: Component> Bundle for C {
+    const COMPONENT_COUNT: usize = 1;
+
+    #[inline]
+    fn register_components(components: &mut Components, ids: &mut BundleIds) {
+        register_component::<C>(components, ids);
+    }
+
+    #[inline]
+    fn component_ids(components: &Components, ids: &mut BundleIds) -> Result<(), &'static str> {
+        component_id::<C>(components, ids)
+    }
+
+    #[inline(always)]
+    unsafe fn write(self, columns: &[*mut u8], row: usize) {
+        debug_assert_eq!(columns.len(), 1);
+        // SAFETY: the caller guarantees `columns[0]` holds `C` values and
+        // `row` is a free slot in it.
+        unsafe { write_component::<C>(columns, 0, row, self) }
+    }
+
+    #[inline(always)]
+    unsafe fn read(columns: &[*mut u8], row: usize) -> Self {
+        debug_assert_eq!(columns.len(), 1);
+        // SAFETY: the caller guarantees a live `C` at `row` of `columns[0]`,
+        // which becomes dead here.
+        unsafe { read_component::<C>(columns, 0, row) }
+    }
 }
 
 macro_rules! tuple_bundle {
     ($($name:ident $idx:tt),*) => {
         // SAFETY: `register_components` and `component_ids` list the
-        // elements in tuple order, one each, and `COMPONENT_COUNT` counts
-        // them; `write`/`read` touch exactly those components, the `i`-th at
-        // `columns[i]`.
+        // elements' components in tuple order, each element's in its own
+        // order, and `COMPONENT_COUNT` counts them. `write`/`read` hand
+        // element `i` the sub-slice of columns starting at the sum of the
+        // counts of the elements before it, `COMPONENT_COUNT` long: the
+        // same positions the listing gave its components.
         #[allow(clippy::unused_unit, reason = "the expansion for the empty tuple returns ()")]
-        unsafe impl<$($name: Component),*> Bundle for ($($name,)*) {
-            const COMPONENT_COUNT: usize = 0 $(+ one!($name))*;
+        #[allow(unused_mut, unused_variables, unused_assignments, reason = "the expansion for the empty tuple uses nothing")]
+        unsafe impl<$($name: Bundle),*> Bundle for ($($name,)*) {
+            const COMPONENT_COUNT: usize = 0 $(+ <$name as Bundle>::COMPONENT_COUNT)*;
 
+            #[inline]
             fn register_components(_components: &mut Components, _ids: &mut BundleIds) {
-                $( register_component::<$name>(_components, _ids); )*
+                $( <$name as Bundle>::register_components(_components, _ids); )*
             }
 
+            #[inline]
             fn component_ids(_components: &Components, _ids: &mut BundleIds) -> Result<(), &'static str> {
-                $( component_id::<$name>(_components, _ids)?; )*
+                $( <$name as Bundle>::component_ids(_components, _ids)?; )*
                 Ok(())
             }
 
             #[allow(non_snake_case, reason = "the macro binds tuple elements to their type parameter names")]
             #[inline]
-            unsafe fn write(self, _columns: &[*mut u8], _row: usize) {
-                debug_assert_eq!(_columns.len(), Self::COMPONENT_COUNT);
+            unsafe fn write(self, columns: &[*mut u8], row: usize) {
+                debug_assert_eq!(columns.len(), Self::COMPONENT_COUNT);
                 let ($($name,)*) = self;
+                let mut start = 0;
                 $(
-                    // SAFETY: the caller guarantees column `$idx` holds
-                    // `$name` values and `_row` is a free slot in it.
-                    unsafe { _columns[$idx].cast::<$name>().add(_row).write($name) };
+                    let end = start + <$name as Bundle>::COMPONENT_COUNT;
+                    // SAFETY: the caller guarantees these columns hold this
+                    // element's components, in its order, free at `row`.
+                    unsafe { $name.write(&columns[start..end], row) };
+                    start = end;
                 )*
             }
 
             #[inline]
-            unsafe fn read(_columns: &[*mut u8], _row: usize) -> Self {
-                debug_assert_eq!(_columns.len(), Self::COMPONENT_COUNT);
-                // SAFETY: the caller guarantees each column holds a live
-                // value of its type at `_row`, which becomes dead here.
-                ($( unsafe { _columns[$idx].cast::<$name>().add(_row).read() }, )*)
+            unsafe fn read(columns: &[*mut u8], row: usize) -> Self {
+                debug_assert_eq!(columns.len(), Self::COMPONENT_COUNT);
+                let mut start = 0;
+                ($(
+                    {
+                        let end = start + <$name as Bundle>::COMPONENT_COUNT;
+                        // SAFETY: the caller guarantees live values of this
+                        // element's components in these columns at `row`,
+                        // which become dead here.
+                        let value = unsafe { <$name as Bundle>::read(&columns[start..end], row) };
+                        start = end;
+                        value
+                    },
+                )*)
             }
         }
     };
@@ -329,24 +350,22 @@ tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 mod tests {
     use super::*;
 
-    #[test]
-    fn tuples_are_told_from_components() {
-        struct A;
-        assert!(is_tuple::<()>());
-        assert!(is_tuple::<(A,)>());
-        assert!(is_tuple::<(A, (u8, u16))>());
-        assert!(!is_tuple::<A>());
-        assert!(!is_tuple::<[u8; 2]>());
-        assert!(!is_tuple::<Option<(u8, u8)>>());
-        assert!(!is_tuple::<fn((u8,))>());
-        assert!(!is_tuple::<&'static (u8, u8)>());
-    }
+    #[derive(crate::Component)]
+    struct C0(#[expect(dead_code, reason = "only the type matters")] u8);
+    #[derive(crate::Component)]
+    struct C1(#[expect(dead_code, reason = "only the type matters")] u16);
+    #[derive(crate::Component)]
+    struct C2(#[expect(dead_code, reason = "only the type matters")] u32);
+    #[derive(crate::Component)]
+    struct C3(#[expect(dead_code, reason = "only the type matters")] u64);
 
     #[test]
     fn counts() {
         assert_eq!(<() as Bundle>::COMPONENT_COUNT, 0);
-        assert_eq!(<(u8,) as Bundle>::COMPONENT_COUNT, 1);
-        assert_eq!(<(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, bool, char) as Bundle>::COMPONENT_COUNT, 12);
+        assert_eq!(<C0 as Bundle>::COMPONENT_COUNT, 1);
+        assert_eq!(<(C0,) as Bundle>::COMPONENT_COUNT, 1);
+        assert_eq!(<(C0, (C1, (C2, ()), C3)) as Bundle>::COMPONENT_COUNT, 4);
+        assert_eq!(<((C0, C1, C2, C3), (C0, C1, C2, C3), (C0, C1, C2, C3)) as Bundle>::COMPONENT_COUNT, 12);
     }
 
     #[test]
@@ -367,12 +386,12 @@ mod tests {
         let mut components = Components::default();
         let mut ids = BundleIds::new();
         for _ in 0..MAX_BUNDLE_COMPONENTS / 4 {
-            <(u8, u16, u32, u64) as Bundle>::register_components(&mut components, &mut ids);
+            <(C0, C1, C2, C3) as Bundle>::register_components(&mut components, &mut ids);
         }
         assert_eq!(ids.len(), MAX_BUNDLE_COMPONENTS);
         let refused = std::panic::catch_unwind(move || {
             let mut components = components;
-            register_component::<u8>(&mut components, &mut ids)
+            register_component::<C0>(&mut components, &mut ids)
         });
         assert!(refused.is_err());
     }

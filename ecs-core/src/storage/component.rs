@@ -5,11 +5,15 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Anything that can be stored in the world: every `'static + Send + Sync`
-/// type. Zero-sized types are tags and take no chunk space.
+/// A type whose values can be stored in the world, one column per type.
+/// Implement it with `#[derive(Component)]`. Zero-sized types are tags and
+/// take no chunk space.
+///
+/// Only `Component` types are stored as one value: a tuple or a derived
+/// [`Bundle`](crate::Bundle) in a bundle position is flattened into its
+/// components (see [`bundle`](crate::storage::bundle)). Wrap a foreign type
+/// in a newtype to store it.
 pub trait Component: 'static + Send + Sync {}
-
-impl<T: 'static + Send + Sync> Component for T {}
 
 /// The dense id of a registered component type, in registration order.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -156,16 +160,23 @@ impl Components {
 mod tests {
     use super::*;
 
+    #[derive(crate::Component)]
+    struct Plain(#[expect(dead_code, reason = "only the layout matters")] u32);
+    #[derive(crate::Component)]
+    struct Owning(#[expect(dead_code, reason = "only the drop glue matters")] String);
+    #[derive(crate::Component)]
+    struct Never;
+
     #[test]
     fn register_is_idempotent_and_dense() {
         let mut c = Components::default();
-        let a = c.register::<u32>();
-        let b = c.register::<String>();
-        assert_eq!(c.register::<u32>(), a);
+        let a = c.register::<Plain>();
+        let b = c.register::<Owning>();
+        assert_eq!(c.register::<Plain>(), a);
         assert_eq!((a.index(), b.index()), (0, 1));
         assert!(!c.info(a).needs_drop());
         assert!(c.info(b).needs_drop());
-        assert_eq!(c.id::<String>(), Some(b));
-        assert_eq!(c.id::<u8>(), None);
+        assert_eq!(c.id::<Owning>(), Some(b));
+        assert_eq!(c.id::<Never>(), None);
     }
 }

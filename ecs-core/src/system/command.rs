@@ -83,7 +83,8 @@ impl CommandQueue {
 /// Records structural changes to apply later.
 ///
 /// ```
-/// use ecs_core::{CommandQueue, World};
+/// use ecs_core::{CommandQueue, Component, World};
+/// #[derive(Component)]
 /// struct Hp(u32);
 /// let mut world = World::new();
 /// let mut queue = CommandQueue::default();
@@ -147,8 +148,10 @@ impl Commands<'_, '_> {
 mod tests {
     use super::*;
 
-    #[derive(Debug, PartialEq)]
+    #[derive(crate::Component, Debug, PartialEq)]
     struct Hp(u32);
+    #[derive(crate::Component, Debug, PartialEq)]
+    struct Armour(u8);
 
     #[test]
     fn stale_commands_are_reported_not_applied_to_a_new_owner() {
@@ -171,13 +174,13 @@ mod tests {
         let mut c = queue.commands(&world);
         let a = c.spawn((Hp(1),));
         let b = c.spawn((Hp(2),));
-        c.insert(a, (5u8,));
+        c.insert(a, Armour(5));
         c.despawn(b);
         // Direct spawns in between do not take the reserved indices.
         let direct = world.spawn((Hp(3),));
         assert!(direct != a && direct != b);
         assert!(queue.apply(&mut world).is_empty());
-        assert_eq!(world.get::<u8>(a), Ok(&5));
+        assert_eq!(world.get::<Armour>(a), Ok(&Armour(5)));
         assert!(!world.contains(b));
         assert_eq!(world.len(), 2);
     }

@@ -10,6 +10,7 @@
 //! ```
 //! use ecs_core::prelude::*;
 //!
+//! #[derive(Component)]
 //! struct Pos(f32);
 //! fn spawn_one(mut commands: Commands) {
 //!     commands.spawn((Pos(0.0),));

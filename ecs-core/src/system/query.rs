@@ -331,7 +331,9 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     /// ```
     /// use ecs_core::prelude::*;
     ///
+    /// #[derive(Component)]
     /// struct Player;
+    /// #[derive(Component)]
     /// struct Hp(u32);
     /// fn show(q: Query<&Hp, With<Player>>) {
     ///     match q.single() {
@@ -367,7 +369,9 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     /// ```
     /// use ecs_core::prelude::*;
     ///
+    /// #[derive(Component)]
     /// struct Player;
+    /// #[derive(Component)]
     /// struct Hp(u32);
     /// fn heal(mut q: Query<&mut Hp, With<Player>>) {
     ///     if let Ok(mut hp) = q.single_mut() {
@@ -440,6 +444,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     /// ```
     /// use ecs_core::prelude::*;
     ///
+    /// #[derive(Component)]
     /// struct Hp(i32);
     /// #[derive(Default)]
     /// struct Hits(Vec<(Entity, Entity)>);
@@ -506,6 +511,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     /// ```
     /// use ecs_core::prelude::*;
     ///
+    /// #[derive(Component)]
     /// struct Pos(f32);
     /// fn closest(q: Query<(Entity, &Pos)>, mut best: Local<Option<f32>>) {
     ///     let mut pairs = 0;
@@ -545,7 +551,9 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     /// ```
     /// use ecs_core::prelude::*;
     ///
+    /// #[derive(Component)]
     /// struct Charge(f32);
+    /// #[derive(Component)]
     /// struct Force(f32);
     /// fn pull(mut q: Query<(&Charge, &mut Force)>) {
     ///     let mut pairs = q.iter_combinations_mut();
@@ -581,6 +589,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     /// ```
     /// use ecs_core::prelude::*;
     ///
+    /// #[derive(Component)]
     /// struct Hp(u32);
     /// fn duel(mut q: Query<&mut Hp>) {
     ///     q.for_each_combination_mut(|[mut a, mut b]| {
@@ -693,7 +702,8 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
     /// groups' order, and each task gets its group's part of it mutably.
     ///
     /// ```
-    /// use ecs_core::{EntityGroups, Query, Res, ResMut, Schedule, World};
+    /// use ecs_core::{Component, EntityGroups, Query, Res, ResMut, Schedule, World};
+    /// #[derive(Component)]
     /// struct Hp(u32);
     /// #[derive(Default)]
     /// struct Side(Vec<u32>);

@@ -223,11 +223,11 @@ type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 /// The replication server. See the [module docs](self).
 ///
 /// ```
-/// use ecs_core::World;
+/// use ecs_core::{Component, World};
 /// use ecs_replication::prelude::*;
 /// use glam::Vec3;
 ///
-/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// #[derive(Component, Clone, Copy, Debug, PartialEq)]
 /// struct Position(Vec3);
 /// impl AsPosition for Position {
 ///     fn position(&self) -> Vec3 { self.0 }

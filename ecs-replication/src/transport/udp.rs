@@ -347,12 +347,12 @@ impl ClientTransport for UdpClient {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ecs_core::World;
+/// use ecs_core::{Component, World};
 /// use ecs_replication::prelude::*;
 /// use ecs_replication::transport::udp::Loopback;
 /// use glam::Vec3;
 ///
-/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// #[derive(Component, Clone, Copy, Debug, PartialEq)]
 /// struct Position(Vec3);
 /// impl AsPosition for Position {
 ///     fn position(&self) -> Vec3 { self.0 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ecs_core::{Entity, World};
+use ecs_core::{Component, Entity, World};
 use ecs_replication::bits::{BitError, BitReader, BitWriter};
 use ecs_replication::input::ClientInput;
 use ecs_replication::prelude::*;
@@ -36,7 +36,7 @@ impl ClientInput for Move {
 }
 
 /// A non-player mover: its velocity per tick.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Drift(pub Vec3);
 
 pub fn registry() -> Registry {

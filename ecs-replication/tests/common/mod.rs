@@ -7,13 +7,13 @@ pub mod game;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use ecs_core::{Entity, World};
+use ecs_core::{Component, Entity, World};
 use ecs_replication::codec::{EntryKind, Limits, Value, decode};
 use ecs_replication::prelude::*;
 use ecs_replication::transport::{LocalNetwork, pump_client, serve};
 use glam::{Quat, Vec3};
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Position(pub Vec3);
 
 impl AsPosition for Position {
@@ -25,7 +25,7 @@ impl AsPosition for Position {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
 pub struct Rotation(pub Quat);
 
 impl AsRotation for Rotation {
@@ -37,7 +37,7 @@ impl AsRotation for Rotation {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 pub struct Health(pub u32);
 
