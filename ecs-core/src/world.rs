@@ -104,6 +104,7 @@ struct RemoveRow<'a> {
     arch: &'a mut Archetype,
     entities: &'a mut Entities,
     loc: EntityLocation,
+    now: Tick,
 }
 
 impl Drop for RemoveRow<'_> {
@@ -111,7 +112,7 @@ impl Drop for RemoveRow<'_> {
         let (chunk, row) = (self.loc.chunk as usize, self.loc.row as usize);
         // SAFETY: the row is live and `drop_row` dropped every value in it
         // (a panicking destructor does not stop the others).
-        if let Some(moved) = unsafe { self.arch.swap_remove(chunk, row) } {
+        if let Some(moved) = unsafe { self.arch.swap_remove(chunk, row, self.now) } {
             self.entities.set_location(moved, self.loc);
         }
     }
@@ -136,18 +137,6 @@ impl<B: Bundle> Drop for FinishInsert<'_, B> {
         // and `B`'s plan from it, and dropped the replaced values before
         // letting it go (or while unwinding from that).
         unsafe { self.world.write_insert(self.entity, self.loc, self.plan_index, bundle) };
-    }
-}
-
-/// Two distinct elements of a slice, both mutably.
-fn two_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
-    assert_ne!(a, b);
-    if a < b {
-        let (lo, hi) = items.split_at_mut(b);
-        (&mut lo[a], &mut hi[0])
-    } else {
-        let (lo, hi) = items.split_at_mut(a);
-        (&mut hi[0], &mut lo[b])
     }
 }
 
@@ -559,7 +548,9 @@ impl World {
         let (chunk, row) = (loc.chunk as usize, loc.row as usize);
         // The row is removed after its values are dropped, also when a
         // destructor panics (the guard's drop runs while the panic unwinds).
-        let remove = RemoveRow { arch: &mut self.archetypes[loc.archetype.index()], entities: &mut self.entities, loc };
+        let now = self.now();
+        let remove =
+            RemoveRow { arch: &mut self.archetypes[loc.archetype.index()], entities: &mut self.entities, loc, now };
         // SAFETY: the location comes from a live entity; its values are
         // dropped once here and `remove` takes the row out right after, so
         // they are never read again.
@@ -635,44 +626,21 @@ impl World {
     /// source has and the destination lacks must already be dead (moved out
     /// or dropped). The caller must write every fresh column before anything
     /// else reads the row.
+    #[inline(always)]
     unsafe fn move_entity(&mut self, entity: Entity, loc: EntityLocation, plan: usize) -> EntityLocation {
         let now = self.now();
         let plan = &self.plans[plan];
         let dst = plan.dst;
-        debug_assert_ne!(dst, loc.archetype, "a move plan to the same archetype");
-        let (src, dst_arch) = two_mut(&mut self.archetypes, loc.archetype.index(), dst.index());
-        let (sc, sr) = (loc.chunk as usize, loc.row as usize);
-        let (dc, _) = dst_arch.open_chunk(now);
-        let dr = dst_arch.chunk_len(dc);
-        // SAFETY: `dr` is the first free row of `dc`; the entity slot is free.
-        unsafe {
-            dst_arch.chunks[dc].entities_ptr().add(dr).write(entity);
-            dst_arch.commit_rows(dc, 1);
-        }
-        // Fresh columns: added and changed now. Shared columns carry their
-        // ticks; stamping them now would make the destination chunk look
-        // changed when nothing was written.
-        for &dcol in plan.fresh.iter() {
-            dst_arch.stamp_row(dcol as usize, dc, dr, now);
-        }
-        for &(scol, dcol) in plan.shared.iter() {
-            let (scol, dcol) = (scol as usize, dcol as usize);
-            // SAFETY: the source row is live; the destination row is the
-            // fresh row committed above; distinct allocations, same type.
-            unsafe {
-                crate::storage::edges::copy_value(
-                    src.value_ptr(scol, sc, sr),
-                    dst_arch.value_ptr(dcol, dc, dr),
-                    src.columns[scol].size,
-                )
-            };
-            let changed = src.row_changed_tick(scol, sc, sr, now);
-            let added = src.row_added_tick(scol, sc, sr);
-            dst_arch.set_row_ticks(dcol, dc, dr, changed, added, now);
-        }
-        // SAFETY: every value of the source row was moved above or is dead
-        // per the caller's contract.
-        let moved = unsafe { src.swap_remove(sc, sr) };
+        let (s, d) = (loc.archetype.index(), dst.index());
+        assert!(s != d && s < self.archetypes.len() && d < self.archetypes.len(), "a move between two archetypes");
+        let archetypes = self.archetypes.as_mut_ptr();
+        // SAFETY: `s` and `d` are distinct indices in bounds (asserted), so
+        // the two borrows do not overlap.
+        let (src, dst_arch) = unsafe { (&mut *archetypes.add(s), &mut *archetypes.add(d)) };
+        // SAFETY: the plan was made for these two archetypes, the row is the
+        // entity's live row, and the caller's contract covers dead values
+        // and the fresh columns.
+        let (dc, dr, moved) = unsafe { src.move_row(dst_arch, plan, loc.chunk as usize, loc.row as usize, now) };
         if let Some(moved) = moved {
             self.entities.set_location(moved, loc);
         }
@@ -843,7 +811,9 @@ impl World {
         let (chunk, row) = (new_loc.chunk as usize, new_loc.row as usize);
         let mut ptrs = BundlePtrs::new();
         for &(col, existing) in plan.bundle.iter() {
-            ptrs.push(dst.column_ptr(col as usize, chunk));
+            // SAFETY: the plan's columns are the destination's, and `chunk`
+            // holds the entity's row.
+            ptrs.push(unsafe { dst.column_ptr_unchecked(col as usize, chunk) });
             if existing.is_some() {
                 dst.mark_row_changed(col as usize, chunk, row, now);
             }
@@ -881,7 +851,9 @@ impl World {
         let src = &self.archetypes[loc.archetype.index()];
         let mut ptrs = BundlePtrs::new();
         for &(col, _) in self.plans[plan_index].bundle.iter() {
-            ptrs.push(src.column_ptr(col as usize, loc.chunk as usize));
+            // SAFETY: the plan's columns are the source's, and `loc.chunk`
+            // holds the entity's row.
+            ptrs.push(unsafe { src.column_ptr_unchecked(col as usize, loc.chunk as usize) });
         }
         // SAFETY: the row is live and every pointer is the column of the
         // matching tuple element; the values are moved out here and the row
@@ -951,7 +923,7 @@ impl World {
         let (chunk, row) = (loc.chunk as usize, loc.row as usize);
         let ptr = arch.value_ptr(col, chunk, row);
         let ticks = &arch.columns[col].ticks;
-        let i = arch.tick_index(chunk, row);
+        let rows = arch.row_ticks(col, chunk);
         // SAFETY: the row is live, the column holds `T`, and `&mut self`
         // makes this the only borrow of the world, so the value, the row
         // ticks and the chunk ticks are ours alone for the borrow; the chunk
@@ -959,11 +931,12 @@ impl World {
         Ok(unsafe {
             Mut::for_row(
                 &mut *ptr.cast::<T>(),
-                ticks.row_changed[i].as_ptr(),
+                rows.changed[row].as_ptr(),
+                &rows.blocks[row >> crate::storage::archetype::BLOCK_SHIFT],
                 ticks.chunk_changed[chunk].as_ptr(),
                 false,
                 TickWindow::new(now.saturating_sub(1), now),
-                ticks.row_added[i].as_ptr(),
+                rows.added[row].as_ptr(),
                 &ticks.chunk_all_changed[chunk],
             )
         })

@@ -21,10 +21,14 @@
 //! access), so every access to a chunk tick is atomic and never a data race.
 //! Inside `for_each_mut` and the parallel loops, whose closures cannot keep
 //! items, the chunk mark is a mark local to the loop, written plainly (no
-//! other thread sees it), and the chunk tick is stamped atomically once when
-//! the loop leaves the chunk, also when the closure panics: one store per
-//! written row instead of two. The row tick is written plainly: only a
-//! holder of write access to the column reads or writes it.
+//! other thread sees it); the loop stamps the tick of a block of 16 rows
+//! (see [`crate::storage::archetype`]) after visiting it if the mark was
+//! set, and the chunk tick atomically once when it leaves the chunk, also
+//! when the closure panics: one store per written row instead of three.
+//! Elsewhere (`iter_mut`, `get_mut`, chunk views, entity groups) a write
+//! stamps the row's block tick itself (a relaxed atomic store). The row
+//! tick is written plainly: only a holder of write access to the column
+//! reads or writes it.
 //!
 //! ## Asking what changed
 //! [`DetectChanges`] answers, for one row (or one resource), relative to
@@ -142,6 +146,9 @@ pub trait DetectChangesMut: DetectChanges {
 pub struct Mut<'w, T> {
     value: &'w mut T,
     row_changed: *mut u32,
+    /// The changed tick of the row's block (an [`AtomicTick`] cell), or
+    /// null when the loop that fetched the row stamps it.
+    block_changed: *const AtomicTick,
     chunk_mark: *mut u32,
     /// The row's added stamp.
     row_added: *const u32,
@@ -162,23 +169,42 @@ impl<'w, T> Mut<'w, T> {
     ///
     /// # Safety
     /// For `'w`: `row_changed` points to a live, aligned row tick that only
-    /// this `Mut` reads or writes; `chunk_mark` points either to the chunk's
+    /// this `Mut` reads or writes; `block_changed` is null (the fetching
+    /// loop stamps the block of every row whose chunk mark it finds set) or
+    /// points to the tick cell of the row's block (only ever accessed
+    /// atomically while the `Mut` lives);
+    /// `chunk_mark` points either to the chunk's
     /// tick cell (an [`AtomicTick`], only ever accessed atomically;
     /// `local_mark` false) or to a mark local to one loop on this thread
     /// that outlives the item (`local_mark` true); `row_added` points to the
     /// row's live added stamp and `chunk_all_changed` to its chunk's
     /// whole-column stamp, which no one writes while the `Mut` lives.
     #[inline]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the value and each of its tick cells; a struct for them would be built and taken apart per row"
+    )]
     pub(crate) unsafe fn for_row(
         value: &'w mut T,
         row_changed: *mut u32,
+        block_changed: *const AtomicTick,
         chunk_mark: *mut u32,
         local_mark: bool,
         window: TickWindow,
         row_added: *const u32,
         chunk_all_changed: &'w AtomicTick,
     ) -> Self {
-        Mut { value, row_changed, chunk_mark, row_added, chunk_all_changed, window, local_mark, _ticks: PhantomData }
+        Mut {
+            value,
+            row_changed,
+            block_changed,
+            chunk_mark,
+            row_added,
+            chunk_all_changed,
+            window,
+            local_mark,
+            _ticks: PhantomData,
+        }
     }
 
     /// Marks the row changed without writing.
@@ -186,10 +212,14 @@ impl<'w, T> Mut<'w, T> {
     pub fn set_changed(&mut self) {
         let tick = self.window.this_run().get();
         // SAFETY: `Mut::for_row`'s contract: the row tick is ours alone; the
-        // chunk mark is loop-local (ours alone on this thread) or a shared
-        // tick cell that is only ever accessed atomically.
+        // block tick is a shared tick cell accessed atomically; the chunk
+        // mark is loop-local (ours alone on this thread) or a shared tick
+        // cell that is only ever accessed atomically.
         unsafe {
             *self.row_changed = tick;
+            if let Some(block) = self.block_changed.as_ref() {
+                block.store(Tick::new(tick));
+            }
             if self.local_mark {
                 *self.chunk_mark = tick;
             } else {

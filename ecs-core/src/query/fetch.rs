@@ -12,7 +12,7 @@ use crate::query::access::{Access, ConflictKind};
 use std::marker::PhantomData;
 
 use crate::query::change::{Mut, Ref};
-use crate::storage::archetype::Archetype;
+use crate::storage::archetype::{Archetype, BLOCK_SHIFT};
 use crate::storage::component::{Component, ComponentId, Components};
 use crate::storage::entity::Entity;
 use crate::storage::tick::{AtomicTick, TickWindow};
@@ -86,6 +86,41 @@ pub unsafe trait QueryData {
     /// outlive the loop that flushes the marks.
     #[doc(hidden)]
     unsafe fn redirect_marks(fetch: &mut Self::Fetch<'_>, marks: *mut Self::Marks);
+    /// [`QueryData::redirect_marks`] that also leaves the block ticks to the
+    /// loop: items record a write in `marks` only (no store to a shared
+    /// tick but the row's own), and the loop calls
+    /// [`QueryData::flush_block_marks`] after the rows of each block (or
+    /// each few blocks) it visits, so a written row costs one store fewer.
+    ///
+    /// # Safety
+    /// As [`QueryData::redirect_marks`], and the loop flushes every block
+    /// it fetched items of before [`QueryData::flush_marks`], also when it
+    /// unwinds.
+    #[doc(hidden)]
+    unsafe fn redirect_marks_by_block(fetch: &mut Self::Fetch<'_>, marks: *mut Self::Marks) {
+        // SAFETY: forwarded contract; data without block marks has nothing
+        // more to redirect.
+        unsafe { Self::redirect_marks(fetch, marks) }
+    }
+    /// Stamps the ticks of blocks `first + i` for every bit `i` set in
+    /// `blocks()` in every column written since the last call (see
+    /// [`QueryData::redirect_marks_by_block`]), and notes the chunk as
+    /// written for [`QueryData::flush_marks`]. `blocks` is only called when
+    /// a column was written.
+    ///
+    /// # Safety
+    /// `marks` is the pointer given to `redirect_marks_by_block`, no item
+    /// fetched since is alive, and every row whose items were fetched since
+    /// the last call is in one of those blocks of the chunk.
+    #[doc(hidden)]
+    #[inline]
+    unsafe fn flush_block_marks(
+        _fetch: &Self::Fetch<'_>,
+        _marks: *mut Self::Marks,
+        _first: usize,
+        _blocks: impl Fn() -> u32 + Copy,
+    ) {
+    }
     /// Stamps the chunk tick of every column whose mark was set.
     #[doc(hidden)]
     fn flush_marks(fetch: &Self::Fetch<'_>, marks: &Self::Marks);
@@ -125,7 +160,9 @@ unsafe impl<T: Component> QueryData for &T {
     }
     #[inline]
     unsafe fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, _: TickWindow) -> Self::Fetch<'w> {
-        archetype.column_ptr(cache, chunk).cast::<T>()
+        // SAFETY: `cache` is a column of the matched archetype and `chunk`
+        // is in range (the caller's contract).
+        unsafe { archetype.column_ptr_unchecked(cache, chunk).cast::<T>() }
     }
     #[inline]
     unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
@@ -158,6 +195,11 @@ unsafe impl<T: Component> ReadOnlyQueryData for &T {}
 pub struct MutFetch<'w, T> {
     values: *mut T,
     row_changed: *mut u32,
+    /// The chunk's first block tick.
+    block_changed: *const AtomicTick,
+    /// Whether items stamp their block tick themselves (false when the
+    /// loop does it, see [`QueryData::redirect_marks_by_block`]).
+    block_direct: bool,
     row_added: *const u32,
     chunk_changed: &'w AtomicTick,
     chunk_all_changed: &'w AtomicTick,
@@ -176,17 +218,28 @@ impl<T> Copy for MutFetch<'_, T> {}
 
 impl<'w, T> MutFetch<'w, T> {
     /// Column `col` of `chunk`.
+    ///
+    /// # Safety
+    /// `col` is a column and `chunk` an allocated chunk of `archetype`.
     #[inline]
-    fn new(archetype: &'w Archetype, col: usize, chunk: usize, window: TickWindow) -> Self {
-        let ticks = &archetype.columns[col].ticks;
-        let start = archetype.tick_index(chunk, 0);
+    unsafe fn new(archetype: &'w Archetype, col: usize, chunk: usize, window: TickWindow) -> Self {
+        // SAFETY: the caller's contract.
+        let (rows, [chunk_changed, _, chunk_all_changed], values) = unsafe {
+            (
+                archetype.row_ticks_unchecked(col, chunk),
+                archetype.chunk_ticks_unchecked(col, chunk),
+                archetype.column_ptr_unchecked(col, chunk),
+            )
+        };
         MutFetch {
-            values: archetype.column_ptr(col, chunk).cast::<T>(),
-            row_changed: AtomicTick::slice_ptr(&ticks.row_changed, start),
-            row_added: AtomicTick::slice_ptr(&ticks.row_added, start).cast_const(),
-            chunk_changed: &ticks.chunk_changed[chunk],
-            chunk_all_changed: &ticks.chunk_all_changed[chunk],
-            chunk_mark: ticks.chunk_changed[chunk].as_ptr(),
+            values: values.cast::<T>(),
+            row_changed: AtomicTick::slice_ptr(rows.changed, 0),
+            block_changed: rows.blocks.as_ptr(),
+            block_direct: true,
+            row_added: AtomicTick::slice_ptr(rows.added, 0).cast_const(),
+            chunk_changed,
+            chunk_all_changed,
+            chunk_mark: chunk_changed.as_ptr(),
             local_mark: false,
             window,
         }
@@ -197,14 +250,17 @@ impl<'w, T> MutFetch<'w, T> {
     /// alive; the fetch's maker holds write access to the column for `'w`.
     #[inline]
     unsafe fn item(&self, row: usize) -> Mut<'w, T> {
-        // SAFETY: `row` is live and below capacity, so the value and both
-        // its ticks are in bounds; the caller guarantees this is the only
-        // live item for the row, and the write access is recorded, so the
-        // row's ticks and the chunk's stamps are ours to read and write.
+        // SAFETY: `row` is live and below capacity, so the value, both its
+        // ticks and its block's tick are in bounds (the block pointer comes
+        // from the tail of the block ticks starting at this chunk); the
+        // caller guarantees this is the only live item for the row, and the
+        // write access is recorded, so the row's ticks and the chunk's
+        // stamps are ours to read and write (block ticks atomically).
         unsafe {
             Mut::for_row(
                 &mut *self.values.add(row),
                 self.row_changed.add(row),
+                if self.block_direct { self.block_changed.add(row >> BLOCK_SHIFT) } else { std::ptr::null() },
                 self.chunk_mark,
                 self.local_mark,
                 self.window,
@@ -226,22 +282,60 @@ impl<'w, T> MutFetch<'w, T> {
     }
 
     #[inline]
-    fn new_marks(&self) -> u32 {
-        self.window.this_run().get() ^ 1
+    fn new_marks(&self) -> MutMarks {
+        let unset = self.window.this_run().get() ^ 1;
+        MutMarks { mark: unset, chunk: unset }
     }
 
     #[inline]
-    fn redirect_marks(&mut self, marks: *mut u32) {
-        self.chunk_mark = marks;
+    fn redirect_marks(&mut self, marks: *mut MutMarks, by_block: bool) {
+        // The field's address, without a reference to the marks.
+        self.chunk_mark = marks.cast::<u32>();
         self.local_mark = true;
+        self.block_direct = !by_block;
     }
 
+    /// # Safety
+    /// As [`QueryData::flush_block_marks`].
     #[inline]
-    fn flush_marks(&self, marks: u32) {
-        if marks == self.window.this_run().get() {
-            self.chunk_changed.store(self.window.this_run());
+    unsafe fn flush_block_marks(&self, marks: *mut MutMarks, first: usize, blocks: impl Fn() -> u32) {
+        let now = self.window.this_run();
+        // SAFETY: the caller's contract: `marks` is live and no item that
+        // writes it is; the blocks are the chunk's (their rows were
+        // fetched), and block ticks are only accessed atomically.
+        unsafe {
+            if (*marks).mark == now.get() {
+                let mut blocks = blocks();
+                while blocks != 0 {
+                    (*self.block_changed.add(first + blocks.trailing_zeros() as usize)).store(now);
+                    blocks &= blocks - 1;
+                }
+                (*marks).chunk = now.get();
+                (*marks).mark = now.get() ^ 1;
+            }
         }
     }
+
+    #[inline]
+    fn flush_marks(&self, marks: MutMarks) {
+        let now = self.window.this_run();
+        if marks.mark == now.get() || marks.chunk == now.get() {
+            self.chunk_changed.store(now);
+        }
+    }
+}
+
+/// Loop-local marks of one mutable column (see [`crate::query::change`]).
+#[doc(hidden)]
+#[derive(Copy, Clone, Debug)]
+#[repr(C)]
+pub struct MutMarks {
+    /// What items write on a write (the first field, so a pointer to the
+    /// marks is a pointer to it): `this_run` once a row was written since
+    /// the last flush.
+    mark: u32,
+    /// `this_run` once a flushed block held a written row.
+    chunk: u32,
 }
 
 // SAFETY: reads and writes exactly the `T` column and its ticks, recorded as
@@ -267,7 +361,9 @@ unsafe impl<T: Component> QueryData for &mut T {
     }
     #[inline]
     unsafe fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> MutFetch<'w, T> {
-        MutFetch::new(archetype, cache, chunk, window)
+        // SAFETY: `cache` is a column of the matched archetype and `chunk`
+        // is in range (the caller's contract).
+        unsafe { MutFetch::new(archetype, cache, chunk, window) }
     }
     #[inline]
     unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
@@ -285,17 +381,31 @@ unsafe impl<T: Component> QueryData for &mut T {
     fn shrink_slices<'long: 'short, 'short>(slices: &'long mut [T]) -> &'short mut [T] {
         slices
     }
-    type Marks = u32;
+    type Marks = MutMarks;
     #[inline]
-    fn new_marks(fetch: &Self::Fetch<'_>) -> u32 {
+    fn new_marks(fetch: &Self::Fetch<'_>) -> MutMarks {
         fetch.new_marks()
     }
     #[inline]
-    unsafe fn redirect_marks(fetch: &mut Self::Fetch<'_>, marks: *mut u32) {
-        fetch.redirect_marks(marks);
+    unsafe fn redirect_marks(fetch: &mut Self::Fetch<'_>, marks: *mut MutMarks) {
+        fetch.redirect_marks(marks, false);
     }
     #[inline]
-    fn flush_marks(fetch: &Self::Fetch<'_>, marks: &u32) {
+    unsafe fn redirect_marks_by_block(fetch: &mut Self::Fetch<'_>, marks: *mut MutMarks) {
+        fetch.redirect_marks(marks, true);
+    }
+    #[inline]
+    unsafe fn flush_block_marks(
+        fetch: &Self::Fetch<'_>,
+        marks: *mut MutMarks,
+        first: usize,
+        blocks: impl Fn() -> u32 + Copy,
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe { fetch.flush_block_marks(marks, first, blocks) }
+    }
+    #[inline]
+    fn flush_marks(fetch: &Self::Fetch<'_>, marks: &MutMarks) {
         fetch.flush_marks(*marks);
     }
 }
@@ -329,7 +439,9 @@ unsafe impl<T: Component> QueryData for Option<&mut T> {
         chunk: usize,
         window: TickWindow,
     ) -> Self::Fetch<'w> {
-        cache.map(|col| MutFetch::new(archetype, col, chunk, window))
+        // SAFETY: `col` is a column of the matched archetype and `chunk` is
+        // in range (the caller's contract).
+        cache.map(|col| unsafe { MutFetch::new(archetype, col, chunk, window) })
     }
     #[inline]
     unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
@@ -347,19 +459,37 @@ unsafe impl<T: Component> QueryData for Option<&mut T> {
     fn shrink_slices<'long: 'short, 'short>(slices: Option<&'long mut [T]>) -> Option<&'short mut [T]> {
         slices
     }
-    type Marks = u32;
+    type Marks = MutMarks;
     #[inline]
-    fn new_marks(fetch: &Self::Fetch<'_>) -> u32 {
-        fetch.as_ref().map_or(0, MutFetch::new_marks)
+    fn new_marks(fetch: &Self::Fetch<'_>) -> MutMarks {
+        fetch.as_ref().map_or(MutMarks { mark: 0, chunk: 0 }, MutFetch::new_marks)
     }
     #[inline]
-    unsafe fn redirect_marks(fetch: &mut Self::Fetch<'_>, marks: *mut u32) {
+    unsafe fn redirect_marks(fetch: &mut Self::Fetch<'_>, marks: *mut MutMarks) {
         if let Some(f) = fetch {
-            f.redirect_marks(marks);
+            f.redirect_marks(marks, false);
         }
     }
     #[inline]
-    fn flush_marks(fetch: &Self::Fetch<'_>, marks: &u32) {
+    unsafe fn redirect_marks_by_block(fetch: &mut Self::Fetch<'_>, marks: *mut MutMarks) {
+        if let Some(f) = fetch {
+            f.redirect_marks(marks, true);
+        }
+    }
+    #[inline]
+    unsafe fn flush_block_marks(
+        fetch: &Self::Fetch<'_>,
+        marks: *mut MutMarks,
+        first: usize,
+        blocks: impl Fn() -> u32 + Copy,
+    ) {
+        if let Some(f) = fetch {
+            // SAFETY: forwarded contract.
+            unsafe { f.flush_block_marks(marks, first, blocks) }
+        }
+    }
+    #[inline]
+    fn flush_marks(fetch: &Self::Fetch<'_>, marks: &MutMarks) {
         if let Some(f) = fetch {
             f.flush_marks(*marks);
         }
@@ -405,13 +535,12 @@ unsafe impl<T: Component> QueryData for Ref<'_, T> {
     }
     #[inline]
     unsafe fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> RefFetch<'w, T> {
-        let ticks = &archetype.columns[cache].ticks;
-        let start = archetype.tick_index(chunk, 0);
+        let rows = archetype.row_ticks(cache, chunk);
         RefFetch {
             values: archetype.column_ptr(cache, chunk).cast::<T>().cast_const(),
-            row_changed: ticks.row_changed[start..].as_ptr(),
-            row_added: ticks.row_added[start..].as_ptr(),
-            chunk_all_changed: &ticks.chunk_all_changed[chunk],
+            row_changed: rows.changed.as_ptr(),
+            row_added: rows.added.as_ptr(),
+            chunk_all_changed: &archetype.columns[cache].ticks.chunk_all_changed[chunk],
             window,
         }
     }
@@ -681,6 +810,21 @@ macro_rules! tuple_data {
             unsafe fn redirect_marks(_fetch: &mut Self::Fetch<'_>, _marks: *mut Self::Marks) {
                 // SAFETY: forwarded contract; each element gets its own field.
                 $( unsafe { $name::redirect_marks(&mut _fetch.$idx, &raw mut (*_marks).$idx) }; )*
+            }
+            #[inline]
+            unsafe fn redirect_marks_by_block(_fetch: &mut Self::Fetch<'_>, _marks: *mut Self::Marks) {
+                // SAFETY: forwarded contract; each element gets its own field.
+                $( unsafe { $name::redirect_marks_by_block(&mut _fetch.$idx, &raw mut (*_marks).$idx) }; )*
+            }
+            #[inline]
+            unsafe fn flush_block_marks(
+                _fetch: &Self::Fetch<'_>,
+                _marks: *mut Self::Marks,
+                _first: usize,
+                _blocks: impl Fn() -> u32 + Copy,
+            ) {
+                // SAFETY: forwarded contract; each element gets its own field.
+                $( unsafe { $name::flush_block_marks(&_fetch.$idx, &raw mut (*_marks).$idx, _first, _blocks) }; )*
             }
             #[inline]
             fn flush_marks(_fetch: &Self::Fetch<'_>, _marks: &Self::Marks) {

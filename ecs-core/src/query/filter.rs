@@ -9,7 +9,7 @@
 use std::marker::PhantomData;
 
 use crate::query::access::{Access, ConflictKind};
-use crate::storage::archetype::Archetype;
+use crate::storage::archetype::{Archetype, BLOCK_ROWS, BLOCK_SHIFT, GROUP_BLOCKS};
 use crate::storage::component::{Component, ComponentId, Components};
 use crate::storage::tick::{AtomicTick, Tick, TickWindow, low_bits};
 
@@ -172,6 +172,9 @@ unsafe impl<T: Component> QueryFilter for Without<T> {
 #[doc(hidden)]
 pub struct TickFetch<'w> {
     rows: *const u32,
+    /// The chunk's first block tick, or null when the ticks tested have no
+    /// block level (`Added`).
+    blocks: *const AtomicTick,
     capacity: usize,
     all: bool,
     window: TickWindow,
@@ -194,7 +197,7 @@ impl TickFetch<'_> {
 
     /// # Safety
     /// `start + n` is at most the chunk's capacity.
-    #[inline]
+    #[inline(always)]
     unsafe fn mask(&self, start: usize, n: usize) -> u64 {
         debug_assert!(start + n <= self.capacity && n <= 64);
         if self.all {
@@ -203,7 +206,68 @@ impl TickFetch<'_> {
         // SAFETY: `rows` spans the chunk's capacity and the caller keeps
         // `start + n` within it; plain reads are race-free as in `row`.
         let ticks = unsafe { std::slice::from_raw_parts(self.rows.add(start), n) };
-        self.window.mask(ticks)
+        if self.blocks.is_null() {
+            return self.window.mask(ticks);
+        }
+        // Only blocks whose tick is inside the window can hold a passing
+        // row (a block tick is never older than its rows' own ticks), so
+        // scattered changes read one block tick per 16 rows and the row
+        // ticks of the few blocks that were written.
+        if start.is_multiple_of(64) && n > 0 {
+            // A group (the last of a chunk may be short): its four block
+            // ticks in one vector compare.
+            // SAFETY: a group starting at a multiple of 64 rows has its four
+            // block ticks inside the chunk's blocks (they come in whole
+            // groups). A plain read is race-free: block ticks are written by
+            // holders of write access to the column, which the filter's
+            // read access excludes, except for parallel tasks of this
+            // query, which split chunks at multiples of 64 rows and so
+            // never touch this group's blocks.
+            let group = unsafe { &*self.blocks.add(start >> BLOCK_SHIFT).cast::<[u32; GROUP_BLOCKS]>() };
+            let all = low_bits(n.div_ceil(BLOCK_ROWS));
+            let mut blocks = self.window.mask(group) & all;
+            if blocks == 0 {
+                return 0;
+            }
+            if blocks == all {
+                // Every block was written to (dense changes): one pass.
+                return self.window.mask(ticks);
+            }
+            let mut mask = 0;
+            while blocks != 0 {
+                let lo = blocks.trailing_zeros() as usize * BLOCK_ROWS;
+                blocks &= blocks - 1;
+                let rows = &ticks[lo..(lo + BLOCK_ROWS).min(n)];
+                mask |= match <&[u32; BLOCK_ROWS]>::try_from(rows) {
+                    Ok(block) => self.window.mask(block),
+                    Err(_) => self.window.mask(rows),
+                } << lo;
+            }
+            return mask;
+        }
+        self.mask_by_blocks(ticks, start)
+    }
+
+    /// [`TickFetch::mask`] of rows `start..start + ticks.len()` for any
+    /// start: the row ranges of parallel tasks that split a chunk.
+    #[inline(never)]
+    fn mask_by_blocks(&self, ticks: &[u32], start: usize) -> u64 {
+        if ticks.is_empty() {
+            return 0;
+        }
+        let end = start + ticks.len();
+        let mut mask = 0;
+        for block in start >> BLOCK_SHIFT..=(end - 1) >> BLOCK_SHIFT {
+            // SAFETY: `blocks` spans the chunk's blocks, which cover its
+            // capacity, and `block` covers a row below `end`.
+            let tick = unsafe { (*self.blocks.add(block)).load() };
+            if self.window.contains(tick) {
+                let lo = (block << BLOCK_SHIFT).max(start) - start;
+                let hi = ((block + 1) << BLOCK_SHIFT).min(end) - start;
+                mask |= self.window.mask(&ticks[lo..hi]) << lo;
+            }
+        }
+        mask
     }
 }
 
@@ -239,12 +303,12 @@ unsafe impl<T: Component> QueryFilter for Changed<T> {
     }
     #[inline]
     fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> TickFetch<'w> {
-        let ticks = &archetype.columns[cache].ticks;
-        let start = archetype.tick_index(chunk, 0);
+        let rows = archetype.row_ticks(cache, chunk);
         TickFetch {
-            rows: AtomicTick::slice_ptr(&ticks.row_changed, start),
+            rows: AtomicTick::slice_ptr(rows.changed, 0),
+            blocks: rows.blocks.as_ptr(),
             capacity: archetype.chunk_capacity(),
-            all: window.contains(ticks.chunk_all_changed[chunk].load()),
+            all: window.contains(archetype.columns[cache].ticks.chunk_all_changed[chunk].load()),
             window,
             _ticks: PhantomData,
         }
@@ -258,7 +322,7 @@ unsafe impl<T: Component> QueryFilter for Changed<T> {
         // SAFETY: forwarded contract (`row` below the chunk's length).
         unsafe { fetch.row(row) }
     }
-    #[inline]
+    #[inline(always)]
     unsafe fn row_mask(fetch: &TickFetch<'_>, start: usize, n: usize) -> u64 {
         // SAFETY: forwarded contract (within the chunk's length).
         unsafe { fetch.mask(start, n) }
@@ -297,10 +361,9 @@ unsafe impl<T: Component> QueryFilter for Added<T> {
     }
     #[inline]
     fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> TickFetch<'w> {
-        let ticks = &archetype.columns[cache].ticks;
-        let start = archetype.tick_index(chunk, 0);
         TickFetch {
-            rows: AtomicTick::slice_ptr(&ticks.row_added, start),
+            rows: AtomicTick::slice_ptr(archetype.row_ticks(cache, chunk).added, 0),
+            blocks: std::ptr::null(),
             capacity: archetype.chunk_capacity(),
             all: false,
             window,
@@ -316,7 +379,7 @@ unsafe impl<T: Component> QueryFilter for Added<T> {
         // SAFETY: forwarded contract (`row` below the chunk's length).
         unsafe { fetch.row(row) }
     }
-    #[inline]
+    #[inline(always)]
     unsafe fn row_mask(fetch: &TickFetch<'_>, start: usize, n: usize) -> u64 {
         // SAFETY: forwarded contract (within the chunk's length).
         unsafe { fetch.mask(start, n) }
@@ -378,7 +441,7 @@ macro_rules! tuple_filter {
                 // SAFETY: forwarded contract.
                 true $( && unsafe { $name::row_passes(&_fetch.$idx, _row) } )*
             }
-            #[inline]
+            #[inline(always)]
             #[allow(unused_mut, reason = "the empty tuple has no element to narrow the mask")]
             unsafe fn row_mask(_fetch: &Self::Fetch<'_>, _start: usize, n: usize) -> u64 {
                 let mut mask = low_bits(n);

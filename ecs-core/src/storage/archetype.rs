@@ -3,16 +3,24 @@
 //!
 //! ## Tick layout
 //! For every column the archetype keeps, per chunk, `chunk_changed`,
-//! `chunk_added` and `chunk_all_changed`, and per row `row_changed` and
-//! `row_added` (indexed `chunk * capacity + row`). A query decides whether to
-//! look inside a chunk from `chunk_changed` alone (one load from a dense
-//! array, chunk memory untouched). A row counts as changed when its
-//! `row_changed` or its chunk's `chunk_all_changed` is inside the query's
-//! window; the latter is how a whole-column write stamps a chunk in O(1).
+//! `chunk_added` and `chunk_all_changed`; per block of [`BLOCK_ROWS`] rows,
+//! `block_changed` (indexed `chunk * blocks_per_chunk + row / BLOCK_ROWS`);
+//! and per row `row_changed` and `row_added` (indexed
+//! `chunk * capacity + row`). A query decides whether to look inside a chunk
+//! from `chunk_changed` alone (one load from a dense array, chunk memory
+//! untouched), then which blocks of the chunk to look inside from
+//! `block_changed` (16 rows of ticks are one cache line), and only then reads
+//! row ticks. A row counts as changed when its `row_changed` or its chunk's
+//! `chunk_all_changed` is inside the query's window; the latter is how a
+//! whole-column write stamps a chunk in O(1).
 //!
-//! Invariant: `chunk_changed` is never older than the effective changed tick
-//! of any live row of the chunk (and likewise for `chunk_added`). Everything
-//! that writes a row tick raises the chunk tick too.
+//! Invariants: `chunk_changed` is never older than the effective changed
+//! tick of any live row of the chunk (and likewise for `chunk_added`), and
+//! `block_changed` is never older than the `row_changed` of any live row of
+//! its block. Everything that writes a row tick raises the block and chunk
+//! ticks too. Block and chunk ticks may be newer than every row they cover
+//! (a row that moved away leaves its stamp behind): that costs a look, never
+//! a wrong answer.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
@@ -20,7 +28,7 @@ use std::ptr::NonNull;
 use crate::error::StoreError;
 use crate::storage::chunk::{CHUNK_SIZE, Chunk, ChunkLayout};
 use crate::storage::component::{ComponentId, Components};
-use crate::storage::edges::EdgeMap;
+use crate::storage::edges::{EdgeMap, MovePlan};
 use crate::storage::entity::Entity;
 use crate::storage::tick::{AtomicTick, MAX_CHANGE_AGE, Tick};
 
@@ -39,14 +47,56 @@ impl ArchetypeId {
     }
 }
 
+/// Rows covered by one block tick: 16 rows of 4-byte ticks are one 64-byte
+/// cache line, so a block that must be looked inside costs one line of row
+/// ticks, and a chunk with one changed row among 200 reads 13 block ticks and
+/// 16 row ticks instead of 200 row ticks.
+pub(crate) const BLOCK_ROWS: usize = 16;
+
+/// `log2(BLOCK_ROWS)`.
+pub(crate) const BLOCK_SHIFT: u32 = BLOCK_ROWS.trailing_zeros();
+
+/// Blocks of one 64-row group, the unit filters test rows in: a group
+/// that starts at a multiple of 64 rows reads its four block ticks with one
+/// vector compare, and a chunk's block ticks come in whole groups.
+pub(crate) const GROUP_BLOCKS: usize = 64 / BLOCK_ROWS;
+
 /// Change ticks of one column, all outside chunk memory.
 #[derive(Default, Debug)]
 pub(crate) struct ColumnTicks {
     pub(crate) chunk_changed: Vec<AtomicTick>,
     pub(crate) chunk_added: Vec<AtomicTick>,
     pub(crate) chunk_all_changed: Vec<AtomicTick>,
+    pub(crate) block_changed: Vec<AtomicTick>,
     pub(crate) row_changed: Vec<AtomicTick>,
     pub(crate) row_added: Vec<AtomicTick>,
+}
+
+/// The row-level ticks of one column in one chunk.
+#[derive(Clone, Copy)]
+pub(crate) struct RowTicks<'a> {
+    /// One changed tick per row (`capacity` of them).
+    pub(crate) changed: &'a [AtomicTick],
+    /// One added tick per row (`capacity` of them).
+    pub(crate) added: &'a [AtomicTick],
+    /// One changed tick per block of [`BLOCK_ROWS`] rows.
+    pub(crate) blocks: &'a [AtomicTick],
+}
+
+/// Of two stored stamps, the one written later, seen from `now`. Stored
+/// stamps are never older than 2^32 ticks (the world clamps them well
+/// before), so comparing their wrapping ages is exact; two stamps past
+/// [`MAX_CHANGE_AGE`] both count as "never changed", whichever is kept.
+#[inline(always)]
+pub(crate) fn newer(a: u32, b: u32, now: u32) -> u32 {
+    if now.wrapping_sub(a) <= now.wrapping_sub(b) { a } else { b }
+}
+
+/// Raises a tick cell to `tick` if that is newer (seen from `now`).
+#[inline(always)]
+fn raise(cell: &mut AtomicTick, tick: u32, now: u32) {
+    let c = cell.get_mut();
+    *c = newer(*c, tick, now);
 }
 
 /// One component column of an archetype.
@@ -69,6 +119,10 @@ pub struct Archetype {
     /// Column index by component index, `NO_COLUMN` where absent.
     column_index: Box<[u32]>,
     capacity: usize,
+    /// Block ticks per chunk: `capacity.div_ceil(BLOCK_ROWS)`, rounded up
+    /// to whole groups of [`GROUP_BLOCKS`] (the blocks past the last row
+    /// stay "never changed").
+    blocks_per_chunk: usize,
     block: Layout,
     pub(crate) chunks: Vec<Chunk>,
     /// Chunks with free rows; spawns fill the last one.
@@ -137,6 +191,7 @@ impl Archetype {
             columns,
             column_index,
             capacity: layout.capacity,
+            blocks_per_chunk: layout.capacity.div_ceil(BLOCK_ROWS).next_multiple_of(GROUP_BLOCKS),
             block: layout.block,
             chunks: Vec::new(),
             open: Vec::new(),
@@ -220,6 +275,24 @@ impl Archetype {
         }
     }
 
+    /// [`Archetype::column_ptr`] without bounds checks.
+    ///
+    /// # Safety
+    /// `col` is a column and `chunk` an allocated chunk of this archetype.
+    #[inline(always)]
+    pub(crate) unsafe fn column_ptr_unchecked(&self, col: usize, chunk: usize) -> *mut u8 {
+        debug_assert!(col < self.columns.len() && chunk < self.chunks.len());
+        // SAFETY: the caller's contract.
+        let column = unsafe { self.columns.get_unchecked(col) };
+        if column.size == 0 {
+            return NonNull::<u8>::dangling().as_ptr().wrapping_add(column.align - 1);
+        }
+        // SAFETY: the caller's contract, and `offset + size * capacity <=
+        // CHUNK_SIZE` by `ChunkLayout`, so the offset stays inside the
+        // chunk's allocation.
+        unsafe { self.chunks.get_unchecked(chunk).base().add(column.offset) }
+    }
+
     /// Start of column `col` in `chunk`. For zero-sized components a dangling,
     /// well-aligned pointer.
     #[inline]
@@ -245,8 +318,71 @@ impl Archetype {
 
     /// Index of a row in the per-row tick arrays.
     #[inline]
-    pub(crate) fn tick_index(&self, chunk: usize, row: usize) -> usize {
+    fn tick_index(&self, chunk: usize, row: usize) -> usize {
         chunk * self.capacity + row
+    }
+
+    /// Index of a row's block in the per-block tick arrays.
+    #[inline]
+    fn block_index(&self, chunk: usize, row: usize) -> usize {
+        chunk * self.blocks_per_chunk + (row >> BLOCK_SHIFT)
+    }
+
+    /// The row-level ticks of column `col` in `chunk`.
+    ///
+    /// # Panics
+    /// If `col` or `chunk` is out of range.
+    #[inline]
+    pub(crate) fn row_ticks(&self, col: usize, chunk: usize) -> RowTicks<'_> {
+        let t = &self.columns[col].ticks;
+        let (rows, blocks) = (self.tick_index(chunk, 0), self.block_index(chunk, 0));
+        RowTicks {
+            changed: &t.row_changed[rows..rows + self.capacity],
+            added: &t.row_added[rows..rows + self.capacity],
+            blocks: &t.block_changed[blocks..blocks + self.blocks_per_chunk],
+        }
+    }
+
+    /// [`Archetype::row_ticks`] without bounds checks, for the per-chunk
+    /// fetches of query loops.
+    ///
+    /// # Safety
+    /// `col` is a column and `chunk` an allocated chunk of this archetype.
+    #[inline(always)]
+    pub(crate) unsafe fn row_ticks_unchecked(&self, col: usize, chunk: usize) -> RowTicks<'_> {
+        debug_assert!(col < self.columns.len() && chunk < self.chunks.len());
+        let (rows, blocks) = (self.tick_index(chunk, 0), self.block_index(chunk, 0));
+        // SAFETY: the caller's contract; the tick arrays cover every
+        // allocated chunk (`capacity` row ticks and `blocks_per_chunk`
+        // block ticks each).
+        unsafe {
+            let t = &self.columns.get_unchecked(col).ticks;
+            RowTicks {
+                changed: t.row_changed.get_unchecked(rows..rows + self.capacity),
+                added: t.row_added.get_unchecked(rows..rows + self.capacity),
+                blocks: t.block_changed.get_unchecked(blocks..blocks + self.blocks_per_chunk),
+            }
+        }
+    }
+
+    /// The per-chunk ticks of column `col` in `chunk`: changed, added and
+    /// whole-column changed, without bounds checks.
+    ///
+    /// # Safety
+    /// As [`Archetype::row_ticks_unchecked`].
+    #[inline(always)]
+    pub(crate) unsafe fn chunk_ticks_unchecked(&self, col: usize, chunk: usize) -> [&AtomicTick; 3] {
+        debug_assert!(col < self.columns.len() && chunk < self.chunks.len());
+        // SAFETY: the caller's contract; the chunk tick arrays cover every
+        // allocated chunk.
+        unsafe {
+            let t = &self.columns.get_unchecked(col).ticks;
+            [
+                t.chunk_changed.get_unchecked(chunk),
+                t.chunk_added.get_unchecked(chunk),
+                t.chunk_all_changed.get_unchecked(chunk),
+            ]
+        }
     }
 
     /// The effective changed tick of a row (its own, or the chunk's
@@ -277,6 +413,7 @@ impl Archetype {
             t.chunk_changed.reserve(chunks);
             t.chunk_added.reserve(chunks);
             t.chunk_all_changed.reserve(chunks);
+            t.block_changed.reserve(chunks * self.blocks_per_chunk);
             t.row_changed.reserve(chunks * self.capacity);
             t.row_added.reserve(chunks * self.capacity);
         }
@@ -290,19 +427,39 @@ impl Archetype {
             let c = c as usize;
             return (c, self.capacity - self.chunks[c].len as usize);
         }
+        self.new_chunk(now)
+    }
+
+    /// Allocates a chunk and lists it as open.
+    #[cold]
+    #[inline(never)]
+    fn new_chunk(&mut self, now: Tick) -> (usize, usize) {
         let c = self.chunks.len();
-        self.chunks.push(Chunk::new(self.block));
+        // Tick storage first, so a failure to grow it leaves no chunk
+        // without ticks; the truncations drop whatever such a failed
+        // attempt had added to the columns before it.
         let capacity = self.capacity;
+        let blocks = self.blocks_per_chunk;
         // A new chunk starts "never changed"; rows raise its ticks.
         let never = Tick::new(now.get().wrapping_sub(MAX_CHANGE_AGE));
         for column in self.columns.iter_mut() {
             let t = &mut column.ticks;
+            t.chunk_changed.truncate(c);
+            t.chunk_added.truncate(c);
+            t.chunk_all_changed.truncate(c);
+            t.block_changed.truncate(c * blocks);
+            t.row_changed.truncate(c * capacity);
+            t.row_added.truncate(c * capacity);
             t.chunk_changed.push(AtomicTick::new(never));
             t.chunk_added.push(AtomicTick::new(never));
             t.chunk_all_changed.push(AtomicTick::new(never));
+            t.block_changed.resize_with(t.block_changed.len() + blocks, || AtomicTick::new(never));
             t.row_changed.resize_with(t.row_changed.len() + capacity, AtomicTick::default);
             t.row_added.resize_with(t.row_added.len() + capacity, AtomicTick::default);
         }
+        self.chunks.reserve(1);
+        self.open.reserve(1);
+        self.chunks.push(Chunk::new(self.block));
         self.open.push(c as u32);
         (c, capacity)
     }
@@ -327,10 +484,15 @@ impl Archetype {
     }
 
     /// Stamps rows `start..start + count` of `chunk` added and changed at
-    /// `now` in every column, and raises the chunk ticks to `now`.
+    /// `now` in every column, and raises their block and chunk ticks to
+    /// `now`.
     #[inline]
     pub(crate) fn stamp_new_rows(&mut self, chunk: usize, start: usize, count: usize, now: Tick) {
+        if count == 0 {
+            return;
+        }
         let first = self.tick_index(chunk, start);
+        let blocks = self.block_index(chunk, start)..=self.block_index(chunk, start + count - 1);
         for column in self.columns.iter_mut() {
             let t = &mut column.ticks;
             for tick in &mut t.row_changed[first..first + count] {
@@ -339,52 +501,126 @@ impl Archetype {
             for tick in &mut t.row_added[first..first + count] {
                 *tick.get_mut() = now.get();
             }
+            for tick in &mut t.block_changed[blocks.clone()] {
+                *tick.get_mut() = now.get();
+            }
             *t.chunk_changed[chunk].get_mut() = now.get();
             *t.chunk_added[chunk].get_mut() = now.get();
         }
     }
 
-    /// Sets one row's ticks in one column, raising the chunk ticks so they
-    /// stay at least as new as every row (seen from `now`).
-    #[inline]
-    pub(crate) fn set_row_ticks(
-        &mut self,
-        col: usize,
-        chunk: usize,
-        row: usize,
-        changed: Tick,
-        added: Tick,
-        now: Tick,
-    ) {
-        let i = self.tick_index(chunk, row);
-        let t = &mut self.columns[col].ticks;
-        *t.row_changed[i].get_mut() = changed.get();
-        *t.row_added[i].get_mut() = added.get();
-        let c = t.chunk_changed[chunk].get_mut();
-        *c = Tick::new(*c).newest(changed, now).get();
-        let a = t.chunk_added[chunk].get_mut();
-        *a = Tick::new(*a).newest(added, now).get();
-    }
-
-    /// Stamps one row of one column added and changed at `now` (a value
-    /// that is new to the row), raising the chunk ticks to `now`.
-    #[inline]
-    pub(crate) fn stamp_row(&mut self, col: usize, chunk: usize, row: usize, now: Tick) {
-        let i = self.tick_index(chunk, row);
-        let t = &mut self.columns[col].ticks;
-        *t.row_changed[i].get_mut() = now.get();
-        *t.row_added[i].get_mut() = now.get();
-        *t.chunk_changed[chunk].get_mut() = now.get();
-        *t.chunk_added[chunk].get_mut() = now.get();
-    }
-
     /// Stamps one row of one column changed at `now` (a replaced value).
     #[inline]
     pub(crate) fn mark_row_changed(&mut self, col: usize, chunk: usize, row: usize, now: Tick) {
-        let i = self.tick_index(chunk, row);
+        let (i, b) = (self.tick_index(chunk, row), self.block_index(chunk, row));
         let t = &mut self.columns[col].ticks;
         *t.row_changed[i].get_mut() = now.get();
+        *t.block_changed[b].get_mut() = now.get();
         *t.chunk_changed[chunk].get_mut() = now.get();
+    }
+
+    /// Moves the live row at (`chunk`, `row`) to a new row of `dst` along
+    /// `plan`: the values of the columns both archetypes hold go with their
+    /// ticks (a changed stamp survives the move, and the chunk's
+    /// whole-column stamp is folded into it), the columns only `dst` has
+    /// are stamped added and changed at `now`, and the row left behind is
+    /// filled by this chunk's last row. Returns the new row's chunk and
+    /// index in `dst`, and the entity that took the old row's place here,
+    /// if any.
+    ///
+    /// One pass per column with the tick cells addressed directly: this is
+    /// the whole of a structural insert or remove.
+    ///
+    /// # Safety
+    /// `plan` was made for moves from `self` to `dst`, and `dst` is another
+    /// archetype; the row is live; the values of the columns `dst` lacks
+    /// are dead (moved out or dropped). The columns only `dst` has are left
+    /// unwritten: the caller writes them before anything reads the row.
+    #[inline(always)]
+    pub(crate) unsafe fn move_row(
+        &mut self,
+        dst: &mut Archetype,
+        plan: &MovePlan,
+        chunk: usize,
+        row: usize,
+        now: Tick,
+    ) -> (usize, usize, Option<Entity>) {
+        debug_assert!(chunk < self.chunks.len() && row < self.chunks[chunk].len as usize);
+        debug_assert_eq!(plan.dst, dst.id);
+        let now_raw = now.get();
+        let (dc, _) = dst.open_chunk(now);
+        debug_assert!(dc < dst.chunks.len());
+        // SAFETY: `chunk` is a chunk of this archetype (the row is live) and
+        // `dc` one `open_chunk` just returned.
+        let (src_chunk, dst_chunk) = unsafe { (self.chunks.get_unchecked(chunk), dst.chunks.get_unchecked(dc)) };
+        let dr = dst_chunk.len as usize;
+        let (src_base, dst_base) = (src_chunk.base(), dst_chunk.base());
+        // SAFETY: `row` is live, so its entity slot is initialised; `dr` is
+        // the first free row of `dc`, whose slot is in the entity column.
+        // The row becomes live here and every value of it is written below
+        // (shared columns) or by the caller (fresh ones) before anything
+        // reads it; nothing in between can fail.
+        unsafe {
+            dst_chunk.entities_ptr().add(dr).write(*src_chunk.entities_ptr().add(row));
+            dst.commit_rows(dc, 1);
+        }
+        let (si, di, db) = (self.tick_index(chunk, row), dst.tick_index(dc, dr), dst.block_index(dc, dr));
+        for shared in plan.shared.iter() {
+            let size = shared.size as usize;
+            if size > 0 {
+                // SAFETY: both rows are below their chunk's capacity and the
+                // columns lie inside their chunks (`ChunkLayout`; the plan
+                // copied these offsets from the two archetypes); the chunks
+                // are distinct allocations; the column holds the same type
+                // in both, and the source value is moved (the source row is
+                // removed below without dropping it).
+                unsafe {
+                    crate::storage::edges::copy_value(
+                        src_base.add(shared.src_offset as usize + size * row),
+                        dst_base.add(shared.dst_offset as usize + size * dr),
+                        size,
+                    );
+                }
+            }
+            debug_assert!((shared.src as usize) < self.columns.len() && (shared.dst as usize) < dst.columns.len());
+            // SAFETY: the plan's column indices were taken from these two
+            // archetypes, which never change their columns; `si`/`chunk`
+            // address a live row and its chunk, `di`, `db`, `dc` the new
+            // row, its block and chunk, and the tick arrays cover every
+            // allocated chunk (checked by `check_consistency`).
+            unsafe {
+                let st = &self.columns.get_unchecked(shared.src as usize).ticks;
+                let dt = &mut dst.columns.get_unchecked_mut(shared.dst as usize).ticks;
+                let changed = newer(
+                    st.row_changed.get_unchecked(si).load().get(),
+                    st.chunk_all_changed.get_unchecked(chunk).load().get(),
+                    now_raw,
+                );
+                let added = st.row_added.get_unchecked(si).load().get();
+                *dt.row_changed.get_unchecked_mut(di).get_mut() = changed;
+                *dt.row_added.get_unchecked_mut(di).get_mut() = added;
+                raise(dt.block_changed.get_unchecked_mut(db), changed, now_raw);
+                raise(dt.chunk_changed.get_unchecked_mut(dc), changed, now_raw);
+                raise(dt.chunk_added.get_unchecked_mut(dc), added, now_raw);
+            }
+        }
+        for &dcol in plan.fresh.iter() {
+            debug_assert!((dcol as usize) < dst.columns.len());
+            // SAFETY: as above, the plan's index is a column of `dst`, and
+            // the new row's tick cells are in range.
+            unsafe {
+                let dt = &mut dst.columns.get_unchecked_mut(dcol as usize).ticks;
+                *dt.row_changed.get_unchecked_mut(di).get_mut() = now_raw;
+                *dt.row_added.get_unchecked_mut(di).get_mut() = now_raw;
+                *dt.block_changed.get_unchecked_mut(db).get_mut() = now_raw;
+                *dt.chunk_changed.get_unchecked_mut(dc).get_mut() = now_raw;
+                *dt.chunk_added.get_unchecked_mut(dc).get_mut() = now_raw;
+            }
+        }
+        // SAFETY: every value of the row was moved above or is dead per the
+        // caller's contract.
+        let moved = unsafe { self.swap_remove(chunk, row, now) };
+        (dc, dr, moved)
     }
 
     /// Runs the destructor of every value in one row. The row stays in
@@ -416,35 +652,52 @@ impl Archetype {
     }
 
     /// Removes a row whose values were already dropped or moved out, by
-    /// moving the chunk's last row into it (values, entity and row ticks).
-    /// Returns the entity that moved, if any.
+    /// moving the chunk's last row into it (values, entity and row ticks;
+    /// the row's block tick is raised to the moved row's changed tick, seen
+    /// from `now`). Returns the entity that moved, if any.
     ///
     /// # Safety
     /// The row is live and its values are dead (dropped or moved out).
     #[inline]
-    pub(crate) unsafe fn swap_remove(&mut self, chunk: usize, row: usize) -> Option<Entity> {
-        let last = self.chunks[chunk].len as usize - 1;
+    pub(crate) unsafe fn swap_remove(&mut self, chunk: usize, row: usize, now: Tick) -> Option<Entity> {
+        debug_assert!(chunk < self.chunks.len());
+        // SAFETY: the row is live, so its chunk exists.
+        let c = unsafe { self.chunks.get_unchecked(chunk) };
+        debug_assert!(row < c.len as usize);
+        let last = c.len as usize - 1;
         let was_full = last + 1 == self.capacity;
         let moved = if row != last {
-            for col in 0..self.columns.len() {
-                let size = self.columns[col].size;
-                if size > 0 {
-                    let src = self.value_ptr(col, chunk, last);
-                    let dst = self.value_ptr(col, chunk, row);
-                    // SAFETY: both rows are inside the chunk and distinct, so
-                    // the `size`-byte ranges do not overlap; the value at
+            let base = c.base();
+            let (from, to) = (self.tick_index(chunk, last), self.tick_index(chunk, row));
+            let block = self.block_index(chunk, row);
+            let now_raw = now.get();
+            for column in self.columns.iter_mut() {
+                if column.size > 0 {
+                    let at = base.wrapping_add(column.offset);
+                    // SAFETY: both rows are inside the chunk and distinct,
+                    // so the `size`-byte ranges do not overlap; the value at
                     // `last` is live and is moved, not duplicated, since the
                     // row count drops by one below.
-                    unsafe { crate::storage::edges::copy_value(src, dst, size) };
+                    unsafe {
+                        crate::storage::edges::copy_value(
+                            at.add(column.size * last),
+                            at.add(column.size * row),
+                            column.size,
+                        );
+                    }
                 }
-                let (from, to) = (self.tick_index(chunk, last), self.tick_index(chunk, row));
-                let t = &mut self.columns[col].ticks;
-                let changed = *t.row_changed[from].get_mut();
-                *t.row_changed[to].get_mut() = changed;
-                let added = *t.row_added[from].get_mut();
-                *t.row_added[to].get_mut() = added;
+                let t = &mut column.ticks;
+                // SAFETY: `from`, `to` and `block` address rows and a block
+                // of an allocated chunk, which the tick arrays cover.
+                unsafe {
+                    let changed = *t.row_changed.get_unchecked_mut(from).get_mut();
+                    *t.row_changed.get_unchecked_mut(to).get_mut() = changed;
+                    let added = *t.row_added.get_unchecked_mut(from).get_mut();
+                    *t.row_added.get_unchecked_mut(to).get_mut() = added;
+                    raise(t.block_changed.get_unchecked_mut(block), changed, now_raw);
+                }
             }
-            let entities = self.chunks[chunk].entities_ptr();
+            let entities = c.entities_ptr();
             // SAFETY: `row` and `last` are below the chunk's length, so both
             // entity slots are initialised and inside the column.
             let moved = unsafe {
@@ -456,7 +709,8 @@ impl Archetype {
         } else {
             None
         };
-        self.chunks[chunk].len -= 1;
+        // SAFETY: as above.
+        unsafe { self.chunks.get_unchecked_mut(chunk).len -= 1 };
         self.len -= 1;
         if was_full {
             self.open.push(chunk as u32);
@@ -497,8 +751,9 @@ impl Archetype {
 
     /// Checks the archetype's own invariants: its length is the sum of its
     /// chunks' lengths, the open list names exactly the chunks with free
-    /// rows, the tick arrays cover every chunk, and no live row's changed or
-    /// added tick is newer than its chunk's (seen from `now`).
+    /// rows, the tick arrays cover every chunk, no live row's changed or
+    /// added tick is newer than its chunk's, and no live row's own changed
+    /// tick is newer than its block's (seen from `now`).
     pub(crate) fn check_consistency(&self, now: Tick) -> Result<(), String> {
         let id = self.id.0;
         let sum: usize = self.chunks.iter().map(|c| c.len as usize).sum();
@@ -518,6 +773,7 @@ impl Archetype {
             if t.chunk_changed.len() != chunks
                 || t.chunk_added.len() != chunks
                 || t.chunk_all_changed.len() != chunks
+                || t.block_changed.len() != chunks * self.blocks_per_chunk
                 || t.row_changed.len() != chunks * self.capacity
                 || t.row_added.len() != chunks * self.capacity
             {
@@ -534,6 +790,14 @@ impl Archetype {
                              added {row_added}) newer than the chunk's (changed {changed}, added {added})"
                         ));
                     }
+                    let own = t.row_changed[self.tick_index(chunk, row)].load();
+                    let block = t.block_changed[self.block_index(chunk, row)].load();
+                    if own.age(now) < block.age(now) {
+                        return Err(format!(
+                            "archetype {id}, column {col}, chunk {chunk}, row {row}: row changed tick {own} newer \
+                             than its block's ({block})"
+                        ));
+                    }
                 }
             }
         }
@@ -548,6 +812,7 @@ impl Archetype {
                 &mut t.chunk_changed,
                 &mut t.chunk_added,
                 &mut t.chunk_all_changed,
+                &mut t.block_changed,
                 &mut t.row_changed,
                 &mut t.row_added,
             ] {

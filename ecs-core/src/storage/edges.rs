@@ -38,14 +38,30 @@ impl EdgeMap {
     }
 }
 
+/// A column both ends of a move hold, with what the move needs of it in
+/// one place (no lookup of either archetype's column per move).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SharedColumn {
+    /// Column index in the source.
+    pub(crate) src: u32,
+    /// Column index in the destination.
+    pub(crate) dst: u32,
+    /// Byte offset of the column in a source chunk.
+    pub(crate) src_offset: u32,
+    /// Byte offset of the column in a destination chunk.
+    pub(crate) dst_offset: u32,
+    /// Bytes per value (0 for a tag).
+    pub(crate) size: u32,
+}
+
 /// How one bundle insert or remove moves a row.
 #[derive(Debug, Clone)]
 pub(crate) struct MovePlan {
     /// Where the row goes (equal to the source when an insert only
     /// replaces values).
     pub(crate) dst: ArchetypeId,
-    /// `(source column, destination column)` of components both hold.
-    pub(crate) shared: Box<[(u32, u32)]>,
+    /// The components both hold.
+    pub(crate) shared: Box<[SharedColumn]>,
     /// Destination columns the source lacks.
     pub(crate) fresh: Box<[u32]>,
     /// Per bundle element: its column in the destination (insert) or in the
@@ -65,7 +81,16 @@ impl MovePlan {
         let mut shared = Vec::new();
         for (scol, &component) in src.components().iter().enumerate() {
             if let Some(dcol) = dst.column_of(component) {
-                shared.push((scol as u32, dcol as u32));
+                let (s, d) = (&src.columns[scol], &dst.columns[dcol]);
+                debug_assert_eq!(s.size, d.size);
+                // Offsets and sizes are below `CHUNK_SIZE`, so they fit.
+                shared.push(SharedColumn {
+                    src: scol as u32,
+                    dst: dcol as u32,
+                    src_offset: s.offset as u32,
+                    dst_offset: d.offset as u32,
+                    size: s.size as u32,
+                });
             }
         }
         let fresh =

@@ -1,0 +1,239 @@
+//! The block level of change detection: one changed tick per 16 rows, which
+//! lets a `Changed` filter skip the row ticks of blocks nobody wrote. These
+//! tests write scattered rows through every write path (including moves,
+//! swap-removes and panicking loops) and check that `Changed` finds exactly
+//! the written rows and that `World::check_consistency` (which checks every
+//! block tick against its rows) holds.
+
+use std::collections::BTreeSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use ecs_core::{Changed, Component, Entity, EntityGroups, Query, QueryState, Schedule, World};
+
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+struct Pos(u32);
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+struct Vel(u32);
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+struct Tag;
+/// Big enough that a chunk holds a few dozen rows (several blocks, one
+/// partly filled group of 64 at the end).
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+struct Wide([u64; 40]);
+
+/// The entities whose `Pos` changed since the query's last run, after a
+/// tick, sorted; checks the store's invariants first.
+fn changed(world: &mut World, q: &mut QueryState<Entity, Changed<Pos>>) -> BTreeSet<Entity> {
+    world.check_consistency().unwrap();
+    world.increment_change_tick();
+    q.iter(world).collect()
+}
+
+/// Row patterns that hit blocks and groups in different ways: every row,
+/// one per block, one per two blocks, block edges, one per group, sparse.
+const PATTERNS: [(usize, usize); 8] = [(0, 1), (3, 16), (15, 17), (16, 32), (0, 63), (5, 64), (63, 65), (7, 250)];
+
+#[test]
+fn scattered_writes_are_found_exactly_in_small_and_large_chunks() {
+    let mut world = World::new();
+    let plain = world.spawn_batch((0..3000).map(|i| (Pos(i),)));
+    let wide = world.spawn_batch((0..700).map(|i| (Pos(i), Wide([0; 40]))));
+    let mut q = world.query_filtered::<Entity, Changed<Pos>>();
+    let all: BTreeSet<Entity> = plain.iter().chain(&wide).copied().collect();
+    assert_eq!(changed(&mut world, &mut q), all, "the first run sees every spawn");
+    for (offset, stride) in PATTERNS {
+        let want: BTreeSet<Entity> = plain
+            .iter()
+            .skip(offset)
+            .step_by(stride)
+            .chain(wide.iter().skip(offset).step_by(stride))
+            .copied()
+            .collect();
+        for &e in &want {
+            world.get_mut::<Pos>(e).unwrap().0 += 1;
+        }
+        assert_eq!(changed(&mut world, &mut q), want, "offset {offset}, stride {stride}");
+        assert_eq!(changed(&mut world, &mut q), BTreeSet::new(), "nothing since");
+    }
+}
+
+#[test]
+fn loops_that_write_some_visited_rows_mark_only_those() {
+    let mut world = World::new();
+    let es = world.spawn_batch((0..2500).map(|i| (Pos(i), Vel(0))));
+    let mut moved = world.query_filtered::<(&Pos, &mut Vel), Changed<Pos>>();
+    let mut all = world.query::<(Entity, &Pos, &mut Vel)>();
+    let mut vel_changed = world.query_filtered::<Entity, Changed<Vel>>();
+    let mut pos_changed = world.query_filtered::<Entity, Changed<Pos>>();
+    vel_changed.iter(&world).count();
+    moved.for_each_mut(&mut world, |_| {});
+    changed(&mut world, &mut pos_changed);
+    for (round, (offset, stride)) in PATTERNS.into_iter().enumerate() {
+        let written: Vec<Entity> = es.iter().skip(offset).step_by(stride).copied().collect();
+        for &e in &written {
+            world.get_mut::<Pos>(e).unwrap().0 += 1;
+        }
+        world.increment_change_tick();
+        // Rows whose `Pos` is odd get a new `Vel`; the others are visited
+        // and left alone.
+        let write = |pos: &Pos, vel: &mut ecs_core::Mut<'_, Vel>| {
+            if pos.0 % 2 == 1 {
+                vel.0 += 1;
+            }
+        };
+        match round % 3 {
+            0 => moved.for_each_mut(&mut world, |(pos, mut vel)| write(pos, &mut vel)),
+            1 => moved.par_for_each_mut(&mut world, |(pos, mut vel)| write(pos, &mut vel)),
+            _ => all.for_each_mut(&mut world, |(e, pos, mut vel)| {
+                if written.binary_search(&e).is_ok() {
+                    write(pos, &mut vel);
+                }
+            }),
+        }
+        world.check_consistency().unwrap();
+        world.increment_change_tick();
+        let want: BTreeSet<Entity> =
+            written.iter().copied().filter(|&e| world.get::<Pos>(e).unwrap().0 % 2 == 1).collect();
+        let got: BTreeSet<Entity> = vel_changed.iter(&world).collect();
+        assert_eq!(got, want, "offset {offset}, stride {stride}");
+        changed(&mut world, &mut pos_changed);
+        // The next round's window of `moved` starts here.
+        moved.for_each_mut(&mut world, |_| {});
+    }
+}
+
+#[test]
+fn moved_and_swap_removed_rows_keep_their_changed_ticks() {
+    let mut world = World::new();
+    let es = world.spawn_batch((0..3000).map(|i| (Pos(i),)));
+    let mut q = world.query_filtered::<Entity, Changed<Pos>>();
+    changed(&mut world, &mut q);
+    // Rows near the ends of the chunks: swap-removes move them into the
+    // first blocks, whose block ticks are old.
+    let written: Vec<Entity> = es.iter().copied().filter(|e| e.index() % 1365 > 1300).step_by(7).collect();
+    for &e in &written {
+        world.get_mut::<Pos>(e).unwrap().0 += 1;
+    }
+    // Move rows from the start of each chunk to another archetype (their
+    // places are filled by the chunk's last rows), move some back, and
+    // despawn a few.
+    let front: Vec<Entity> = es.iter().copied().filter(|e| e.index() % 1365 < 40).collect();
+    for &e in &front {
+        world.insert(e, Tag).unwrap();
+    }
+    for &e in front.iter().step_by(3) {
+        world.remove::<Tag>(e).unwrap();
+    }
+    let gone: Vec<Entity> = es.iter().copied().filter(|e| e.index() % 1365 == 50).collect();
+    for &e in &gone {
+        world.despawn(e).unwrap();
+    }
+    let want: BTreeSet<Entity> = written.iter().copied().filter(|e| !gone.contains(e)).collect();
+    assert!(want.len() > 10);
+    assert_eq!(changed(&mut world, &mut q), want);
+    // The moves themselves changed no `Pos`.
+    for &e in front.iter().step_by(2) {
+        world.insert(e, Vel(0)).unwrap();
+    }
+    assert_eq!(changed(&mut world, &mut q), BTreeSet::new());
+}
+
+#[test]
+fn a_panicking_loop_leaves_the_rows_it_wrote_visible() {
+    let mut world = World::new();
+    let es = world.spawn_batch((0..2000).map(|i| (Pos(i),)));
+    let mut q = world.query_filtered::<Entity, Changed<Pos>>();
+    let mut plain = world.query::<&mut Pos>();
+    let mut filtered = world.query_filtered::<&mut Pos, Changed<Pos>>();
+    changed(&mut world, &mut q);
+    filtered.for_each_mut(&mut world, |_| {});
+    // A loop over every row, stopped by a panic in its 1000th row.
+    let mut seen = 0;
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        plain.for_each_mut(&mut world, |mut p| {
+            seen += 1;
+            if seen == 1000 {
+                panic!("stop");
+            }
+            if p.0 % 5 == 0 {
+                p.0 += 1;
+            }
+        });
+    }));
+    assert!(outcome.is_err());
+    let want: BTreeSet<Entity> = es[..999].iter().copied().filter(|e| e.index() % 5 == 0).collect();
+    assert_eq!(changed(&mut world, &mut q), want, "unfiltered loop");
+    // A filtered loop (rows in groups of 64), stopped the same way.
+    filtered.for_each_mut(&mut world, |_| {});
+    let written: Vec<Entity> = es.iter().copied().step_by(3).collect();
+    for &e in &written {
+        world.get_mut::<Pos>(e).unwrap().0 += 1;
+    }
+    world.increment_change_tick();
+    changed(&mut world, &mut q);
+    let mut seen = 0;
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        filtered.for_each_mut(&mut world, |mut p| {
+            seen += 1;
+            p.0 += 1;
+            if seen == 300 {
+                panic!("stop");
+            }
+        });
+    }));
+    assert!(outcome.is_err());
+    assert_eq!(changed(&mut world, &mut q), written[..300].iter().copied().collect());
+}
+
+#[test]
+fn views_iterators_and_groups_stamp_blocks_themselves() {
+    let mut world = World::new();
+    let es = world.spawn_batch((0..1500).map(|i| (Pos(i), Wide([0; 40]))));
+    let mut q = world.query_filtered::<Entity, Changed<Pos>>();
+    changed(&mut world, &mut q);
+    let mut pos = world.query::<(Entity, &mut Pos)>();
+    let pick = |e: Entity| e.index() % 37 == 3;
+    let want: BTreeSet<Entity> = es.iter().copied().filter(|&e| pick(e)).collect();
+
+    for (e, mut p) in pos.iter_mut(&mut world) {
+        if pick(e) {
+            p.0 += 1;
+        }
+    }
+    assert_eq!(changed(&mut world, &mut q), want, "iter_mut");
+
+    pos.for_each_chunk_mut(&mut world, |mut view| {
+        for row in 0..view.len() {
+            let (e, mut p) = view.get(row).unwrap();
+            if pick(e) {
+                p.0 += 1;
+            }
+        }
+    });
+    assert_eq!(changed(&mut world, &mut q), want, "chunk views");
+
+    let mut groups = EntityGroups::new();
+    for part in es.chunks(100) {
+        groups.push_group(part).unwrap();
+    }
+    world.insert_resource(groups);
+    let mut schedule = Schedule::new();
+    schedule.add_systems(|mut q: Query<&mut Pos>, groups: ecs_core::Res<EntityGroups>| {
+        let all: Vec<u32> = (0..groups.len() as u32).collect();
+        q.par_for_each_group_mut(
+            &groups,
+            &all,
+            || (),
+            |_, rows| {
+                for k in 0..rows.len() {
+                    let e = rows.entities()[k];
+                    if e.index() % 37 == 3 {
+                        rows.get_mut(k).unwrap().0 += 1;
+                    }
+                }
+            },
+        );
+    });
+    schedule.run(&mut world).unwrap();
+    assert_eq!(changed(&mut world, &mut q), want, "entity groups");
+}
