@@ -484,21 +484,14 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         blocks
     }
 
-    /// The pairs whose earlier point lies in one of the occupied cells
-    /// `cells`. Per cell: the scan box of all its points (computed once),
-    /// the candidates after the cell in key order gathered into one run
-    /// (the cell's own points, the rest of its row in the box, the later
-    /// rows of its layer and the layers above), then each point tests the
-    /// candidates after itself in chunks of 8. Returns the probes made (the
-    /// caller adds them to [`cell_probes`]).
     /// The unit of a batch query that starts at occupied cell `c` (before
     /// `end`): that cell and the next ones of the same row while the unit
-    /// holds fewer than [`UNIT_POINTS`] points and spans at most
-    /// [`UNIT_CELLS`] cells along x. Returns the cell after the unit and the
+    /// holds fewer than [`UNIT_POINTS`] points and spans fewer than `extent`
+    /// cells along x. Returns the cell after the unit and the
     /// unit's sorted slots `s0..e0`. One scan box, one set of rows and one
     /// gather serve all of a unit's points, so sparse cells share them.
     #[inline(always)]
-    fn unit(&self, c: usize, end: usize) -> (usize, usize, usize) {
+    fn unit(&self, c: usize, end: usize, extent: u64) -> (usize, usize, usize) {
         let cells = self.cells();
         let first = cells[c];
         let row = first.key.raw() >> AXIS_BITS;
@@ -506,7 +499,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let mut next = c + 1;
         while next < end && points < UNIT_POINTS {
             let key = cells[next].key.raw();
-            if key >> AXIS_BITS != row || key - first.key.raw() >= UNIT_CELLS {
+            if key >> AXIS_BITS != row || key - first.key.raw() >= extent {
                 break;
             }
             points += cells[next].count as usize;
@@ -515,6 +508,14 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         (next, first.start as usize, first.start as usize + points)
     }
 
+    /// The pairs whose earlier point lies in one of the occupied cells
+    /// `cells`. Per unit (see [`unit`](Self::unit)): the scan box of all
+    /// its points (computed once), the candidates after the unit's first
+    /// cell in key order gathered into one run (the unit's own points, the
+    /// rest of its row in the box, the later rows of its layer and the
+    /// layers above), then each point tests the candidates after itself in
+    /// chunks of 8. Returns the probes made (the caller adds them to
+    /// [`cell_probes`]).
     fn pairs_of_cells(
         &self,
         cells: Range<usize>,
@@ -525,11 +526,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let Some(boxes) = BoxMaker::new(self, r) else { return 0 };
         let BatchScratch { candidates, finder, rows } = scratch;
         finder.reset(self, r);
+        let extent = unit_extent(r / self.cell_size);
         let r2 = r * r;
         let mut probes = 0;
         let mut c = cells.start;
         while c < cells.end {
-            let (unit, s0, e0) = self.unit(c, cells.end);
+            let (unit, s0, e0) = self.unit(c, cells.end, extent);
             let own = unpack(self.cells()[c].key.raw());
             c = unit;
             let Some(scan) = boxes.cell_box(&self.soa, s0, e0) else { continue };
@@ -622,11 +624,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         };
         let BatchScratch { candidates, finder, rows } = scratch;
         finder.reset(self, r);
+        let extent = unit_extent(r / self.cell_size);
         let r2 = r * r;
         let mut probes = 0;
         let mut c = cells.start;
         while c < cells.end {
-            let (unit, s0, e0) = self.unit(c, cells.end);
+            let (unit, s0, e0) = self.unit(c, cells.end, extent);
             let own = unpack(self.cells()[c].key.raw());
             c = unit;
             rows.clear();
@@ -650,5 +653,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
 /// queries by a quarter and of all pairs by a third; dense cells are units
 /// of their own).
 const UNIT_POINTS: usize = 6;
-/// At most this many cells along x in one unit.
-const UNIT_CELLS: u64 = 4;
+/// A unit spans at most this many times the radius (or cells, for cells
+/// wider than the radius) along x: along a sparse row a longer unit shares
+/// its rows with more points for few more candidates.
+const UNIT_REACH: f32 = 8.0;
+
+/// The most cells along x a unit of radius `rc` cells may span.
+fn unit_extent(rc: f32) -> u64 {
+    (UNIT_REACH * rc.clamp(1.0, 64.0)) as u64
+}

@@ -28,7 +28,7 @@
 
 use glam::Vec3;
 
-use crate::cell::pack_unchecked;
+use crate::cell::{AXIS_BITS, pack_unchecked};
 use crate::grid::{LookupKind, SparseGrid, floor_in_range, gallop};
 use crate::kernel::Soa;
 use crate::point::{EntityId, GridPoint};
@@ -137,8 +137,6 @@ pub(crate) struct RowFinder {
     /// Per offset: the first cell whose key is at least the row's first
     /// key, as of the last box that used the offset.
     first: Vec<u32>,
-    /// Per offset: the first cell past the row's last key.
-    end: Vec<u32>,
 }
 
 impl RowFinder {
@@ -163,8 +161,6 @@ impl RowFinder {
         let offsets = self.side * self.side;
         self.first.clear();
         self.first.resize(offsets, 0);
-        self.end.clear();
-        self.end.resize(offsets, 0);
     }
 
     /// The cursor slot of the row at `(y, z)` seen from a cell in row
@@ -178,22 +174,31 @@ impl RowFinder {
         Some((dy + self.reach) as usize + self.side * (dz + self.reach) as usize)
     }
 
-    /// [`rows`](Self::rows) of one row through the cursors of offset `o`.
+    /// The sorted-slot range of the cells with keys `first_key..=last_key`
+    /// (one row's cells `x0..=x1`), through the cursor of offset `o`: the
+    /// cursor steps forward to the first key at or after `first_key`, and
+    /// the row's cells are the keys from there up to `last_key` (at most
+    /// `x1 - x0 + 1` of them). An empty row costs the cursor's step and one
+    /// comparison.
     #[inline(always)]
     fn cursor_row<P: GridPoint, I: EntityId>(
         &mut self,
         grid: &SparseGrid<P, I>,
         o: usize,
-        [y, z]: [i32; 2],
-        x0: i32,
-        x1: i32,
+        first_key: u64,
+        last_key: u64,
     ) -> (usize, usize) {
         let keys = grid.cell_keys();
-        let a = advance(keys, self.first[o] as usize, pack_unchecked(x0, y, z));
-        let b = advance(keys, (self.end[o] as usize).max(a), pack_unchecked(x1, y, z) + 1);
+        let a = advance(keys, self.first[o] as usize, first_key);
         self.first[o] = a as u32;
-        self.end[o] = b as u32;
-        if a == b { (0, 0) } else { (grid.cell_start(a), grid.cell_start(b)) }
+        if keys.get(a).is_none_or(|&k| k > last_key) {
+            return (0, 0);
+        }
+        let mut b = a + 1;
+        while keys.get(b).is_some_and(|&k| k <= last_key) {
+            b += 1;
+        }
+        (grid.cell_start(a), grid.cell_start(b))
     }
 
     /// The sorted-slot range of the cells `own[0]..=x1` of the visited
@@ -206,7 +211,10 @@ impl RowFinder {
         x1: i32,
     ) -> (usize, usize) {
         match self.offset(own[1], own[2], own[1], own[2]) {
-            Some(o) => self.cursor_row(grid, o, [own[1], own[2]], own[0], x1),
+            Some(o) => {
+                let first_key = pack_unchecked(own[0], own[1], own[2]);
+                self.cursor_row(grid, o, first_key, first_key + (x1 - own[0]) as u64)
+            }
             None => grid.row_slots(own[1], own[2], own[0], x1),
         }
     }
@@ -261,17 +269,26 @@ impl RowFinder {
                 grid.walk_rows(lo, hi, push)
             };
         }
+        // Keys step by a constant from row to row of a layer (the
+        // coordinates stay in range, so no field overflows into the next).
+        const Y: u64 = 1 << AXIS_BITS;
+        let width = (hi[0] - lo[0]) as u64;
         let mut probes = 0;
         for z in z_first..=hi[2] {
             let y_first = if after && z == z0 { y0 + 1 } else { lo[1] };
-            for y in y_first..=hi[1] {
-                let o = (y - y0 + self.reach) as usize + self.side * (z - z0 + self.reach) as usize;
-                let (s, e) = self.cursor_row(grid, o, [y, z], lo[0], hi[0]);
-                probes += 1;
+            if y_first > hi[1] {
+                continue;
+            }
+            let mut key = pack_unchecked(lo[0], y_first, z);
+            let first_o = (y_first - y0 + self.reach) as usize + self.side * (z - z0 + self.reach) as usize;
+            for o in first_o..=first_o + (hi[1] - y_first) as usize {
+                let (s, e) = self.cursor_row(grid, o, key, key + width);
                 if s < e {
                     push_merged(out, s as u32, e as u32);
                 }
+                key += Y;
             }
+            probes += (hi[1] - y_first + 1) as u64;
         }
         probes
     }
