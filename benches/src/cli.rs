@@ -7,7 +7,7 @@ use crate::runner::{self, Row, Scenario};
 
 /// Usage text printed by `--help` and after a command-line error.
 pub const USAGE: &str = "\
-usage: ecs-bench SCENARIO [--json] [--quick]
+usage: ecs-bench SCENARIO [--json] [--quick] [--skip-1m]
        ecs-bench report [--quick] [--out DIR] [--from FILE]
 
 SCENARIO:
@@ -23,7 +23,11 @@ SCENARIO:
             (ours) with nothing, 5 % and all entities moved
   replication snapshot replication (ours): cube scene kbps per client at 0/5/20 % loss and at rest,
             encode us per client per tick for 100k entities at 0/1/10 % changed, 64 clients x 10k fan-out
-  all       suite, skip, schedule, transform, spatial, then replication
+  game      the showcase's scene without the network, whole frames vs bevy (App, time, transform;
+            neighbours on the same sparse grid, rebuilt each step): scenery, spinning rigs, boids,
+            two armies; 0/1/5/20/100 % of rigs and boids active at 100k entities, 5 % at 1M;
+            both worlds checked equal after the frames
+  all       suite, skip, schedule, transform, spatial, then replication (not game)
 
 report:   runs every scenario of `all` and writes DIR/index.html (default target/ecs-report) with SVG
           charts of time per frame against the share of entities changed, ours against each peer,
@@ -33,6 +37,7 @@ report:   runs every scenario of `all` and writes DIR/index.html (default target
 options:
   --json   one JSON object per line instead of a table
   --quick  short warm-up and few samples (a scenario finishes in well under a minute)
+  --skip-1m  `game` only: leave out the 1M-entity case
   -h, --help  this text
 
 Peers (bevy_ecs, hecs, bevy_transform, kiddo, rstar) are measured when built with `--features peers`.";
@@ -112,10 +117,12 @@ where
     let mut scenario: Option<Vec<Scenario>> = None;
     let mut json = false;
     let mut quick = false;
+    let mut skip_1m = false;
     for arg in args {
         match arg.as_ref() {
             "--json" => json = true,
             "--quick" => quick = true,
+            "--skip-1m" => skip_1m = true,
             "-h" | "--help" => return Ok(Command::Help),
             flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`")),
             name => {
@@ -129,6 +136,7 @@ where
                     "transform" => vec![Scenario::Transform],
                     "spatial" => vec![Scenario::Spatial],
                     "replication" => vec![Scenario::Replication],
+                    "game" => vec![Scenario::Game { skip_1m: false }],
                     "all" => vec![
                         Scenario::Suite,
                         Scenario::Skip,
@@ -139,15 +147,22 @@ where
                     ],
                     other => {
                         return Err(format!(
-                            "unknown scenario `{other}` (expected suite, skip, schedule, transform, spatial, replication or all)"
+                            "unknown scenario `{other}` (expected suite, skip, schedule, transform, spatial, replication, game or all)"
                         ));
                     }
                 });
             }
         }
     }
-    let scenarios = scenario
-        .ok_or_else(|| "missing SCENARIO (suite, skip, schedule, transform, spatial, replication or all)".to_owned())?;
+    let mut scenarios = scenario.ok_or_else(|| {
+        "missing SCENARIO (suite, skip, schedule, transform, spatial, replication, game or all)".to_owned()
+    })?;
+    if skip_1m {
+        match scenarios.as_mut_slice() {
+            [Scenario::Game { skip_1m }] => *skip_1m = true,
+            _ => return Err("`--skip-1m` applies to the `game` scenario only".to_owned()),
+        }
+    }
     Ok(Command::Run(Options { scenarios, json, quick }))
 }
 
@@ -309,6 +324,14 @@ mod tests {
             parse(["spatial", "--json"]),
             Ok(Command::Run(Options { scenarios: vec![Scenario::Spatial], json: true, quick: false }))
         );
+        assert_eq!(
+            parse(["game", "--quick"]),
+            Ok(Command::Run(Options { scenarios: vec![Scenario::Game { skip_1m: false }], json: false, quick: true }))
+        );
+        assert_eq!(
+            parse(["--skip-1m", "game"]),
+            Ok(Command::Run(Options { scenarios: vec![Scenario::Game { skip_1m: true }], json: false, quick: false }))
+        );
         assert_eq!(parse(["--help"]), Ok(Command::Help));
         assert_eq!(
             parse(["report", "--quick", "--out", "r", "--from", "x.jsonl"]),
@@ -330,6 +353,9 @@ mod tests {
         assert!(parse(["report", "--json"]).is_err());
         assert!(parse(["report", "--out"]).is_err());
         assert!(parse(["suite", "report"]).is_err());
+        assert!(parse(["suite", "--skip-1m"]).is_err());
+        assert!(parse(["all", "--skip-1m"]).is_err());
+        assert!(parse(["game", "game"]).is_err());
     }
 
     #[cfg(unix)]

@@ -14,8 +14,13 @@
 //!   tick, fan-out; its criterion bench is `benches/replication.rs`, and
 //!   `benches/replication_fuzz.rs` fuzzes the wire formats (100 000 cases).
 //!
+//! * [`scenes::game`]: the `game` scenario, the showcase's scene as whole
+//!   frames on our ECS and on bevy (feature `peers`), both worlds checked
+//!   equal; its criterion bench is `benches/game.rs`.
+//!
 //! Run `cargo run --release -p ecs-bench --features peers -- suite` (or `skip`,
-//! `schedule`, `transform`, `spatial`, `replication`, `all`; add `--quick` for a short run, `--json` for one JSON object per line).
+//! `schedule`, `transform`, `spatial`, `replication`, `game`, `all`; add `--quick` for a short run, `--json` for one JSON object per line,
+//! `--skip-1m` to leave out `game`'s 1M-entity case).
 
 #![forbid(unsafe_code)]
 

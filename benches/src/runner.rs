@@ -27,6 +27,12 @@ pub enum Scenario {
     Spatial,
     /// Snapshot replication: cube-scene bandwidth, encode cost, fan-out.
     Replication,
+    /// The showcase's scene as whole frames, ours against bevy
+    /// ([`scenes::game`]); `skip_1m` leaves out the 1M-entity case.
+    Game {
+        /// Leave out the cases of [`scenes::game::LARGE_ENTITIES`] or more.
+        skip_1m: bool,
+    },
 }
 
 impl Scenario {
@@ -39,6 +45,7 @@ impl Scenario {
             Scenario::Transform => "transform",
             Scenario::Spatial => "spatial",
             Scenario::Replication => "replication",
+            Scenario::Game { .. } => "game",
         }
     }
 }
@@ -248,6 +255,7 @@ pub fn run(scenario: Scenario, cfg: &Config, on_row: impl FnMut(&Row)) -> Result
         Scenario::Transform => run_transform(cfg, on_row),
         Scenario::Spatial => run_spatial(cfg, on_row),
         Scenario::Replication => crate::replication::run_replication(cfg, on_row),
+        Scenario::Game { skip_1m } => scenes::game::run(cfg, skip_1m, on_row),
     }
 }
 
@@ -768,6 +776,9 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
     if scenario == Scenario::Replication {
         return crate::replication::table(rows);
     }
+    if let Scenario::Game { .. } = scenario {
+        return scenes::game::table(rows);
+    }
     let mut cases: Vec<&'static str> = Vec::new();
     for r in rows.iter().filter(|r| r.scenario == scenario) {
         if !cases.contains(&r.case) {
@@ -787,6 +798,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
             Scenario::Transform => "propagation run (movers untimed)",
             Scenario::Spatial => "build or pass over all 100k points, one thread",
             Scenario::Replication => "server tick",
+            Scenario::Game { .. } => "whole frame",
         }
     );
     match scenario {
@@ -819,7 +831,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
                 "case", "ours", "kiddo", "rstar", "ours/kiddo", "ours/rstar", "count"
             );
         }
-        Scenario::Replication => {}
+        Scenario::Replication | Scenario::Game { .. } => {}
     }
     if scenario == Scenario::Spatial {
         out.push('\n');
@@ -890,7 +902,7 @@ pub fn table(scenario: Scenario, rows: &[Row]) -> String {
                 );
                 continue;
             }
-            Scenario::Replication => continue,
+            Scenario::Replication | Scenario::Game { .. } => continue,
         }
         let chunks = get(case, Impl::Ours)
             .and_then(|r| r.chunks)

@@ -11,11 +11,13 @@
 //! `bevy_app`);
 //! the hierarchy-propagation scenes live in [`transform`] (ours against
 //! `bevy_transform`), the broad-phase scenes in [`spatial`] (ours against
-//! kiddo and rstar).
+//! kiddo and rstar), the whole-frame game scene in [`game`] (ours against
+//! bevy's App, time and transform crates).
 
 use glam::{Mat4, Vec3};
 
 pub mod app;
+pub mod game;
 pub mod ours;
 
 #[cfg(feature = "peers")]
@@ -243,7 +245,8 @@ pub fn schedule_samples() -> Vec<usize> {
 pub struct SystemReport {
     /// The system's name as the schedule reports it.
     pub name: String,
-    /// Wall-clock time of its last run, in microseconds.
+    /// Wall-clock time of its last run, in microseconds (`game`: the
+    /// median over the timed frames).
     pub last_run_us: f64,
     /// Chunk counters of its queries in the last run.
     pub chunks: ChunkCounts,

@@ -1,0 +1,62 @@
+//! Criterion bench of the `game` scene: one whole frame (one `App::update`,
+//! one fixed step) of a small case, 10k entities with 5 % of the rigs and
+//! boids moving, ours and (with feature `peers`) bevy. The scenes keep
+//! running from frame to frame, as a game does.
+//!
+//! After timing, the scene that ran fewer frames is brought to the other's
+//! frame count and the two worlds are compared (entities, the dead,
+//! positions), as `ecs-bench game` does.
+
+#![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use ecs_bench::runner::Impl;
+use ecs_bench::scenes::game::{GameScene, Layout, scene};
+
+/// The small case: 10k entities, 5 % active.
+const ENTITIES: usize = 10_000;
+const ACTIVE: f64 = 0.05;
+
+fn game(c: &mut Criterion) {
+    let layout = Layout::new(ENTITIES, ACTIVE).unwrap_or_else(|e| panic!("game layout: {e}"));
+    let mut group = c.benchmark_group("game_10k_5pct");
+    group.sample_size(20);
+    let mut ran: Vec<(Impl, Box<dyn GameScene>, u64)> = Vec::new();
+    for &imp in Impl::compiled() {
+        let Some(mut scene) = scene(imp, &layout).unwrap_or_else(|e| panic!("game/{}: setup: {e}", imp.name())) else {
+            continue;
+        };
+        let mut frames = 0u64;
+        group.bench_function(imp.name(), |b| {
+            b.iter(|| {
+                if let Err(e) = scene.frame() {
+                    panic!("game/{}: {e}", imp.name());
+                }
+                frames += 1;
+            });
+        });
+        ran.push((imp, scene, frames));
+    }
+    group.finish();
+    let most = ran.iter().map(|r| r.2).max().unwrap_or(0);
+    let mut reference = None;
+    for (imp, scene, frames) in &mut ran {
+        for _ in *frames..most {
+            if let Err(e) = scene.frame() {
+                panic!("game/{}: {e}", imp.name());
+            }
+        }
+        let snap = scene.snapshot().unwrap_or_else(|e| panic!("game/{}: {e}", imp.name()));
+        match &reference {
+            None => reference = Some((*imp, snap)),
+            Some((first, want)) => {
+                if let Err(e) = want.compare(&snap) {
+                    panic!("game: {} and {} disagree after {most} frames: {e}", first.name(), imp.name());
+                }
+            }
+        }
+    }
+}
+
+criterion_group!(benches, game);
+criterion_main!(benches);
