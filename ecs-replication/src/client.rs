@@ -289,6 +289,42 @@ impl Client {
         self.known.iter().map(|(id, k)| (*id, k.values.as_slice()))
     }
 
+    /// The schema.
+    pub(crate) fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// A held entity for [`crate::check`]: its local entity, the server's
+    /// values as held, and whether the client predicts it.
+    pub(crate) fn held(&self, net_id: NetId) -> Option<(Entity, &[Option<Value>], bool)> {
+        self.known.get(&net_id).map(|k| (k.local, k.values.as_slice(), k.predicted))
+    }
+
+    /// Component `index` of a local entity as its wire value, entity
+    /// references named by network id (as the server reads them). `None`:
+    /// the entity lacks it.
+    pub(crate) fn world_value(
+        &self,
+        world: &World,
+        local: Entity,
+        index: usize,
+    ) -> Option<Result<Value, crate::quantize::QuantizeError>> {
+        let refs = |e: Entity| world.get::<NetId>(e).ok().copied();
+        self.columns.get(index)?.read(world, local, &refs)
+    }
+
+    /// Whether the client itself decides what the world shows of component
+    /// `index` of an entity (predicted or not): the predicted components of
+    /// a predicted entity (the prediction writes them), the position and
+    /// rotation of a remote one while interpolation is on.
+    pub(crate) fn renders_itself(&self, index: usize, predicted: bool) -> bool {
+        if predicted {
+            return self.predicted_mask >> index & 1 == 1;
+        }
+        self.interpolate.is_some()
+            && (self.position.is_some_and(|(p, _)| p == index) || self.rotation.is_some_and(|(r, _)| r == index))
+    }
+
     /// Turns interpolation on or off. On: the position and rotation of
     /// remote (not predicted) entities are no longer written as snapshots
     /// arrive (a spawn still writes them) but by [`Client::interpolate`],
@@ -462,6 +498,9 @@ impl Client {
             self.apply(world, packet.tick, entry);
         }
         self.write_pending(world);
+        if packet.complete {
+            self.hold_still(packet.tick);
+        }
         if self.last_applied != 0 {
             // Positive: the packet is newer.
             let shift = tick_diff(packet.tick, self.last_applied) as u32;
@@ -535,6 +574,25 @@ impl Client {
             out.push(entry);
         }
         Ok(out)
+    }
+
+    /// A complete packet of `tick` says every interpolated entity it has no
+    /// entry for did not change at `tick`: each gets a sample there at its
+    /// held state (once after its newest entry), so its rendered state
+    /// comes to rest where the server's is instead of extrapolating past
+    /// it.
+    fn hold_still(&mut self, tick: u32) {
+        if self.interpolate.is_none() {
+            return;
+        }
+        for net in &self.moving {
+            let Some(k) = self.known.get(net) else { continue };
+            if k.predicted || k.entry_tick == tick || self.interpolation.newest_tick(*net) != Some(k.entry_tick) {
+                continue;
+            }
+            let (position, rotation) = pose(self.position, self.rotation, &k.values);
+            self.interpolation.push(*net, tick, position, rotation);
+        }
     }
 
     /// Applies one entry that [`Client::resolve`] accepted.
@@ -629,18 +687,29 @@ impl Client {
             known.history.pop_front();
         }
         if moved && !known.predicted {
-            let position = match (self.position, known.values.get(self.position.map_or(usize::MAX, |p| p.0))) {
-                (Some((_, q)), Some(Some(Value::Position(p)))) => q.dequantize(*p),
-                _ => Vec3::ZERO,
-            };
-            let rotation = match (self.rotation, known.values.get(self.rotation.map_or(usize::MAX, |r| r.0))) {
-                (Some((_, q)), Some(Some(Value::Rotation(bits)))) => q.decode(*bits),
-                _ => Quat::IDENTITY,
-            };
+            let (position, rotation) = pose(self.position, self.rotation, &known.values);
             self.interpolation.push(entry.net_id, tick, position, rotation);
             if self.interpolate.is_some() {
                 self.moving.insert(entry.net_id);
             }
         }
     }
+}
+
+/// The position and rotation in a held state (zero and identity when
+/// absent).
+fn pose(
+    position: Option<(usize, PositionQuantizer)>,
+    rotation: Option<(usize, RotationQuantizer)>,
+    values: &[Option<Value>],
+) -> (Vec3, Quat) {
+    let p = match (position, values.get(position.map_or(usize::MAX, |p| p.0))) {
+        (Some((_, q)), Some(Some(Value::Position(p)))) => q.dequantize(*p),
+        _ => Vec3::ZERO,
+    };
+    let r = match (rotation, values.get(rotation.map_or(usize::MAX, |r| r.0))) {
+        (Some((_, q)), Some(Some(Value::Rotation(bits)))) => q.decode(*bits),
+        _ => Quat::IDENTITY,
+    };
+    (p, r)
 }

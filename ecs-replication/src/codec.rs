@@ -1,9 +1,10 @@
 //! The snapshot packet codec: no ECS types, usable on its own.
 //!
-//! ## Wire format (version 6), bit-packed
+//! ## Wire format (version 7), bit-packed
 //! ```text
 //! magic u16 | version u8 | schema hash ^ CRC-32 u32 | tick u32 | baseline tick u32 (0 = none)
 //! time sync flag (1 bit) [echoed client timestamp u16 | ticks held u8 | input lead i8]
+//! complete flag (1 bit)
 //! entry count u16 (bounded)
 //! entry: kind (2 bits: spawn, update, despawn) | network id (varint, bounded)
 //!        spawn/update: component mask (one bit per schema component)
@@ -13,6 +14,12 @@
 //!        spawn/update: per set bit of the component mask:
 //!                [delta flag (1 bit), only in an update with a baseline] | value
 //! ```
+//! The complete flag says that nothing waits on the server for this
+//! client: every change up to the packet's tick is in it or in an earlier
+//! packet. An entity with no entry in a complete packet did not change at
+//! its tick (the client's interpolation holds it there instead of
+//! extrapolating on).
+//!
 //! Values follow the schema: raw bytes of a fixed size, a quantized position
 //! (`3 * bits`), or a smallest-three rotation. A delta (see
 //! [`crate::delta`]) is against the value the receiver got for that entity
@@ -46,7 +53,7 @@ use ecs_core::Component;
 
 const MAGIC: u16 = 0xEC5A;
 /// The wire format version this codec writes and reads.
-pub const WIRE_VERSION: u8 = 6;
+pub const WIRE_VERSION: u8 = 7;
 
 /// How far back (in ticks) a delta's baseline may lie.
 pub const MAX_DELTA_BACK: u32 = 255;
@@ -140,6 +147,11 @@ impl Schema {
     /// The codec of component `index`.
     pub fn codec(&self, index: usize) -> Option<FieldCodec> {
         self.fields.get(index).map(|(_, c)| *c)
+    }
+
+    /// The name of component `index`.
+    pub fn name(&self, index: usize) -> Option<&str> {
+        self.fields.get(index).map(|(n, _)| n.as_str())
     }
 
     /// The index of a component by name.
@@ -245,6 +257,9 @@ pub struct Packet {
     pub baseline: u32,
     /// The time sync block, for clients that send upstream datagrams.
     pub sync: Option<TimeSync>,
+    /// Nothing waits on the server for this client: every change up to
+    /// this tick is in this packet or an earlier one.
+    pub complete: bool,
     /// The entries, in wire order.
     pub entries: Vec<Entry>,
 }
@@ -371,7 +386,7 @@ pub struct Encoder<'s> {
     /// Header, count field, entries: written in one go, the count patched
     /// in at the end.
     writer: BitWriter,
-    /// Where the count field starts.
+    /// Where the count field starts (the complete flag is the bit before).
     count_at: usize,
     entries: u64,
 }
@@ -396,6 +411,8 @@ impl<'s> Encoder<'s> {
             writer.write_bits(s.hold as u64, 8);
             writer.write_bits(s.lead as u8 as u64, 8);
         }
+        // The complete flag, patched in by `set_complete`.
+        writer.write_bool(false);
         let count_at = writer.bit_len();
         writer.write_bits(0, COUNT_BITS);
         Encoder { schema, ticks: (tick, baseline), writer, count_at, entries: 0 }
@@ -426,6 +443,11 @@ impl<'s> Encoder<'s> {
         }
         self.entries += 1;
         Ok(true)
+    }
+
+    /// Sets the complete flag (see the [module docs](self)).
+    pub fn set_complete(&mut self, complete: bool) {
+        self.writer.overwrite_bits(self.count_at - 1, complete as u64, 1);
     }
 
     /// Bytes the packet would take now.
@@ -702,6 +724,7 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
     } else {
         None
     };
+    let complete = r.read_bool()?;
     // Every entry takes at least 2 + 8 bits: a count the rest cannot hold
     // is refused before anything is sized from it.
     let count = r.read_bits(COUNT_BITS)?;
@@ -765,7 +788,7 @@ pub fn decode(bytes: &[u8], schema: &Schema, limits: Limits) -> Result<Packet, D
     if r.remaining() >= 8 || r.read_bits(r.remaining() as u32)? != 0 {
         return Err(DecodeError::TrailingData);
     }
-    Ok(Packet { tick, baseline: packet_baseline, sync, entries })
+    Ok(Packet { tick, baseline: packet_baseline, sync, complete, entries })
 }
 
 #[cfg(test)]
@@ -831,18 +854,19 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(1000))]
 
         #[test]
-        fn packets_round_trip(tick in any::<u32>(), baseline in any::<u32>(), entries in proptest::collection::vec(entry(), 0..40), sync in proptest::option::of((any::<u16>(), any::<u8>(), any::<i8>()))) {
+        fn packets_round_trip(tick in any::<u32>(), baseline in any::<u32>(), entries in proptest::collection::vec(entry(), 0..40), sync in proptest::option::of((any::<u16>(), any::<u8>(), any::<i8>())), complete in any::<bool>()) {
             let schema = schema();
             let sync = sync.map(|(echo, hold, lead)| TimeSync { echo, hold, lead });
             let mut enc = Encoder::with_sync(&schema, tick, baseline, sync);
             for e in &entries {
                 enc.push(e).unwrap();
             }
+            enc.set_complete(complete);
             let predicted = enc.byte_len();
             let bytes = enc.finish();
             prop_assert_eq!(bytes.len(), predicted);
             let packet = decode(&bytes, &schema, Limits::default()).unwrap();
-            prop_assert_eq!(packet, Packet { tick, baseline, sync, entries });
+            prop_assert_eq!(packet, Packet { tick, baseline, sync, complete, entries });
         }
 
         #[test]

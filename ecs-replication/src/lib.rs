@@ -28,6 +28,9 @@
 //! - [`server`]: per-client baselines, interest, priority, budget.
 //! - [`client`]: applies snapshots, maps entities, acknowledges,
 //!   interpolates.
+//! - [`check`]: compares a client's held state and world with the
+//!   server's, as a report of every mismatch (for tests, benches and
+//!   tools).
 //! - [`input`]: inputs upstream and the server's input buffer.
 //! - [`clock`]: the client's clock, kept ahead of the server's.
 //! - [`prediction`]: saves, compares, rolls back and re-simulates.
@@ -81,6 +84,7 @@
 
 pub mod ack;
 pub mod bits;
+pub mod check;
 pub mod client;
 pub mod clock;
 pub mod codec;
@@ -101,6 +105,7 @@ pub mod transport;
 /// The types most users need.
 pub mod prelude {
     pub use crate::ack::Ack;
+    pub use crate::check::{CheckAt, CheckOptions, SyncReport, check_client};
     pub use crate::client::{Client, Receipt};
     pub use crate::conditioner::{Conditioner, LinkConfig};
     pub use crate::registry::{AsPosition, AsRotation, NetId, Registry, Replicated};

@@ -440,7 +440,7 @@ fn an_entity_that_leaves_and_reenters_is_sent_once_per_packet() {
         place(&mut world, e, x);
         lockstep(&mut server, &mut world, &mut cw, &mut client);
     }
-    assert_eq!(held(&client), expected(&server, ClientId(1)));
+    assert_in_sync(&server, ClientId(1), &client, &cw, "after the re-entries");
 
     // Never sent (the budget defers it), out of view and back, then all of
     // it in one packet.
@@ -467,7 +467,7 @@ fn an_entity_that_leaves_and_reenters_is_sent_once_per_packet() {
     for _ in 0..60 {
         lockstep(&mut server, &mut world, &mut cw, &mut client);
     }
-    assert_eq!(held(&client), expected(&server, ClientId(1)));
+    assert_in_sync(&server, ClientId(1), &client, &cw, "after the re-entries");
     assert_eq!(client.len(), 40);
 }
 

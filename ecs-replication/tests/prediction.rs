@@ -50,16 +50,18 @@ fn the_prediction_matches_the_server_under_loss_and_jitter() {
     for _ in 0..12 {
         game.step();
     }
-    for (i, (_, cw, session)) in game.clients.iter().enumerate() {
+    for (i, (id, cw, session)) in game.clients.iter().enumerate() {
         let stats = session.prediction_stats();
         assert_eq!(stats.mispredictions, before[i].mispredictions, "no misprediction on a clean link");
-        // Every server entity is there, and nothing else.
-        let mut have: Vec<_> = session.client().entities().map(|(n, _)| n).collect();
-        let mut want: Vec<_> = game.server.server().entities().map(|(n, _, _)| n).collect();
-        have.sort();
-        want.sort();
-        assert_eq!(have, want);
-        assert_eq!(cw.len() as usize, want.len());
+        // Every server entity is there with the server's values as of the
+        // tick the client applied, and nothing else (the predicted and
+        // interpolated components of the world are the client's own:
+        // checked for presence).
+        let at = CheckOptions { at: CheckAt::ClientApplied, ..CheckOptions::default() };
+        let report = check_client(game.server.server(), *id, session.client(), cw, at).unwrap();
+        assert!(report.is_match(), "{report}");
+        assert_eq!(report.expected, game.server.server().entities().count());
+        assert_eq!(cw.len() as usize, report.held);
     }
     // The players stop: within a round trip the predicted world shows every
     // player where the server has it, its own (predicted) and the others

@@ -29,6 +29,8 @@ pub(super) struct Record {
     pub(super) position: Option<Vec3>,
     /// Components changed this tick (schema bits).
     pub(super) changed_mask: u64,
+    /// The tick it appeared.
+    pub(super) spawned: u32,
 }
 
 impl Record {
@@ -66,6 +68,10 @@ pub(super) struct ChangeScan {
     pub(super) moved: Vec<NetId>,
     /// Whether any position changed, appeared or disappeared this tick.
     pub(super) positions_changed: bool,
+    /// The records of entities that disappeared within the delta window,
+    /// with the tick they did, oldest first: what a client should still
+    /// hold at an earlier tick of the window ([`crate::check`]).
+    pub(super) departed: VecDeque<(u32, NetId, Record)>,
 }
 
 impl ChangeScan {
@@ -82,6 +88,7 @@ impl ChangeScan {
             changed: Vec::new(),
             moved: Vec::new(),
             positions_changed: false,
+            departed: VecDeque::new(),
         }
     }
 
@@ -102,10 +109,14 @@ impl ChangeScan {
         self.spawned.clear();
         self.despawned.clear();
         self.positions_changed = false;
-        self.find_spawns_and_despawns(world, registry, stats);
+        // Departed records older than the window are never asked for.
+        let oldest = tick.wrapping_sub(window);
+        while self.departed.front().is_some_and(|(t, _, _)| !tick_newer(*t, oldest)) {
+            self.departed.pop_front();
+        }
+        self.find_spawns_and_despawns(world, registry, tick, stats);
         self.find_changes(world, registry, tick, stats);
         // Changes older than the window are never undone again.
-        let oldest = tick.wrapping_sub(window);
         for net in &self.changed {
             let Some(r) = self.records.get_mut(net) else { continue };
             while r.undo.front().is_some_and(|(t, _, _)| !tick_newer(*t, oldest)) {
@@ -114,7 +125,7 @@ impl ChangeScan {
         }
     }
 
-    fn find_spawns_and_despawns(&mut self, world: &mut World, registry: &Registry, stats: &mut TickStats) {
+    fn find_spawns_and_despawns(&mut self, world: &mut World, registry: &Registry, tick: u32, stats: &mut TickStats) {
         let mut new_entities: Vec<Entity> = Vec::new();
         let by_entity = &self.by_entity;
         self.added.for_each(world, |e| {
@@ -139,6 +150,7 @@ impl ChangeScan {
                     if r.position.is_some() {
                         self.positions_changed = true;
                     }
+                    self.departed.push_back((tick, net, r));
                 }
                 self.despawned.push(net);
                 stats.despawned += 1;
@@ -171,7 +183,10 @@ impl ChangeScan {
                 self.positions_changed = true;
                 self.moved.push(net);
             }
-            self.records.insert(net, Record { entity, values, undo: VecDeque::new(), position, changed_mask: 0 });
+            self.records.insert(
+                net,
+                Record { entity, values, undo: VecDeque::new(), position, changed_mask: 0, spawned: tick },
+            );
             self.spawned.push(net);
             stats.spawned += 1;
         }

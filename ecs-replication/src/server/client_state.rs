@@ -1,10 +1,24 @@
 //! One client's books on the server: what it tracks (spawning, live,
-//! despawning), the entities with unacknowledged work, the ring of sent
-//! packets, and what an acknowledgement settles.
+//! despawning), the send queue of entities with work, the entries in
+//! flight, the ring of sent packets, and what an acknowledgement settles
+//! or shows lost.
+//!
+//! An entity with unacknowledged work is either waiting in the send queue
+//! or in flight: its newest entry went out in a packet whose fate is not
+//! known yet, and nothing changed since. In flight, it is not sent again.
+//! New work (a change, a despawn, a re-entry) supersedes the entry in
+//! flight and queues the entity again: the next entry carries the newest
+//! state, delta-coded against the acknowledged baseline, and whatever
+//! becomes of the superseded packet, its entry is not resent. An
+//! acknowledgement settles the packets it names and shows lost the older
+//! ones it does not name (the client applies only packets newer than the
+//! newest it applied, so a packet it skipped never will be): their
+//! entries that are still the newest queue again, due at once.
 
 use std::collections::VecDeque;
 
 use ecs_core::Entity;
+use glam::Vec3;
 
 use crate::ack::Ack;
 use crate::codec::{EntryKind, NetId, TimeSync};
@@ -12,7 +26,21 @@ use crate::input::UpstreamHeader;
 use crate::tick::{tick_diff, tick_newer};
 
 use super::interest::View;
-use super::{ClientStats, IdMap, IdSet};
+use super::queue::{SendQueue, Waiting};
+use super::{ClientStats, IdMap};
+
+/// The accumulator threshold behind a deadline, in ticks: an entity waits
+/// `WAIT_THRESHOLD / rate`, its rate being 1 (live) or 4 (spawning,
+/// despawning) plus up to 1 the nearer it is to the client's view center.
+/// A live change far away waits at most 2 ticks within the steady budget,
+/// a spawn half a tick; once one waits past its deadline there is a
+/// backlog, and packets may grow to the catch-up ceiling until it is gone.
+/// A burst shorter than that is spread over the steady budget.
+const WAIT_THRESHOLD: f32 = 2.0;
+
+/// Deadline units per tick (deadlines are finer than ticks, so priority
+/// orders entries due within the same tick).
+const QUANTA: u64 = 4;
 
 /// Where an entity stands on one client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,10 +70,19 @@ pub(super) struct Tracked {
     /// this epoch (0: none): the client's state of the entity then is the
     /// server's state at that tick, the baseline of deltas.
     pub(super) acked_tick: u32,
-    /// The priority accumulator.
-    pub(super) priority: f32,
-    /// Whether its id is in `ClientState::pending`.
-    pub(super) queued: bool,
+    /// The tick of the packet holding its newest entry while that packet's
+    /// fate is unknown and nothing changed since (0: not in flight).
+    pub(super) in_flight: u32,
+    /// The stamp of its live entry in the send queue (0: not queued).
+    pub(super) queued: u32,
+}
+
+impl Tracked {
+    /// Whether the client lacks something of it: a spawn, a despawn, or
+    /// written components.
+    pub(super) fn has_work(&self) -> bool {
+        self.phase != Phase::Live || self.dirty != 0
+    }
 }
 
 /// What one entry of a sent packet was, to settle on acknowledgement.
@@ -56,10 +93,21 @@ pub(super) struct SentEntry {
     pub(super) mask: u64,
 }
 
+/// What became of a sent packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Fate {
+    /// Not known yet.
+    InFlight,
+    /// Acknowledged.
+    Acked,
+    /// Known lost (or given up: it left the ring unacknowledged).
+    Lost,
+}
+
 /// One sent packet.
 pub(super) struct Sent {
     pub(super) tick: u32,
-    pub(super) acked: bool,
+    pub(super) fate: Fate,
     pub(super) entries: Vec<SentEntry>,
 }
 
@@ -70,14 +118,19 @@ pub(super) struct ClientState {
     pub(super) newest_ack: u32,
     pub(super) ring: VecDeque<Sent>,
     pub(super) tracked: IdMap<NetId, Tracked>,
-    /// Entities with work, each once (`Tracked::queued`).
-    pub(super) pending: Vec<NetId>,
-    /// Ids in `pending` whose tracked entry was dropped (an acknowledged
-    /// despawn, an unsent spawn that left interest): a re-entry takes over
-    /// that place in `pending` instead of queueing the id twice (which
-    /// would put two entries for one entity in a packet, and the client
-    /// refuses such packets).
-    pub(super) orphans: IdSet<NetId>,
+    /// Entities waiting to be sent, in deadline order.
+    pub(super) queue: SendQueue,
+    /// Tracked entities with a live entry in `queue`.
+    pub(super) queued: usize,
+    /// Tracked entities in flight (never queued at the same time).
+    pub(super) in_flight: usize,
+    next_stamp: u32,
+    /// Catching up: an entry waited past its deadline, and the queue has
+    /// not been empty since. Packets may grow to the catch-up ceiling.
+    pub(super) catching_up: bool,
+    /// Updates built for this client: the clock of queue deadlines (in
+    /// [`QUANTA`] per update).
+    pub(super) clock: u64,
     /// The entities in view, sorted (clients with a view only).
     pub(super) interest: Vec<NetId>,
     pub(super) resynced: bool,
@@ -98,6 +151,20 @@ pub(super) struct ClientState {
 /// Acknowledgements a client holds between two ticks.
 const MAX_UNSETTLED_ACKS: usize = 16;
 
+/// How long an entity in `phase` at `position` waits before it is due,
+/// for a client with `view` (see [`WAIT_THRESHOLD`]), in [`QUANTA`].
+fn wait_ticks(view: Option<View>, phase: Phase, position: Option<Vec3>) -> u64 {
+    let base = match phase {
+        Phase::Spawning | Phase::Despawning => 4.0,
+        Phase::Live => 1.0,
+    };
+    let near = match (view, position) {
+        (Some(v), Some(p)) => 4.0 / (4.0 + p.distance(v.center)),
+        _ => 0.0,
+    };
+    (WAIT_THRESHOLD * QUANTA as f32 / (base + near)).round() as u64
+}
+
 impl ClientState {
     pub(super) fn new(view: Option<View>) -> ClientState {
         ClientState {
@@ -106,8 +173,12 @@ impl ClientState {
             newest_ack: 0,
             ring: VecDeque::new(),
             tracked: IdMap::default(),
-            pending: Vec::new(),
-            orphans: IdSet::default(),
+            queue: SendQueue::default(),
+            queued: 0,
+            in_flight: 0,
+            next_stamp: 1,
+            catching_up: false,
+            clock: 0,
             interest: Vec::new(),
             resynced: true,
             stats: ClientStats::default(),
@@ -142,17 +213,83 @@ impl ClientState {
         })
     }
 
-    pub(super) fn queue(&mut self, net_id: NetId) {
-        if let Some(t) = self.tracked.get_mut(&net_id)
-            && !t.queued
-        {
-            t.queued = true;
-            self.pending.push(net_id);
+    /// Entities with unacknowledged work: waiting or in flight.
+    pub(super) fn pending(&self) -> usize {
+        self.queued + self.in_flight
+    }
+
+    /// Queues an entity with new work, due in `wait` [`QUANTA`] unless it is
+    /// queued already (it keeps its place); an entry of it in flight is
+    /// superseded.
+    fn requeue(&mut self, net_id: NetId, wait: u64) {
+        let Some(t) = self.tracked.get_mut(&net_id) else { return };
+        if t.in_flight != 0 {
+            t.in_flight = 0;
+            self.in_flight -= 1;
+        }
+        if t.queued == 0 {
+            t.queued = self.next_stamp;
+            self.next_stamp = self.next_stamp.wrapping_add(1).max(1);
+            self.queued += 1;
+            self.queue.push(self.clock * QUANTA + wait, net_id, t.queued);
         }
     }
 
+    /// Takes the next waiting entry that is still live (stale ones are
+    /// dropped), and whether it is due. Returns `None` once the queue is
+    /// empty. The entity leaves the queue; [`ClientState::put_back`]
+    /// returns it.
+    pub(super) fn next_waiting(&mut self) -> Option<(Waiting, bool)> {
+        loop {
+            let w = self.queue.pop()?;
+            self.stats.queue_visits += 1;
+            let Some(t) = self.tracked.get_mut(&w.net_id) else { continue };
+            if t.queued != w.stamp {
+                continue;
+            }
+            t.queued = 0;
+            self.queued -= 1;
+            if !t.has_work() {
+                // Its work was settled while it waited.
+                continue;
+            }
+            // Due: its deadline falls within this tick or before.
+            return Some((w, w.deadline < (self.clock + 1) * QUANTA));
+        }
+    }
+
+    /// Returns an entry taken by [`ClientState::next_waiting`] that did not
+    /// go out, at its place.
+    pub(super) fn put_back(&mut self, w: Waiting) {
+        if let Some(t) = self.tracked.get_mut(&w.net_id)
+            && t.queued == 0
+            && t.in_flight == 0
+        {
+            t.queued = w.stamp;
+            self.queued += 1;
+            self.queue.put_back(w);
+        }
+    }
+
+    /// Notes that an entity's newest entry went out in the packet of
+    /// `tick` (taking it out of the queue if it was there).
+    pub(super) fn sent(&mut self, net_id: NetId, tick: u32) {
+        let Some(t) = self.tracked.get_mut(&net_id) else { return };
+        if t.queued != 0 {
+            // A controlled entity goes out ahead of the queue: its entry
+            // there turns stale.
+            t.queued = 0;
+            self.queued -= 1;
+        }
+        if t.in_flight == 0 {
+            self.in_flight += 1;
+        }
+        t.in_flight = tick;
+        t.sent_in_epoch = true;
+    }
+
     /// The entity enters this client's world (interest or spawn).
-    pub(super) fn enter(&mut self, net_id: NetId, tick: u32) {
+    pub(super) fn enter(&mut self, net_id: NetId, tick: u32, position: Option<Vec3>) {
         match self.tracked.get_mut(&net_id) {
             Some(t) if t.phase == Phase::Despawning => {
                 // The despawn is not acknowledged: the client may still
@@ -171,8 +308,6 @@ impl ClientState {
                 // old acknowledgement never settles a newer incarnation.
                 let epoch = self.next_epoch;
                 self.next_epoch = self.next_epoch.wrapping_add(1);
-                // Still in `pending` from an earlier incarnation?
-                let queued = self.orphans.remove(&net_id);
                 self.tracked.insert(
                     net_id,
                     Tracked {
@@ -182,50 +317,81 @@ impl ClientState {
                         dirty: 0,
                         last_change: tick,
                         acked_tick: 0,
-                        priority: 0.0,
-                        queued,
+                        in_flight: 0,
+                        queued: 0,
                     },
                 );
             }
         }
-        self.queue(net_id);
+        let wait = wait_ticks(self.view, Phase::Spawning, position);
+        self.requeue(net_id, wait);
     }
 
     /// The entity leaves this client's world (despawn or interest).
-    pub(super) fn leave(&mut self, net_id: NetId) {
+    pub(super) fn leave(&mut self, net_id: NetId, position: Option<Vec3>) {
         let Some(t) = self.tracked.get_mut(&net_id) else { return };
         if t.phase == Phase::Spawning && !t.sent_in_epoch {
             // The client never heard of it in this epoch.
-            forget(&mut self.tracked, &mut self.orphans, net_id);
+            self.forget(net_id);
             return;
         }
         t.phase = Phase::Despawning;
         t.dirty = 0;
         t.acked_tick = 0;
-        self.queue(net_id);
+        let wait = wait_ticks(self.view, Phase::Despawning, position);
+        self.requeue(net_id, wait);
     }
 
-    /// Marks a tick's changes (`(entity, changed components)`) on the
-    /// entities this client tracks.
-    pub(super) fn mark_changed(&mut self, changes: &[(NetId, u64)], tick: u32) {
-        for &(net, mask) in changes {
-            if let Some(t) = self.tracked.get_mut(&net)
-                && t.phase != Phase::Despawning
-            {
-                t.dirty |= mask;
-                t.last_change = tick;
-                if t.phase == Phase::Live {
-                    self.queue(net);
-                }
+    /// Marks a tick's changes (`(entity, changed components, position)`)
+    /// on the entities this client tracks: each queues (or keeps its place
+    /// in the queue), superseding an entry in flight.
+    pub(super) fn mark_changed(&mut self, changes: &[(NetId, u64, Option<Vec3>)], tick: u32) {
+        for &(net, mask, position) in changes {
+            let Some(t) = self.tracked.get_mut(&net) else { continue };
+            if t.phase == Phase::Despawning {
+                continue;
             }
+            t.dirty |= mask;
+            t.last_change = tick;
+            let wait = wait_ticks(self.view, t.phase, position);
+            self.requeue(net, wait);
+        }
+    }
+
+    /// Full state of what the client may lack, after it acknowledged none
+    /// of the ring: every entity with unacknowledged work queues, due now,
+    /// and live ones go whole (`all_components`, values and removals, no
+    /// baseline). An entity whose state the client acknowledged is known
+    /// to be held and stays as it is. `exists` says whether the server
+    /// still holds an entity.
+    pub(super) fn resync(&mut self, all_components: u64, tick: u32, exists: impl Fn(NetId) -> bool) {
+        let mut ids: Vec<NetId> = self.tracked.iter().filter(|(_, t)| t.has_work()).map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        self.queue.clear();
+        self.queued = 0;
+        self.in_flight = 0;
+        for t in self.tracked.values_mut() {
+            t.queued = 0;
+            t.in_flight = 0;
+        }
+        for net in &ids {
+            let Some(t) = self.tracked.get_mut(net) else { continue };
+            if t.phase == Phase::Live && exists(*net) {
+                // The client may hold a component removed while it was
+                // behind: every component goes, values and removals.
+                t.dirty = all_components;
+                t.last_change = tick;
+                t.acked_tick = 0;
+            }
+        }
+        for net in ids {
+            self.requeue(net, 0);
         }
     }
 
     /// Takes a new acknowledgement (the caller checked that it is newer
     /// than the newest one and names no future tick); the next tick settles
-    /// what it covers ([`ClientState::settle_acks`]): spawns become live,
-    /// despawns are forgotten, sent components stop being resent unless
-    /// written again since.
+    /// what it covers ([`ClientState::settle_acks`]).
     pub(super) fn acknowledge(&mut self, ack: Ack) {
         self.newest_ack = ack.newest;
         self.resynced = false;
@@ -239,7 +405,10 @@ impl ClientState {
     /// Settles the acknowledgements received since the previous tick (at
     /// the start of a tick, on the client's own thread: the entities they
     /// touch are the ones this tick's changes touch next, so they are in
-    /// cache then).
+    /// cache then). Packets an acknowledgement names are settled: spawns
+    /// become live, despawns are forgotten, sent components stop being
+    /// resent unless written again since. Older packets it does not name
+    /// are lost: their entries that are still the newest queue again.
     pub(super) fn settle_acks(&mut self) {
         let acks = std::mem::take(&mut self.acks);
         for ack in &acks {
@@ -250,50 +419,106 @@ impl ClientState {
     }
 
     fn settle(&mut self, ack: Ack) {
-        let ClientState { ring, tracked, orphans, .. } = self;
-        let Some(front) = ring.front().map(|s| s.tick) else { return };
-        for sent in ring.iter_mut() {
-            if sent.acked || !ack.contains(sent.tick) {
+        for i in 0..self.ring.len() {
+            let sent = &self.ring[i];
+            if sent.fate != Fate::InFlight || tick_newer(sent.tick, ack.newest) {
                 continue;
             }
-            debug_assert!(!tick_newer(front, sent.tick));
-            sent.acked = true;
-            let tick = sent.tick;
-            for e in &sent.entries {
-                let Some(t) = tracked.get_mut(&e.net_id) else { continue };
-                if t.epoch != e.epoch {
-                    continue;
-                }
-                match e.kind {
-                    EntryKind::Despawn => {
-                        if t.phase == Phase::Despawning {
-                            forget(tracked, orphans, e.net_id);
-                        }
-                    }
-                    EntryKind::Spawn | EntryKind::Update => {
-                        if t.phase == Phase::Despawning {
-                            continue;
-                        }
-                        if e.kind == EntryKind::Spawn {
-                            t.phase = Phase::Live;
-                        }
-                        if t.acked_tick == 0 || tick_newer(tick, t.acked_tick) {
-                            t.acked_tick = tick;
-                        }
-                        if !tick_newer(t.last_change, tick) {
-                            t.dirty &= !e.mask;
-                        }
-                    }
-                }
+            if ack.contains(sent.tick) {
+                self.settle_acked(i);
+            } else {
+                self.settle_lost(i);
             }
         }
     }
-}
 
-/// Drops an entity from a client's books; if it is still in `pending`, its
-/// id becomes an orphan there (see `ClientState::orphans`).
-pub(super) fn forget(tracked: &mut IdMap<NetId, Tracked>, orphans: &mut IdSet<NetId>, net_id: NetId) {
-    if tracked.remove(&net_id).is_some_and(|t| t.queued) {
-        orphans.insert(net_id);
+    fn settle_acked(&mut self, index: usize) {
+        let sent = &mut self.ring[index];
+        sent.fate = Fate::Acked;
+        let tick = sent.tick;
+        let entries = std::mem::take(&mut sent.entries);
+        for e in &entries {
+            let Some(t) = self.tracked.get_mut(&e.net_id) else { continue };
+            if t.epoch != e.epoch {
+                continue;
+            }
+            match e.kind {
+                EntryKind::Despawn => {
+                    if t.phase == Phase::Despawning {
+                        self.forget(e.net_id);
+                        continue;
+                    }
+                }
+                EntryKind::Spawn | EntryKind::Update => {
+                    if t.phase == Phase::Despawning {
+                        continue;
+                    }
+                    if e.kind == EntryKind::Spawn {
+                        t.phase = Phase::Live;
+                    }
+                    if t.acked_tick == 0 || tick_newer(tick, t.acked_tick) {
+                        t.acked_tick = tick;
+                    }
+                    if !tick_newer(t.last_change, tick) {
+                        t.dirty &= !e.mask;
+                    }
+                }
+            }
+            if t.in_flight == tick {
+                t.in_flight = 0;
+                self.in_flight -= 1;
+                if t.has_work() {
+                    // E.g. a component removed while its spawn was in
+                    // flight: the removal is still news.
+                    self.requeue(e.net_id, 0);
+                }
+            }
+        }
+        self.ring[index].entries = entries;
+    }
+
+    /// A packet known lost (or given up on): its entries that are still
+    /// their entity's newest queue again, due now.
+    pub(super) fn settle_lost(&mut self, index: usize) {
+        let sent = &mut self.ring[index];
+        sent.fate = Fate::Lost;
+        let tick = sent.tick;
+        let entries = std::mem::take(&mut sent.entries);
+        if !entries.is_empty() {
+            self.stats.packets_lost += 1;
+        }
+        for e in &entries {
+            let Some(t) = self.tracked.get_mut(&e.net_id) else { continue };
+            if t.epoch != e.epoch || t.in_flight != tick {
+                // Superseded by a newer entry (or a newer incarnation).
+                continue;
+            }
+            t.in_flight = 0;
+            self.in_flight -= 1;
+            if t.has_work() {
+                self.stats.entries_resent += 1;
+                self.requeue(e.net_id, 0);
+            }
+        }
+        self.ring[index].entries = entries;
+    }
+
+    /// Whether a packet with entries is still in flight (its fate is news
+    /// the server waits for).
+    pub(super) fn awaits_fate(&self) -> bool {
+        self.ring.iter().any(|s| s.fate == Fate::InFlight && !s.entries.is_empty())
+    }
+
+    /// Drops an entity from this client's books.
+    fn forget(&mut self, net_id: NetId) {
+        if let Some(t) = self.tracked.remove(&net_id) {
+            if t.queued != 0 {
+                // Its entry in the queue turns stale.
+                self.queued -= 1;
+            }
+            if t.in_flight != 0 {
+                self.in_flight -= 1;
+            }
+        }
     }
 }

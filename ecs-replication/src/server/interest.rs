@@ -111,6 +111,7 @@ impl Interest {
             self.stale = false;
             rebuilt = true;
         }
+        let position = |net: NetId| records.get(&net).and_then(|r| r.position);
         for client in clients.values_mut() {
             let Some(view) = client.view else { continue };
             if !client.view_changed {
@@ -126,11 +127,11 @@ impl Interest {
                     match (client.interest.binary_search(&net), inside) {
                         (Err(i), true) => {
                             client.interest.insert(i, net);
-                            client.enter(net, tick);
+                            client.enter(net, tick, record.position);
                         }
                         (Ok(i), false) => {
                             client.interest.remove(i);
-                            client.leave(net);
+                            client.leave(net, record.position);
                         }
                         _ => {}
                     }
@@ -153,15 +154,15 @@ impl Interest {
                         j += 1;
                     }
                     (Some(x), Some(y)) if x < y => {
-                        client.leave(x);
+                        client.leave(x, position(x));
                         i += 1;
                     }
                     (Some(x), None) => {
-                        client.leave(x);
+                        client.leave(x, position(x));
                         i += 1;
                     }
                     (_, Some(y)) => {
-                        client.enter(y, tick);
+                        client.enter(y, tick, position(y));
                         j += 1;
                     }
                     (None, None) => break,

@@ -1,5 +1,5 @@
 //! The authoritative side: per-client acknowledged baselines, interest,
-//! priority and a byte budget per packet.
+//! priority, a byte budget per packet and a catch-up ceiling.
 //!
 //! Each [`Server::update`] is one network tick:
 //! 1. World level, once for all clients: replicated entities that appeared
@@ -12,21 +12,34 @@
 //! 2. Interest: when anything moved or a view changed, the positions go into
 //!    an `ecs-spatial` [`SparseGrid`](ecs_spatial::SparseGrid) and each client with a view radius asks
 //!    it; entering entities spawn on that client, leaving ones despawn.
-//! 3. Per client: the changes of this tick are added to the entities that
-//!    client tracks; every entity with unacknowledged work waits in the
-//!    client's pending list with a priority accumulator. The packet takes
-//!    entries in priority order until the byte budget is reached; the rest
-//!    wait, gaining priority. Positions are delta-coded against the value
-//!    the client acknowledged when that is smaller. Work per client grows
-//!    with what changed and what is pending, not with world size.
+//! 3. Per client: the acknowledgements received since the last tick are
+//!    settled, the changes of this tick are added to the entities that
+//!    client tracks, and its packet is built from its send queue
+//!    (`queue`): an entity with new work waits there with a deadline, the
+//!    tick at which a priority accumulator would reach a threshold (spawns
+//!    and despawns gain most, nearer entities more), fixed when it starts
+//!    waiting. The packet takes entries in deadline order up to the byte
+//!    budget, or, while a backlog exists (an entry waited past its
+//!    deadline), up to the catch-up ceiling. Every component goes
+//!    delta-coded against the value the client acknowledged when that is
+//!    smaller. A tick costs what changed, what is sent and what
+//!    acknowledgements settle, never what waits or what the world holds.
 //!
 //! Acknowledgements ([`crate::ack`]) name the newest applied tick and the 32
 //! before it. An acknowledged packet settles its entries: spawns become live,
 //! despawns are forgotten, sent components stop being resent unless written
-//! again since. Work stays pending until acknowledged, so loss delays but
-//! never loses it, and an entity is only forgotten once its despawn is
-//! acknowledged: no ghosts. A client whose newest acknowledgement is older
-//! than the ring of sent packets gets full state.
+//! again since. An entry in flight is not sent again while its packet's
+//! fate is unknown; new work supersedes it (the next entry carries the
+//! newest state). An acknowledgement that names newer packets but not an
+//! older one shows that one lost: its entries that are still the newest
+//! queue again, due at once (a packet that left the ring unacknowledged
+//! counts as lost). While a packet with entries is in flight, the client
+//! gets a packet every tick, so an acknowledgement showing a loss comes
+//! within a round trip. Work stays pending until acknowledged, so loss
+//! delays but never loses it, and an entity is only forgotten once its
+//! despawn is acknowledged: no ghosts. A client whose newest
+//! acknowledgement is older than the ring of sent packets gets full state
+//! of every entity with unacknowledged work.
 //!
 //! Clients can only acknowledge: an acknowledgement changes nothing but that
 //! client's own bookkeeping, and one that names a tick never sent is
@@ -34,16 +47,19 @@
 //!
 //! Layout: [`changes`](self) finds the tick's spawns, despawns and changed
 //! values once for all clients; `interest` keeps each client's view;
-//! `client_state` holds a client's books (tracked entities, pending work,
-//! the ring of sent packets, what an acknowledgement settles); `packet`
-//! builds one client's packet.
+//! `client_state` holds a client's books (tracked entities, work waiting
+//! or in flight, the ring of sent packets, what an acknowledgement settles
+//! or shows lost); `queue` is a client's send queue; `packet` builds one
+//! client's packet; `expected` rebuilds what a client should hold at a
+//! recent tick, for [`crate::check`].
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use rayon::prelude::*;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use ecs_core::{Entity, World};
+use glam::Vec3;
 
 use crate::ack::{Ack, AckError};
 use crate::codec::{EncodeError, MAX_DELTA_BACK, NetId, Value};
@@ -53,17 +69,22 @@ use crate::tick::{next_tick, tick_newer};
 
 mod changes;
 mod client_state;
+mod expected;
 mod interest;
 mod packet;
+mod queue;
 
 pub use interest::View;
 
 use changes::ChangeScan;
-use client_state::{ClientState, Phase};
+use client_state::ClientState;
 use interest::{Interest, check_view, in_view};
 
 /// Clients from which [`Server::update`] builds packets on rayon's pool.
 pub const PARALLEL_CLIENTS: usize = 8;
+
+/// The largest catch-up ceiling ([`ServerConfig::catch_up_budget_bytes`]).
+pub const MAX_CATCH_UP_BYTES: usize = 1 << 20;
 
 /// A client's id on the server (the transport's id, e.g. renet's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -72,9 +93,21 @@ pub struct ClientId(pub u64);
 /// Server tuning.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ServerConfig {
-    /// Largest packet in bytes (default 1200, under a typical MTU). An
-    /// entry larger than this on its own is sent alone in a packet.
+    /// Largest packet in bytes in the steady state (default 1200, under a
+    /// typical MTU). An entry larger than this on its own is sent alone in
+    /// a packet.
     pub budget_bytes: usize,
+    /// The catch-up ceiling (default 4800, four times the default budget;
+    /// at most 1 MiB): while a backlog exists, the packet may grow past
+    /// [`ServerConfig::budget_bytes`] up to this many bytes. A backlog is
+    /// work past its deadline (see [`Server::update`]): after loss, a
+    /// join, a burst of spawns. Ticks to catch up are then about backlog /
+    /// ceiling instead of backlog / budget. Packets over the MTU are
+    /// fragmented by the transport (renet does), so the ceiling is a
+    /// bandwidth cap per client per tick: 4800 bytes at 60 Hz is 2.3 Mbps.
+    /// A world whose changes never fit the budget runs at the ceiling; a
+    /// ceiling at or below the budget turns catch-up off.
+    pub catch_up_budget_bytes: usize,
     /// Sent packets remembered per client (default 32). A client that
     /// acknowledged none of them gets full state.
     pub ring_len: u32,
@@ -99,6 +132,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             budget_bytes: 1200,
+            catch_up_budget_bytes: 4800,
             ring_len: 32,
             delta_window: 32,
             grid_cell: 8.0,
@@ -161,16 +195,32 @@ pub struct ClientStats {
     pub packets: u64,
     /// Entries written.
     pub entries_sent: u64,
-    /// Entries that had work but did not fit the budget, summed over ticks.
+    /// Entities left waiting in the send queue after a packet was built,
+    /// summed over ticks.
     pub entries_deferred: u64,
+    /// Entries queued again because the packet holding them was lost (an
+    /// acknowledgement named newer packets but not it, or it left the ring
+    /// unacknowledged) and they were still their entity's newest.
+    pub entries_resent: u64,
+    /// Packets with entries known lost.
+    pub packets_lost: u64,
+    /// Packets that grew past the steady budget to catch up on a backlog.
+    pub catch_up_packets: u64,
+    /// Entries taken from the send queue, stale ones included, summed over
+    /// ticks: the priority selection's work (it grows with what is sent
+    /// and what started waiting, not with what waits).
+    pub queue_visits: u64,
     /// Times the client fell behind the ring and got full state.
     pub full_resyncs: u64,
     /// Acknowledgements refused.
     pub bad_acks: u64,
     /// Entities the client tracks (spawning, live or despawning).
     pub tracked: usize,
-    /// Entities with unacknowledged work.
+    /// Entities with unacknowledged work: waiting in the send queue, or in
+    /// flight (their newest entry sent, its packet's fate unknown).
     pub pending: usize,
+    /// Of these, the ones waiting in the send queue.
+    pub queued: usize,
 }
 
 /// Counters of the world-level part of a tick.
@@ -218,7 +268,6 @@ impl Hasher for IdHasher {
 }
 
 type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 
 /// The replication server. See the [module docs](self).
 ///
@@ -268,6 +317,7 @@ impl Server {
         config.delta_window = config.delta_window.clamp(1, MAX_DELTA_BACK);
         config.ring_len = config.ring_len.clamp(1, 1024);
         config.budget_bytes = config.budget_bytes.max(64);
+        config.catch_up_budget_bytes = config.catch_up_budget_bytes.min(MAX_CATCH_UP_BYTES);
         config.first_tick = config.first_tick.max(1);
         Server {
             changes: ChangeScan::new(world, &registry),
@@ -313,16 +363,16 @@ impl Server {
             check_view(v)?;
         }
         let mut client = ClientState::new(view);
-        let mut ids: Vec<NetId> = self
+        let mut ids: Vec<(NetId, Option<Vec3>)> = self
             .changes
             .records
             .iter()
             .filter(|(_, r)| view.is_none() || r.position.is_none())
-            .map(|(id, _)| *id)
+            .map(|(id, r)| (*id, r.position))
             .collect();
-        ids.sort_unstable();
-        for id in ids {
-            client.enter(id, self.tick);
+        ids.sort_unstable_by_key(|(id, _)| *id);
+        for (id, position) in ids {
+            client.enter(id, self.tick, position);
         }
         self.clients.insert(id, client);
         Ok(())
@@ -350,10 +400,10 @@ impl Server {
             return Ok(());
         }
         if view.is_none() {
-            let mut ids: Vec<NetId> = records.keys().copied().collect();
-            ids.sort_unstable();
-            for net in ids {
-                client.enter(net, tick);
+            let mut ids: Vec<(NetId, Option<Vec3>)> = records.iter().map(|(id, r)| (*id, r.position)).collect();
+            ids.sort_unstable_by_key(|(id, _)| *id);
+            for (net, position) in ids {
+                client.enter(net, tick, position);
             }
             client.interest.clear();
         }
@@ -391,7 +441,8 @@ impl Server {
         self.clients.get(&id).map(|c| {
             let mut s = c.stats;
             s.tracked = c.tracked.len();
-            s.pending = c.pending.len();
+            s.pending = c.pending();
+            s.queued = c.queued;
             s
         })
     }
@@ -490,17 +541,17 @@ impl Server {
         let changes = &mut self.changes;
         for &net in &changes.despawned {
             for client in self.clients.values_mut() {
-                client.leave(net);
+                client.leave(net, None);
                 if let Ok(i) = client.interest.binary_search(&net) {
                     client.interest.remove(i);
                 }
             }
         }
         for &net in &changes.spawned {
-            let positioned = changes.records.get(&net).is_some_and(|r| r.position.is_some());
+            let position = changes.records.get(&net).and_then(|r| r.position);
             for client in self.clients.values_mut() {
-                if client.view.is_none() || !positioned {
-                    client.enter(net, tick);
+                if client.view.is_none() || position.is_none() {
+                    client.enter(net, tick, position);
                 }
             }
         }
@@ -509,8 +560,11 @@ impl Server {
         }
         self.tick_stats.grid_rebuilt =
             self.interest.update(&mut self.clients, &changes.records, &mut changes.moved, tick);
-        let changed_masks: Vec<(NetId, u64)> =
-            changes.changed.iter().filter_map(|n| changes.records.get(n).map(|r| (*n, r.changed_mask))).collect();
+        let changed_masks: Vec<(NetId, u64, Option<Vec3>)> = changes
+            .changed
+            .iter()
+            .filter_map(|n| changes.records.get(n).map(|r| (*n, r.changed_mask, r.position)))
+            .collect();
         let width = self.registry.schema().len();
         let all_components = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
         let (registry, config) = (&self.registry, &self.config);
@@ -524,22 +578,7 @@ impl Server {
             if !client.resynced && behind {
                 client.resynced = true;
                 client.stats.full_resyncs += 1;
-                let mut ids: Vec<NetId> = client.tracked.keys().copied().collect();
-                ids.sort_unstable();
-                for net in ids {
-                    if let Some(t) = client.tracked.get_mut(&net)
-                        && changes.records.contains_key(&net)
-                        && t.phase == Phase::Live
-                    {
-                        // Every component: values, and removals of what it
-                        // lacks (the client may hold a component removed
-                        // while it was behind).
-                        t.dirty = all_components;
-                        t.last_change = tick;
-                        t.acked_tick = 0;
-                    }
-                    client.queue(net);
-                }
+                client.resync(all_components, tick, |net| changes.records.contains_key(&net));
             }
             packet::build_packet(client, &changes.records, &changes.by_entity, registry, config, tick)
         };

@@ -150,6 +150,13 @@ pub fn held(client: &Client) -> BTreeMap<NetId, Vec<Option<Value>>> {
     client.entities().map(|(net, v)| (net, v.to_vec())).collect()
 }
 
+/// Asserts with the crate's check helper that a client holds the server's
+/// state of the entities in its interest and its world shows it.
+pub fn assert_in_sync(server: &Server, id: ClientId, client: &Client, world: &World, when: &str) {
+    let report = check_client(server, id, client, world, CheckOptions::default()).unwrap();
+    assert!(report.is_match(), "{when}: {report}");
+}
+
 /// Every network id the server ever handed out, so far.
 pub fn all_ids(server: &Server, seen: &mut BTreeSet<NetId>) {
     seen.extend(server.entities().map(|(net, _, _)| net));
@@ -205,7 +212,9 @@ impl Run {
         let mut largest = 0;
         for (id, packet) in self.server.packets() {
             largest = largest.max(packet.len());
-            assert!(packet.len() <= self.server.config().budget_bytes, "packet over budget");
+            let config = self.server.config();
+            let ceiling = config.budget_bytes.max(config.catch_up_budget_bytes);
+            assert!(packet.len() <= ceiling, "packet over the catch-up ceiling");
             // A client never receives an entity outside its interest.
             let decoded = decode(packet, &schema, Limits::default()).unwrap();
             // One entry per entity: a server packet never contradicts itself.
@@ -233,28 +242,14 @@ impl Run {
         largest
     }
 
+    /// Every client holds exactly the server's state of the entities in
+    /// its interest, and its world shows it (the crate's check helper).
     pub fn assert_converged(&self, when: &str) {
         for (id, cw, client) in &self.clients {
-            let want = expected(&self.server, *id);
-            let have = held(client);
-            let ghosts: Vec<_> = have.keys().filter(|k| !want.contains_key(k)).collect();
-            let missing: Vec<_> = want.keys().filter(|k| !have.contains_key(k)).collect();
-            assert!(ghosts.is_empty(), "{when}: client {id:?} has ghosts {ghosts:?}");
-            assert!(missing.is_empty(), "{when}: client {id:?} misses {missing:?}");
-            assert_eq!(have, want, "{when}: client {id:?} values differ");
-            // The client's world holds the same entities with those values.
-            assert_eq!(cw.len() as usize, have.len());
-            let q = self.server.registry().position_quantizer().unwrap();
-            for (net, values) in &have {
-                let local = client.local_entity(*net).unwrap();
-                if let Some(ecs_replication::codec::Value::Position(p)) = &values[0] {
-                    assert_eq!(cw.get::<Position>(local).unwrap().0, q.dequantize(*p));
-                }
-                // A component the server removed is gone from the client's
-                // world too.
-                assert_eq!(cw.has::<Rotation>(local).unwrap(), values[1].is_some(), "{when}: rotation of {net}");
-                assert_eq!(cw.has::<Health>(local).unwrap(), values[2].is_some(), "{when}: health of {net}");
-            }
+            let report = check_client(&self.server, *id, client, cw, CheckOptions::default()).unwrap();
+            assert!(report.is_match(), "{when}: {report}");
+            assert_eq!(report.held, report.expected);
+            assert_eq!(cw.len() as usize, report.held, "{when}: the world holds only the replicated entities");
         }
     }
 }
