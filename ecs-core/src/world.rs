@@ -312,6 +312,30 @@ impl World {
         self.entities.location(entity)
     }
 
+    /// The archetype `id` names, without a bounds check.
+    ///
+    /// # Safety
+    /// `id` is an archetype of this world (as every location and move plan
+    /// of this world names).
+    #[inline(always)]
+    unsafe fn archetype_unchecked(&self, id: ArchetypeId) -> &Archetype {
+        debug_assert!(id.index() < self.archetypes.len());
+        // SAFETY: the caller's contract.
+        unsafe { self.archetypes.get_unchecked(id.index()) }
+    }
+
+    /// Move plan `index`, without a bounds check.
+    ///
+    /// # Safety
+    /// `index` came from an archetype's edges of this world.
+    #[inline(always)]
+    unsafe fn plan_unchecked(&self, index: usize) -> &MovePlan {
+        debug_assert!(index < self.plans.len());
+        // SAFETY: the caller's contract; edges only hold indices of pushed
+        // plans, and plans are never removed.
+        unsafe { self.plans.get_unchecked(index) }
+    }
+
     fn archetype_for(&mut self, sorted: &[ComponentId]) -> Result<ArchetypeId, StoreError> {
         if let Some(&id) = self.archetype_ids.get(sorted) {
             return Ok(id);
@@ -622,39 +646,54 @@ impl World {
     ///
     /// # Safety
     /// `plan` was made for the entity's archetype and leads to another one
-    /// (an empty bundle's plan leads back to it). Values of components the
+    /// (not back to it, as an empty bundle's plan does). Values of components the
     /// source has and the destination lacks must already be dead (moved out
     /// or dropped). The caller must write every fresh column before anything
     /// else reads the row.
     #[inline(always)]
     unsafe fn move_entity(&mut self, entity: Entity, loc: EntityLocation, plan: usize) -> EntityLocation {
         let now = self.now();
-        let plan = &self.plans[plan];
-        let dst = plan.dst;
-        let (s, d) = (loc.archetype.index(), dst.index());
-        assert!(s != d && s < self.archetypes.len() && d < self.archetypes.len(), "a move between two archetypes");
+        debug_assert!(plan < self.plans.len());
+        // SAFETY: plan indices come from the archetypes' edges, which only
+        // hold indices of pushed plans.
+        let plan = unsafe { self.plans.get_unchecked(plan) };
+        let (s, d) = (loc.archetype.index(), plan.dst.index());
+        debug_assert!(s != d && s < self.archetypes.len() && d < self.archetypes.len());
         let archetypes = self.archetypes.as_mut_ptr();
-        // SAFETY: `s` and `d` are distinct indices in bounds (asserted), so
+        // SAFETY: both are archetypes of this world (a location and a plan
+        // only name existing ones), and distinct (the caller's contract), so
         // the two borrows do not overlap.
         let (src, dst_arch) = unsafe { (&mut *archetypes.add(s), &mut *archetypes.add(d)) };
         // SAFETY: the plan was made for these two archetypes, the row is the
         // entity's live row, and the caller's contract covers dead values
         // and the fresh columns.
         let (dc, dr, moved) = unsafe { src.move_row(dst_arch, plan, loc.chunk as usize, loc.row as usize, now) };
-        if let Some(moved) = moved {
-            self.entities.set_location(moved, loc);
+        let new_loc = EntityLocation { archetype: plan.dst, chunk: dc as u32, row: dr as u32 };
+        // SAFETY: `moved` and `entity` are live entities.
+        unsafe {
+            if let Some(moved) = moved {
+                self.entities.set_location_unchecked(moved, loc);
+            }
+            self.entities.set_location_unchecked(entity, new_loc);
         }
-        let new_loc = EntityLocation { archetype: dst, chunk: dc as u32, row: dr as u32 };
-        self.entities.set_location(entity, new_loc);
         new_loc
     }
 
     /// The cached insert plan of bundle `B` from archetype `src`.
+    #[inline(always)]
     fn insert_plan<B: Bundle>(&mut self, src: ArchetypeId) -> Result<usize, StoreError> {
         let key = TypeId::of::<B>();
         if let Some(plan) = self.archetypes[src.index()].insert_edges.get(&key) {
             return Ok(plan as usize);
         }
+        self.new_insert_plan::<B>(src)
+    }
+
+    /// Makes and caches the insert plan of bundle `B` from archetype `src`.
+    #[cold]
+    #[inline(never)]
+    fn new_insert_plan<B: Bundle>(&mut self, src: ArchetypeId) -> Result<usize, StoreError> {
+        let key = TypeId::of::<B>();
         let ids = self.bundle_meta::<B>()?.ids.clone();
         let mut set: SmallVec<[ComponentId; 16]> = self.archetypes[src.index()].components().iter().copied().collect();
         set.extend(ids.iter().copied());
@@ -670,11 +709,20 @@ impl World {
 
     /// The cached remove plan of bundle `B` from archetype `src`; an error
     /// naming the first component the archetype lacks.
+    #[inline(always)]
     fn remove_plan<B: Bundle>(&mut self, entity: Entity, src: ArchetypeId) -> Result<usize, StoreError> {
         let key = TypeId::of::<B>();
         if let Some(plan) = self.archetypes[src.index()].remove_edges.get(&key) {
             return Ok(plan as usize);
         }
+        self.new_remove_plan::<B>(entity, src)
+    }
+
+    /// Makes and caches the remove plan of bundle `B` from archetype `src`.
+    #[cold]
+    #[inline(never)]
+    fn new_remove_plan<B: Bundle>(&mut self, entity: Entity, src: ArchetypeId) -> Result<usize, StoreError> {
+        let key = TypeId::of::<B>();
         let mut ids = BundleIds::new();
         B::component_ids(&self.components, &mut ids)
             .map_err(|component| StoreError::MissingComponent { entity, component })?;
@@ -703,8 +751,11 @@ impl World {
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), StoreError> {
         let loc = self.entities.location(entity)?;
         let plan_index = self.insert_plan::<B>(loc.archetype)?;
-        let dst = self.plans[plan_index].dst;
-        let lifecycle = self.archetypes[loc.archetype.index()].lifecycle | self.archetypes[dst.index()].lifecycle;
+        // SAFETY: the location and the plan are this world's.
+        let lifecycle = unsafe {
+            let dst = self.plan_unchecked(plan_index).dst;
+            self.archetype_unchecked(loc.archetype).lifecycle | self.archetype_unchecked(dst).lifecycle
+        };
         if lifecycle != 0 {
             self.insert_listened(entity, loc, plan_index, bundle, lifecycle);
         } else {
@@ -716,7 +767,8 @@ impl World {
     /// An insert along a plan, without lifecycle listeners.
     #[inline(always)]
     fn insert_along<B: Bundle>(&mut self, entity: Entity, loc: EntityLocation, plan_index: usize, bundle: B) {
-        if !self.plans[plan_index].drops_replaced {
+        // SAFETY: `plan_index` is `B`'s insert plan of this world.
+        if !unsafe { self.plan_unchecked(plan_index) }.drops_replaced {
             // Nothing replaced has a destructor: no user code runs, so no
             // guard is needed.
             // SAFETY: `plan_index` is `B`'s insert plan from the entity's
@@ -797,19 +849,23 @@ impl World {
     #[inline]
     unsafe fn write_insert<B: Bundle>(&mut self, entity: Entity, loc: EntityLocation, plan_index: usize, bundle: B) {
         let now = self.now();
-        let dst_id = self.plans[plan_index].dst;
+        // SAFETY: `plan_index` is `B`'s insert plan of this world.
+        let dst_id = unsafe { self.plan_unchecked(plan_index) }.dst;
         let new_loc = if dst_id == loc.archetype {
             loc
         } else {
-            // SAFETY: the plan was made for this archetype; the destination
-            // is a superset of the source, so no source value is left
-            // behind; the fresh columns are written below.
+            // SAFETY: the plan was made for this archetype and leads to
+            // another; the destination is a superset of the source, so no
+            // source value is left behind; the fresh columns are written
+            // below.
             unsafe { self.move_entity(entity, loc, plan_index) }
         };
-        let plan = &self.plans[plan_index];
-        let dst = &mut self.archetypes[dst_id.index()];
         let (chunk, row) = (new_loc.chunk as usize, new_loc.row as usize);
         let mut ptrs = BundlePtrs::new();
+        // SAFETY: as above; the plan's destination is this world's.
+        let plan = unsafe { self.plans.get_unchecked(plan_index) };
+        // SAFETY: the plan's destination is an archetype of this world.
+        let dst = unsafe { self.archetypes.get_unchecked_mut(dst_id.index()) };
         for &(col, existing) in plan.bundle.iter() {
             // SAFETY: the plan's columns are the destination's, and `chunk`
             // holds the entity's row.
@@ -833,7 +889,8 @@ impl World {
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, StoreError> {
         let loc = self.entities.location(entity)?;
         let plan_index = self.remove_plan::<B>(entity, loc.archetype)?;
-        if self.archetypes[loc.archetype.index()].lifecycle != 0 {
+        // SAFETY: the location is this world's.
+        if unsafe { self.archetype_unchecked(loc.archetype) }.lifecycle != 0 {
             return Ok(self.remove_listened(entity, loc, plan_index));
         }
         // SAFETY: the plan is `B`'s remove plan from the entity's archetype.
@@ -848,9 +905,10 @@ impl World {
     /// entity's location.
     #[inline(always)]
     unsafe fn remove_along<B: Bundle>(&mut self, entity: Entity, loc: EntityLocation, plan_index: usize) -> B {
-        let src = &self.archetypes[loc.archetype.index()];
+        // SAFETY: the location and the plan are this world's.
+        let (src, plan) = unsafe { (self.archetype_unchecked(loc.archetype), self.plan_unchecked(plan_index)) };
         let mut ptrs = BundlePtrs::new();
-        for &(col, _) in self.plans[plan_index].bundle.iter() {
+        for &(col, _) in plan.bundle.iter() {
             // SAFETY: the plan's columns are the source's, and `loc.chunk`
             // holds the entity's row.
             ptrs.push(unsafe { src.column_ptr_unchecked(col as usize, loc.chunk as usize) });
@@ -860,7 +918,7 @@ impl World {
         // is moved (without them) right after.
         let bundle = unsafe { B::read(ptrs.as_slice(), loc.row as usize) };
         // An empty bundle removes nothing and leaves the row where it is.
-        if self.plans[plan_index].dst != loc.archetype {
+        if plan.dst != loc.archetype {
             // SAFETY: the plan was made for this archetype; the removed
             // values were moved out above; the destination is a subset of
             // the source, so it has no fresh columns.

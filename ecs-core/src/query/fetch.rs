@@ -203,6 +203,8 @@ pub struct MutFetch<'w, T> {
     row_added: *const u32,
     chunk_changed: &'w AtomicTick,
     chunk_all_changed: &'w AtomicTick,
+    /// The column's "some chunk was stamped whole" flag.
+    any_all_changed: &'w std::sync::atomic::AtomicBool,
     chunk_mark: *mut u32,
     /// Whether `chunk_mark` was redirected to a loop-local mark.
     local_mark: bool,
@@ -239,6 +241,8 @@ impl<'w, T> MutFetch<'w, T> {
             row_added: AtomicTick::slice_ptr(rows.added, 0).cast_const(),
             chunk_changed,
             chunk_all_changed,
+            // SAFETY: as above.
+            any_all_changed: unsafe { archetype.any_all_changed_unchecked(col) },
             chunk_mark: chunk_changed.as_ptr(),
             local_mark: false,
             window,
@@ -275,6 +279,7 @@ impl<'w, T> MutFetch<'w, T> {
     #[inline]
     unsafe fn slices(&self, len: usize) -> &'w mut [T] {
         self.chunk_changed.store(self.window.this_run());
+        self.any_all_changed.store(true, std::sync::atomic::Ordering::Relaxed);
         self.chunk_all_changed.store(self.window.this_run());
         // SAFETY: rows `0..len` are live and contiguous; the caller
         // guarantees no other borrow of this column is alive.

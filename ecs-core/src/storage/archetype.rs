@@ -67,6 +67,10 @@ pub(crate) struct ColumnTicks {
     pub(crate) chunk_changed: Vec<AtomicTick>,
     pub(crate) chunk_added: Vec<AtomicTick>,
     pub(crate) chunk_all_changed: Vec<AtomicTick>,
+    /// Whether a whole-column write ever stamped a `chunk_all_changed` of
+    /// this column; until one does, a moving row's own changed tick is its
+    /// effective one (no stamp to fold in).
+    pub(crate) any_all_changed: std::sync::atomic::AtomicBool,
     pub(crate) block_changed: Vec<AtomicTick>,
     pub(crate) row_changed: Vec<AtomicTick>,
     pub(crate) row_added: Vec<AtomicTick>,
@@ -385,6 +389,17 @@ impl Archetype {
         }
     }
 
+    /// The "some chunk was stamped whole" flag of column `col`.
+    ///
+    /// # Safety
+    /// `col` is a column of this archetype.
+    #[inline(always)]
+    pub(crate) unsafe fn any_all_changed_unchecked(&self, col: usize) -> &std::sync::atomic::AtomicBool {
+        debug_assert!(col < self.columns.len());
+        // SAFETY: the caller's contract.
+        unsafe { &self.columns.get_unchecked(col).ticks.any_all_changed }
+    }
+
     /// The effective changed tick of a row (its own, or the chunk's
     /// whole-column mark if newer).
     #[inline]
@@ -591,15 +606,18 @@ impl Archetype {
             unsafe {
                 let st = &self.columns.get_unchecked(shared.src as usize).ticks;
                 let dt = &mut dst.columns.get_unchecked_mut(shared.dst as usize).ticks;
-                let changed = newer(
-                    st.row_changed.get_unchecked(si).load().get(),
-                    st.chunk_all_changed.get_unchecked(chunk).load().get(),
-                    now_raw,
-                );
+                let mut changed = st.row_changed.get_unchecked(si).load().get();
+                if st.any_all_changed.load(std::sync::atomic::Ordering::Relaxed) {
+                    changed = newer(changed, st.chunk_all_changed.get_unchecked(chunk).load().get(), now_raw);
+                }
                 let added = st.row_added.get_unchecked(si).load().get();
                 *dt.row_changed.get_unchecked_mut(di).get_mut() = changed;
                 *dt.row_added.get_unchecked_mut(di).get_mut() = added;
-                raise(dt.block_changed.get_unchecked_mut(db), changed, now_raw);
+                // The chunk ticks are raised exactly, so a move alone never
+                // makes a chunk look written. The block tick only has to be
+                // at least as new as the row's: `now` is, a plain store
+                // (and only read inside a chunk that is looked into anyway).
+                *dt.block_changed.get_unchecked_mut(db).get_mut() = now_raw;
                 raise(dt.chunk_changed.get_unchecked_mut(dc), changed, now_raw);
                 raise(dt.chunk_added.get_unchecked_mut(dc), added, now_raw);
             }
@@ -658,7 +676,7 @@ impl Archetype {
     ///
     /// # Safety
     /// The row is live and its values are dead (dropped or moved out).
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn swap_remove(&mut self, chunk: usize, row: usize, now: Tick) -> Option<Entity> {
         debug_assert!(chunk < self.chunks.len());
         // SAFETY: the row is live, so its chunk exists.
@@ -694,7 +712,9 @@ impl Archetype {
                     *t.row_changed.get_unchecked_mut(to).get_mut() = changed;
                     let added = *t.row_added.get_unchecked_mut(from).get_mut();
                     *t.row_added.get_unchecked_mut(to).get_mut() = added;
-                    raise(t.block_changed.get_unchecked_mut(block), changed, now_raw);
+                    // At least as new as the row's own tick, without a
+                    // compare (see `move_row`).
+                    *t.block_changed.get_unchecked_mut(block).get_mut() = now_raw;
                 }
             }
             let entities = c.entities_ptr();

@@ -211,6 +211,19 @@ impl Entities {
         }
     }
 
+    /// [`Entities::set_location`] without the bounds check.
+    ///
+    /// # Safety
+    /// `entity` is live (so its slot exists).
+    #[inline(always)]
+    pub(crate) unsafe fn set_location_unchecked(&mut self, entity: Entity, location: EntityLocation) {
+        debug_assert!((entity.index as usize) < self.slots.len());
+        // SAFETY: a live entity's slot exists (the caller's contract).
+        let slot = unsafe { self.slots.get_unchecked_mut(entity.index as usize) };
+        debug_assert_eq!(slot.generation, entity.generation);
+        slot.set(location);
+    }
+
     /// Records a live entity's new row.
     #[inline]
     pub(crate) fn set_location(&mut self, entity: Entity, location: EntityLocation) {
