@@ -6,7 +6,7 @@
 //! reused, so a steady-state rebuild over the same number of points allocates
 //! nothing. Queries live in [`query`](crate::query).
 
-use glam::Vec3;
+use glam::{Vec3, Vec3A, Vec4};
 use rayon::prelude::*;
 
 use crate::cell::{AXIS_BITS, AXIS_MASK, BIAS, CELL_MAX, CELL_MIN, CellKey, cell_axis, pack_unchecked};
@@ -113,6 +113,13 @@ const DENSE_CELLS_MIN: u64 = 1 << 16;
 /// (the pass over the table then costs about what the points' passes do).
 const COUNTING_CELLS_PER_POINT: u64 = 4;
 
+/// Whether a box of `volume` cells is sorted by counting over it, with `n`
+/// points: while the pass over the box costs about what the points' passes
+/// do (and dense indices fit the `u32`s they are stored as).
+fn counting_fits(volume: u64, n: usize) -> bool {
+    volume <= COUNTING_CELLS_PER_POINT * n as u64 + DENSE_CELLS_MIN && volume < u64::from(u32::MAX)
+}
+
 /// Whether a box of `volume` cells gets the dense table, with `points`
 /// points in `cells` occupied cells.
 fn dense_fits(volume: Option<u64>, points: usize, cells: usize) -> bool {
@@ -179,6 +186,7 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     rows: Vec<(u32, u32)>,
     // Scratch, reused across rebuilds.
     point_keys: Vec<u64>,
+    dense_index: Vec<u32>,
     narrow: Vec<u64>,
     narrow_scratch: Vec<u64>,
     wide: Vec<(u64, u32)>,
@@ -240,6 +248,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             hash: CellHash::default(),
             rows: Vec::new(),
             point_keys: Vec::new(),
+            dense_index: Vec::new(),
             narrow: Vec::new(),
             narrow_scratch: Vec::new(),
             wide: Vec::new(),
@@ -408,6 +417,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             + self.hash.capacity_bytes()
             + self.rows.capacity() * 8
             + self.point_keys.capacity() * 8
+            + self.dense_index.capacity() * 4
             + (self.narrow.capacity() + self.narrow_scratch.capacity()) * 8
             + (self.wide.capacity() + self.wide_scratch.capacity()) * size_of::<(u64, u32)>()
             + self.counts.capacity() * 4
@@ -436,34 +446,41 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             return Ok(());
         }
 
-        // 1. The packed cell key of every point, and the cells' bounding box.
+        // 1. The cells' bounding box from the coordinates' (the cell of a
+        //    coordinate is monotonic in it), and, when the box is small
+        //    enough to count over, each point's dense cell index and the
+        //    counts in one pass; otherwise every point's packed key.
         let (origin, cell_size) = (self.origin, self.cell_size);
-        self.point_keys.resize(n, 0);
-        let bounds = if parallel {
-            self.point_keys
-                .par_chunks_mut(PAR_BLOCK)
-                .zip(positions.par_chunks(PAR_BLOCK))
-                .enumerate()
-                .map(|(block, (keys, points))| encode_block(origin, cell_size, block * PAR_BLOCK, points, keys))
-                .try_reduce(|| EMPTY_BOUNDS, |a, b| Ok(merge_bounds(a, b)))
-                // Any block may fail first in parallel; report the lowest index, as `rebuild` does.
-                .or_else(|_| encode_block(origin, cell_size, 0, positions, &mut self.point_keys))
-        } else {
-            encode_block(origin, cell_size, 0, positions, &mut self.point_keys)
-        };
-        let (min, max) = match bounds {
-            Ok(b) => b,
-            Err(e) => {
-                self.clear();
-                return Err(GridError::InvalidPoint(e));
+        let fused = fused_bounds(origin, cell_size, positions, n);
+        let (min, max) = match fused {
+            Some(bounds) => bounds,
+            None => {
+                self.point_keys.resize(n, 0);
+                let bounds = if parallel {
+                    self.point_keys
+                        .par_chunks_mut(PAR_BLOCK)
+                        .zip(positions.par_chunks(PAR_BLOCK))
+                        .enumerate()
+                        .map(|(block, (keys, points))| encode_block(origin, cell_size, block * PAR_BLOCK, points, keys))
+                        .try_reduce(|| EMPTY_BOUNDS, |a, b| Ok(merge_bounds(a, b)))
+                        // Any block may fail first in parallel; report the lowest index, as `rebuild` does.
+                        .or_else(|_| encode_block(origin, cell_size, 0, positions, &mut self.point_keys))
+                } else {
+                    encode_block(origin, cell_size, 0, positions, &mut self.point_keys)
+                };
+                match bounds {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.clear();
+                        return Err(GridError::InvalidPoint(e));
+                    }
+                }
             }
         };
         self.min = min;
         self.max = max;
         let span = [0, 1, 2].map(|a| (max[a] - min[a]) as usize + 1);
         self.span = span;
-        self.cells.clear();
-        self.cell_keys.clear();
         self.order.resize(n, 0);
         self.positions.resize(n, positions[0]);
         self.ids.resize(n, ids[0]);
@@ -472,8 +489,17 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         // 2. Key order, by counting over the dense table when its pass over
         //    the box costs about what the points' passes do, or by radix sort.
         let volume = span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
-        if volume.is_some_and(|v| v <= COUNTING_CELLS_PER_POINT * n as u64 + DENSE_CELLS_MIN) {
-            self.counting_build(ids, positions, volume.unwrap_or(0) as usize, parallel);
+        if let Some(v) = volume.filter(|&v| counting_fits(v, n)) {
+            if fused.is_some() {
+                // Keyed and counted in one pass.
+                self.dense.clear();
+                self.dense.resize(v as usize + 1, 0);
+                self.dense_index.resize(n, 0);
+                count_cells(origin, cell_size, min, span, positions, &mut self.dense_index, &mut self.dense);
+            } else {
+                self.count_keys(v as usize);
+            }
+            self.counting_build(ids, positions, v as usize, parallel);
             self.build = BuildKind::Counting;
         } else {
             self.radix_build(ids, positions, parallel);
@@ -505,22 +531,31 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         Ok(())
     }
 
-    /// Counting sort over the dense table (`volume` cells of the bounding
-    /// box): `point_keys` become dense indices and their counts, the counts
-    /// become the dense table, and each point is written straight to its
-    /// slot, in input order within a cell (as the stable radix sort does).
-    fn counting_build(&mut self, ids: &[I], positions: &[P], volume: usize, parallel: bool) {
+    /// The dense index of every point from its packed key
+    /// (`dense_index`), and the counts (`dense[d + 1]` counts dense cell
+    /// `d`, of `volume`).
+    fn count_keys(&mut self, volume: usize) {
         let (min, span) = (self.min, self.span);
         let dense = &mut self.dense;
         dense.clear();
         dense.resize(volume + 1, 0);
-        // `dense[d + 1]` counts dense cell `d`.
-        for key in self.point_keys.iter_mut() {
-            let [x, y, z] = unpack(*key);
+        self.dense_index.clear();
+        self.dense_index.extend(self.point_keys.iter().map(|&key| {
+            let [x, y, z] = unpack(key);
             let d = (x - min[0]) as usize + span[0] * ((y - min[1]) as usize + span[1] * (z - min[2]) as usize);
-            *key = d as u64;
             dense[d + 1] += 1;
-        }
+            d as u32
+        }));
+    }
+
+    /// Counting sort over the dense table (`volume` cells of the bounding
+    /// box), from each point's dense index and the counts (`dense[d + 1]`
+    /// counts dense cell `d`): the counts become the dense table, and each
+    /// point is written straight to its slot, in input order within a cell
+    /// (as the stable radix sort does).
+    fn counting_build(&mut self, ids: &[I], positions: &[P], volume: usize, parallel: bool) {
+        let (min, span) = (self.min, self.span);
+        let dense = &mut self.dense;
         // Exclusive prefix sums: `dense[d + 1]` = first slot of cell `d`.
         let mut sum = 0u32;
         for c in dense[1..].iter_mut() {
@@ -533,7 +568,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         // Only the input index is scattered (4 bytes, into a table that
         // stays in cache); the points follow in one gather, read at random
         // but written in order.
-        for (i, &d) in self.point_keys.iter().enumerate() {
+        for (i, &d) in self.dense_index.iter().enumerate() {
             let cursor = &mut dense[d as usize + 1];
             self.order[*cursor as usize] = i as u32;
             *cursor += 1;
@@ -548,6 +583,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         keys.resize(cells_max + 1, 0);
         let mut next = 0usize;
         let mut d = 0usize;
+        // Slices of a length the compiler sees, so `at` needs no check.
+        let (table, table_keys) = (&mut cells[..=cells_max], &mut keys[..=cells_max]);
         for z in 0..span[2] {
             for y in 0..span[1] {
                 let row_key = pack_unchecked(min[0], min[1] + y as i32, min[2] + z as i32);
@@ -555,8 +592,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                     let key = row_key + x as u64;
                     let (start, end) = (w[0], w[1]);
                     let at = next.min(cells_max);
-                    cells[at] = Cell { key: CellKey::from_raw_unchecked(key), start, count: end - start };
-                    keys[at] = key;
+                    table[at] = Cell { key: CellKey::from_raw_unchecked(key), start, count: end - start };
+                    table_keys[at] = key;
                     next += usize::from(end > start);
                 }
                 d += span[0];
@@ -570,6 +607,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// Radix sort of the relabelled keys (the digit counts taken in the
     /// relabelling pass), then one gather of the points in key order.
     fn radix_build(&mut self, ids: &[I], positions: &[P], parallel: bool) {
+        self.cells.clear();
+        self.cell_keys.clear();
         let n = positions.len();
         let (min, span) = (self.min, self.span);
         let bits = span.map(|s| usize::BITS - (s - 1).leading_zeros());
@@ -1430,6 +1469,109 @@ fn encode_block<P: GridPoint>(
     Ok((bmin, bmax))
 }
 
+/// The cells' bounding box of `points` from the smallest and largest
+/// coordinate per axis (`floor((v - origin) / cell_size)` is monotonic in
+/// `v`: the subtraction and the division round monotonically), when every
+/// coordinate is finite, the corners are in the key range, and the box is
+/// small enough for [`count_cells`]; `None` otherwise (the caller then keys
+/// every point, which also names the first bad one).
+fn fused_bounds<P: GridPoint>(origin: Vec3, cell_size: f32, points: &[P], n: usize) -> Option<Bounds> {
+    let first = Vec3A::from(points.first()?.to_vec3());
+    let (mut lo, mut hi) = (first, first);
+    // `v * 0` is NaN exactly when `v` is NaN or infinite (and the SIMD
+    // min and max, which may drop a NaN, are then not used).
+    let mut finite = Vec3A::ZERO;
+    for p in points {
+        let p = Vec3A::from(p.to_vec3());
+        lo = lo.min(p);
+        hi = hi.max(p);
+        finite += p * 0.0;
+    }
+    if !finite.is_finite() {
+        return None;
+    }
+    let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
+    let cell = |v: Vec3| -> Option<[i32; 3]> {
+        let c = |a: usize| cell_axis(v[a], origin[a], cell_size).ok();
+        Some([c(0)?, c(1)?, c(2)?])
+    };
+    let (min, max) = (cell(lo)?, cell(hi)?);
+    let volume = (0..3).try_fold(1u64, |v, a| v.checked_mul((max[a] - min[a]) as u64 + 1))?;
+    counting_fits(volume, n).then_some((min, max))
+}
+
+/// Each point's dense cell index in the box `min` + `span` (`dense_index`)
+/// and the counts (`counts[d + 1] += 1`), in one pass; every point's cell
+/// must lie in the box (see [`fused_bounds`]). The cell of each coordinate
+/// is computed as [`cell_axis`] does, four points at a time.
+fn count_cells<P: GridPoint>(
+    origin: Vec3,
+    cell_size: f32,
+    min: [i32; 3],
+    span: [usize; 3],
+    points: &[P],
+    dense_index: &mut [u32],
+    counts: &mut [u32],
+) {
+    let volume = span[0] * span[1] * span[2];
+    let index = |x: f32, y: f32, z: f32| -> usize {
+        let (x, y, z) = (floor_in_range(x), floor_in_range(y), floor_in_range(z));
+        (x - min[0]) as usize + span[0] * ((y - min[1]) as usize + span[1] * (z - min[2]) as usize)
+    };
+    let mut chunks = points.chunks_exact(4);
+    let mut out = dense_index.chunks_exact_mut(4);
+    if volume < 1 << 23 {
+        // Everything in floats, four lanes at a time: below 2^23 every
+        // value on the way (cells, offsets, products, the index) is an
+        // integer that `f32` holds exactly, and adding 2^23 leaves the
+        // index in the low mantissa bits.
+        let (ox, oy, oz, c) =
+            (Vec4::splat(origin.x), Vec4::splat(origin.y), Vec4::splat(origin.z), Vec4::splat(cell_size));
+        let low = [0, 1, 2].map(|a| Vec4::splat(min[a] as f32));
+        let (sx, sy) = (Vec4::splat(span[0] as f32), Vec4::splat(span[1] as f32));
+        const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
+        const LOW_BITS: f32 = 8_388_608.0; // 2^23
+        let floor = |q: Vec4| -> Vec4 {
+            // Round to nearest (exact below 2^22), one step down where that rounded up.
+            let r = (q + Vec4::splat(MAGIC)) - Vec4::splat(MAGIC);
+            r - Vec4::select(q.cmplt(r), Vec4::ONE, Vec4::ZERO)
+        };
+        for (ps, ds) in (&mut chunks).zip(&mut out) {
+            let [a, b, e, f] = [0, 1, 2, 3].map(|l| ps[l].to_vec3());
+            let qx = (Vec4::new(a.x, b.x, e.x, f.x) - ox) / c;
+            let qy = (Vec4::new(a.y, b.y, e.y, f.y) - oy) / c;
+            let qz = (Vec4::new(a.z, b.z, e.z, f.z) - oz) / c;
+            let d = (floor(qx) - low[0]) + sx * ((floor(qy) - low[1]) + sy * (floor(qz) - low[2]));
+            let bits = (d + Vec4::splat(LOW_BITS)).to_array().map(|v| v.to_bits() - LOW_BITS.to_bits());
+            ds.copy_from_slice(&bits);
+            for b in bits {
+                counts[b as usize + 1] += 1;
+            }
+        }
+    } else {
+        let (ox, oy, oz, c) =
+            (Vec4::splat(origin.x), Vec4::splat(origin.y), Vec4::splat(origin.z), Vec4::splat(cell_size));
+        for (ps, ds) in (&mut chunks).zip(&mut out) {
+            let [a, b, e, f] = [0, 1, 2, 3].map(|l| ps[l].to_vec3());
+            let qx = (Vec4::new(a.x, b.x, e.x, f.x) - ox) / c;
+            let qy = (Vec4::new(a.y, b.y, e.y, f.y) - oy) / c;
+            let qz = (Vec4::new(a.z, b.z, e.z, f.z) - oz) / c;
+            for l in 0..4 {
+                let d = index(qx[l], qy[l], qz[l]);
+                ds[l] = d as u32;
+                counts[d + 1] += 1;
+            }
+        }
+    }
+    let done = points.len() - chunks.remainder().len();
+    for (i, p) in chunks.remainder().iter().enumerate() {
+        let q = (p.to_vec3() - origin) / cell_size;
+        let d = index(q.x, q.y, q.z);
+        dense_index[done + i] = d as u32;
+        counts[d + 1] += 1;
+    }
+}
+
 /// `floor(q)` for `q` in the key range (`|q| <= 2^20`), as [`cell_axis`]
 /// computes it, without a saturating float-to-int conversion: adding
 /// `1.5 * 2^23` rounds `q` to the nearest integer, which sits in the low
@@ -1484,12 +1626,13 @@ fn gather<P: GridPoint, I: Copy>(
     positions: &[P],
     ids: &[I],
 ) {
-    for (s, &o) in order.iter().enumerate() {
+    let outputs = out_p.iter_mut().zip(out_i.iter_mut()).zip(xs.iter_mut().zip(ys.iter_mut()).zip(zs.iter_mut()));
+    for (((op, oi), ((x, y), z)), &o) in outputs.zip(order) {
         let p = positions[o as usize];
-        out_p[s] = p;
-        out_i[s] = ids[o as usize];
+        *op = p;
+        *oi = ids[o as usize];
         let v = p.to_vec3();
-        (xs[s], ys[s], zs[s]) = (v.x, v.y, v.z);
+        (*x, *y, *z) = (v.x, v.y, v.z);
     }
 }
 

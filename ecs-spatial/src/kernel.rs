@@ -39,7 +39,6 @@ impl Soa {
     /// values are left to the caller.
     pub(crate) fn resize(&mut self, n: usize) {
         for v in [&mut self.x, &mut self.y, &mut self.z] {
-            v.clear();
             v.resize(n + LANES, f32::NAN);
         }
     }
