@@ -10,112 +10,133 @@ use std::net::SocketAddr;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
+use clap::{Args, Parser, Subcommand};
 use ecs_examples::arena::{ClientOptions, Controls, ServerOptions, Steer, run_client, run_client_with, run_server};
+use ecs_examples::cli;
 
-const HELP: &str = "arena: a small multiplayer arena over UDP (renet + netcode): predicted players, interpolated
-remote players and projectiles, shots by reliable message, hits found by the server's grid
-
-USAGE:
-  arena demo   [--frames N] [--latency MS] [--jitter MS] [--loss P]
-  arena server [--address IP:PORT] [--clients N] [--frames N]
-  arena client [--server IP:PORT] [--id N] [--frames N] [--latency MS] [--jitter MS] [--loss P] [--play]
-
-  demo          a server process and two client processes on 127.0.0.1, headless and scripted;
-                prints every process's summary (RTT, mispredictions and corrections per second,
-                late inputs, bandwidth up and down per client)
-  --address     where the server listens (default 127.0.0.1:5050; port 0: any)
-  --server      the server a client joins (default 127.0.0.1:5050)
-  --clients N   most clients, 1..=64 (default 2)
-  --id N        a client's id, 1..=2^32 (default 1)
-  --frames N    frames at 60 Hz once connected, 1..=1000000 (default 600: ten seconds)
-  --latency MS  one-way latency a client's link conditioner adds each way (default 50: 100 ms RTT)
-  --jitter MS   extra random latency, 0 to MS, each way (default 20)
-  --loss P      share of datagrams lost each way, 0..=0.9 (default 0.05)
-  --play        steer with w/a/s/d (x stops) and fire with f, each followed by Enter;
-                the arena is drawn twice a second (@ you, P others, * projectiles)
-  -h, --help    this text";
-
-#[derive(Clone, Debug, PartialEq)]
-enum Mode {
-    Demo,
-    Server(ServerOptions),
-    Client(ClientOptions, bool),
+/// arena: a small multiplayer arena over UDP (renet + netcode): predicted players, interpolated
+/// remote players and projectiles, shots by reliable message, hits found by the server's grid
+#[derive(Parser, Debug, PartialEq)]
+#[command(name = "arena")]
+struct Options {
+    #[command(subcommand)]
+    mode: Mode,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-struct Options {
-    mode: Mode,
+// The modes; each takes only its own flags.
+#[derive(Subcommand, Debug, PartialEq)]
+enum Mode {
+    /// A server process and two client processes on 127.0.0.1, headless and scripted; prints
+    /// every process's summary (RTT, mispredictions and corrections per second, late inputs,
+    /// bandwidth up and down per client)
+    Demo {
+        #[command(flatten)]
+        run: Frames,
+        #[command(flatten)]
+        link: Link,
+    },
+    /// The server: waits for a client (30 s at most), runs the arena at 60 Hz, then prints its
+    /// summary (shots, hits, each client's late inputs and bandwidth)
+    Server(ServerFlags),
+    /// A client: joins the server through a link conditioner and plays scripted, or from the
+    /// keyboard with --play
+    Client(ClientFlags),
+}
+
+/// How long a run lasts.
+#[derive(Args, Clone, Copy, Debug, PartialEq)]
+struct Frames {
+    /// Frames at 60 Hz once connected, 1..=1000000 (600: ten seconds)
+    #[arg(long, value_name = "N", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     frames: u64,
-    latency_ms: u32,
-    jitter_ms: u32,
+}
+
+/// The link conditioner of a client, the same each way.
+#[derive(Args, Clone, Copy, Debug, PartialEq)]
+struct Link {
+    /// One-way latency the link conditioner adds each way, 0..=10000 (50: 100 ms RTT)
+    #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    latency: u32,
+    /// Extra random latency, 0 to MS, each way, 0..=10000
+    #[arg(long, value_name = "MS", default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    jitter: u32,
+    /// Share of datagrams lost each way, 0.0..=0.9
+    #[arg(long, value_name = "P", default_value_t = 0.05, value_parser = cli::within(0.0..=0.9))]
     loss: f64,
 }
 
-fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
-    let Some(mode) = args.next() else { return Err("a mode is needed: demo, server or client".into()) };
-    let default_address: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 5050));
-    let mut server =
-        ServerOptions { address: default_address, clients: 2, frames: 600, connect_timeout: Duration::from_secs(30) };
-    let mut client =
-        ClientOptions { server: default_address, id: 1, frames: 600, latency_ms: 50, jitter_ms: 20, loss: 0.05 };
-    let mut play = false;
-    let mut frames = 600;
-    let mut args = args.peekable();
-    while let Some(flag) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
-        let number = |name: &str, v: String| v.parse::<u64>().map_err(|_| format!("{name}: not a count: {v}"));
-        match flag.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--address" => {
-                let v = value("--address")?;
-                server.address = v.parse().map_err(|_| format!("--address: not an IP:PORT address: {v}"))?;
-            }
-            "--server" => {
-                let v = value("--server")?;
-                client.server = v.parse().map_err(|_| format!("--server: not an IP:PORT address: {v}"))?;
-            }
-            "--clients" => {
-                server.clients = number("--clients", value("--clients")?)? as usize;
-                if !(1..=64).contains(&server.clients) {
-                    return Err("--clients must be between 1 and 64".into());
-                }
-            }
-            "--id" => {
-                client.id = number("--id", value("--id")?)?;
-                if !(1..=1u64 << 32).contains(&client.id) {
-                    return Err("--id must be between 1 and 4294967296".into());
-                }
-            }
-            "--frames" => {
-                frames = number("--frames", value("--frames")?)?;
-                if !(1..=1_000_000).contains(&frames) {
-                    return Err("--frames must be between 1 and 1000000".into());
-                }
-            }
-            "--latency" => client.latency_ms = number("--latency", value("--latency")?)?.min(10_000) as u32,
-            "--jitter" => client.jitter_ms = number("--jitter", value("--jitter")?)?.min(10_000) as u32,
-            "--loss" => {
-                let v = value("--loss")?;
-                client.loss = v.parse().map_err(|_| format!("--loss: not a share: {v}"))?;
-                if !(0.0..=0.9).contains(&client.loss) {
-                    return Err("--loss must be between 0 and 0.9".into());
-                }
-            }
-            "--play" => play = true,
-            other => return Err(format!("unknown flag {other} (try --help)")),
+/// The flags of `arena server`.
+#[derive(Args, Clone, Copy, Debug, PartialEq)]
+struct ServerFlags {
+    /// Where the server listens (port 0: any)
+    #[arg(long, value_name = "IP:PORT", default_value_t = DEFAULT_ADDRESS)]
+    address: SocketAddr,
+    /// Most clients, 1..=64
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = cli::count(1..=64))]
+    clients: usize,
+    #[command(flatten)]
+    run: Frames,
+}
+
+/// The flags of `arena client`.
+#[derive(Args, Clone, Copy, Debug, PartialEq)]
+struct ClientFlags {
+    /// The server a client joins
+    #[arg(long, value_name = "IP:PORT", default_value_t = DEFAULT_ADDRESS)]
+    server: SocketAddr,
+    /// A client's id, 1..=2^32
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
+    id: u64,
+    #[command(flatten)]
+    run: Frames,
+    #[command(flatten)]
+    link: Link,
+    /// Steer with w/a/s/d (x stops) and fire with f, each followed by Enter; the arena is drawn
+    /// twice a second (@ you, P others, * projectiles)
+    #[arg(long)]
+    play: bool,
+}
+
+/// Where the server listens and the clients connect unless told otherwise.
+const DEFAULT_ADDRESS: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 5050);
+
+impl ServerFlags {
+    fn options(&self) -> ServerOptions {
+        ServerOptions {
+            address: self.address,
+            clients: self.clients,
+            frames: self.run.frames,
+            connect_timeout: Duration::from_secs(30),
         }
     }
-    server.frames = frames;
-    client.frames = frames;
-    let (latency_ms, jitter_ms, loss) = (client.latency_ms, client.jitter_ms, client.loss);
-    let mode = match mode.as_str() {
-        "demo" => Mode::Demo,
-        "server" => Mode::Server(server),
-        "client" => Mode::Client(client, play),
-        "-h" | "--help" => return Ok(None),
-        other => return Err(format!("unknown mode {other}: demo, server or client")),
-    };
-    Ok(Some(Options { mode, frames, latency_ms, jitter_ms, loss }))
+}
+
+impl ClientFlags {
+    fn options(&self) -> ClientOptions {
+        ClientOptions {
+            server: self.server,
+            id: self.id,
+            frames: self.run.frames,
+            latency_ms: self.link.latency,
+            jitter_ms: self.link.jitter,
+            loss: self.link.loss,
+        }
+    }
+}
+
+/// The command line of the demo's server process.
+fn server_args(run: Frames) -> Vec<String> {
+    ["server", "--address", "127.0.0.1:0", "--clients", "2", "--frames", &run.frames.to_string()]
+        .map(String::from)
+        .to_vec()
+}
+
+/// The command line of the demo's client process `id`.
+fn client_args(address: &str, id: u64, run: Frames, link: Link) -> Vec<String> {
+    let mut args = vec!["client".into(), "--server".into(), address.into(), "--id".into(), id.to_string()];
+    args.extend(["--frames".into(), run.frames.to_string(), "--latency".into(), link.latency.to_string()]);
+    args.extend(["--jitter".into(), link.jitter.to_string(), "--loss".into(), link.loss.to_string()]);
+    args
 }
 
 /// Reads w/a/s/d/x/f lines from stdin into the controls.
@@ -157,11 +178,10 @@ fn keyboard() -> Controls {
     }
 }
 
-fn demo(o: &Options) -> Result<(), String> {
+fn demo(run: Frames, link: Link) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
-    let frames = o.frames.to_string();
     let mut server = Command::new(&exe)
-        .args(["server", "--address", "127.0.0.1:0", "--clients", "2", "--frames", &frames])
+        .args(server_args(run))
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("starting the server: {e}"))?;
@@ -174,17 +194,15 @@ fn demo(o: &Options) -> Result<(), String> {
     };
     println!(
         "arena demo: server on {address}, 2 clients, {} frames, link {} ms +- {} ms each way, {:.0} % loss each way",
-        o.frames,
-        o.latency_ms,
-        o.jitter_ms,
-        o.loss * 100.0
+        run.frames,
+        link.latency,
+        link.jitter,
+        link.loss * 100.0
     );
     let clients: Vec<_> = (1..=2)
         .map(|id| {
             Command::new(&exe)
-                .args(["client", "--server", &address, "--id", &id.to_string(), "--frames", &frames])
-                .args(["--latency", &o.latency_ms.to_string(), "--jitter", &o.jitter_ms.to_string()])
-                .args(["--loss", &o.loss.to_string()])
+                .args(client_args(&address, id, run, link))
                 .stdout(Stdio::piped())
                 .spawn()
                 .map_err(|e| format!("starting client {id}: {e}"))
@@ -210,18 +228,19 @@ fn demo(o: &Options) -> Result<(), String> {
 }
 
 fn run(o: &Options) -> Result<(), String> {
-    match &o.mode {
-        Mode::Demo => demo(o),
-        Mode::Server(options) => {
-            let summary = run_server(options, |address| {
+    match o.mode {
+        Mode::Demo { run, link } => demo(run, link),
+        Mode::Server(flags) => {
+            let summary = run_server(&flags.options(), |address| {
                 println!("listening on {address}");
                 let _ = std::io::stdout().flush();
             })?;
             print!("{summary}");
             Ok(())
         }
-        Mode::Client(options, play) => {
-            let summary = if *play { run_client_with(options, Some(keyboard()))? } else { run_client(options)? };
+        Mode::Client(flags) => {
+            let options = flags.options();
+            let summary = if flags.play { run_client_with(&options, Some(keyboard()))? } else { run_client(&options)? };
             println!("{summary}");
             Ok(())
         }
@@ -229,25 +248,61 @@ fn run(o: &Options) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    ecs_examples::cli::main_with("arena", HELP, parse, run)
+    cli::main_with("arena", run)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> impl Iterator<Item = String> {
-        list.iter().map(|s| s.to_string()).collect::<Vec<_>>().into_iter()
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        cli::parse_from(args)
     }
 
     #[test]
     fn flags() {
-        let o = parse(args(&["demo", "--frames", "300", "--loss", "0.1"])).unwrap().unwrap();
-        assert_eq!((o.mode, o.frames, o.loss), (Mode::Demo, 300, 0.1));
-        assert!(parse(args(&["client", "--loss", "2"])).is_err());
-        assert!(parse(args(&["server", "--clients", "0"])).is_err());
-        assert!(parse(args(&["nope"])).is_err());
-        assert!(parse(args(&[])).is_err());
-        assert_eq!(parse(args(&["client", "--help"])), Ok(None));
+        use clap::CommandFactory as _;
+        use clap::error::ErrorKind;
+        Options::command().debug_assert();
+        let o = parse(&["demo", "--frames", "300", "--loss", "0.1"]).unwrap();
+        let link = Link { latency: 50, jitter: 20, loss: 0.1 };
+        assert_eq!(o.mode, Mode::Demo { run: Frames { frames: 300 }, link });
+        let Mode::Server(server) = parse(&["server"]).unwrap().mode else { panic!("not a server") };
+        let defaults = ServerOptions {
+            address: DEFAULT_ADDRESS,
+            clients: 2,
+            frames: 600,
+            connect_timeout: Duration::from_secs(30),
+        };
+        assert_eq!(server.options(), defaults);
+        let Mode::Client(client) = parse(&["client", "--id", "7", "--play"]).unwrap().mode else { panic!("no client") };
+        let defaults =
+            ClientOptions { server: DEFAULT_ADDRESS, id: 7, frames: 600, latency_ms: 50, jitter_ms: 20, loss: 0.05 };
+        assert_eq!((client.options(), client.play), (defaults, true));
+        assert!(parse(&["client", "--loss", "2"]).is_err());
+        assert!(parse(&["client", "--latency", "10001"]).is_err());
+        assert!(parse(&["server", "--clients", "0"]).is_err());
+        // Each mode takes only its own flags.
+        assert!(parse(&["server", "--play"]).is_err());
+        assert!(parse(&["demo", "--address", "127.0.0.1:1"]).is_err());
+        assert_eq!(parse(&["nope"]).unwrap_err().kind(), ErrorKind::InvalidSubcommand);
+        assert_eq!(parse(&[]).unwrap_err().kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
+        assert_eq!(parse(&["client", "--help"]).unwrap_err().kind(), ErrorKind::DisplayHelp);
+        assert_eq!(parse(&["--help"]).unwrap_err().kind(), ErrorKind::DisplayHelp);
+    }
+
+    #[test]
+    fn the_demo_starts_its_processes_with_flags_they_take() {
+        let (run, link) = (Frames { frames: 90 }, Link { latency: 10, jitter: 3, loss: 0.25 });
+        let Mode::Server(server) = cli::parse_from::<Options, _>(server_args(run)).unwrap().mode else {
+            panic!("not a server")
+        };
+        assert_eq!((server.address.port(), server.clients, server.run), (0, 2, run));
+        let args = client_args("127.0.0.1:5999", 2, run, link);
+        let Mode::Client(client) = cli::parse_from::<Options, _>(args).unwrap().mode else { panic!("not a client") };
+        assert_eq!(
+            (client.server.port(), client.id, client.run, client.link, client.play),
+            (5999, 2, run, link, false)
+        );
     }
 }

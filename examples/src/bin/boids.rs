@@ -5,78 +5,41 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use ecs_core::app::Schedules;
 use ecs_core::prelude::*;
 use ecs_examples::boids::{BoidsConfig, PALETTE, add_boids, render_top_down};
+use ecs_examples::cli;
 use ecs_spatial::broad_phase::{BroadPhase, Position};
 
-const HELP: &str = "boids: a flock that separates, aligns, seeks a moving target and flees a predator,
-neighbours found on the broad-phase grid (cell radius 8)
-
-usage: boids [--boids N] [--active SHARE] [--frames N] [--gif PATH]
-
-  --boids N       boids in the flock (default 10000)
-  --active SHARE  share of the boids that move, 0.0..=1.0 (default 0.25)
-  --frames N      frames to run (default 200; with --gif, frames of the animation, default 125)
-  --gif PATH      write a top-down animation (480x480, 25 frames per second) to PATH
-                  instead of printing timings; each frame is then 1/25 s of game time
-  --help          this text
-
-The flock moves in fixed steps of 1/60 s. Without --gif the game clock follows the real clock,
-each frame counting at most 0.05 s, so a frame runs as many steps as its time holds; frames
-are paced at 60 per second, as a display would (a frame that takes longer is not waited
-for); every frame prints its time, its steps, the latest step's time per system and the
-broad phase's chunk skip ratio.";
-
-#[derive(Debug)]
+/// boids: a flock that separates, aligns, seeks a moving target and flees a predator,
+/// neighbours found on the broad-phase grid (cell radius 8)
+///
+/// The flock moves in fixed steps of 1/60 s. Without --gif the game clock follows the real clock,
+/// each frame counting at most 0.05 s, so a frame runs as many steps as its time holds; frames
+/// are paced at 60 per second, as a display would (a frame that takes longer is not waited
+/// for); every frame prints its time, its steps, the latest step's time per system and the
+/// broad phase's chunk skip ratio.
+#[derive(Parser, Debug)]
+#[command(name = "boids")]
 struct Options {
+    /// Boids in the flock, at least 1
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = cli::count(1..))]
     boids: usize,
+    /// Share of the boids that move, 0.0..=1.0
+    #[arg(long, value_name = "SHARE", default_value_t = 0.25, value_parser = cli::within(0.0_f32..=1.0))]
     active: f32,
+    /// Frames to run, at least 1 [default: 200; with --gif, frames of the animation, 125]
+    #[arg(long, value_name = "N", value_parser = cli::count(1..))]
     frames: Option<usize>,
+    /// Write a top-down animation (480x480, 25 frames per second) to PATH instead of printing
+    /// timings; each frame is then 1/25 s of game time
+    #[arg(long, value_name = "PATH")]
     gif: Option<String>,
 }
 
-fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Options>, String> {
-    let mut options = Options { boids: 10_000, active: 0.25, frames: None, gif: None };
-    let mut args = args.into_iter();
-    while let Some(flag) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
-        match flag.as_str() {
-            "--help" | "-h" => return Ok(None),
-            "--boids" => {
-                let v = value("--boids")?;
-                options.boids = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or_else(|| format!("--boids: `{v}` is not a count of at least 1"))?;
-            }
-            "--active" => {
-                let v = value("--active")?;
-                options.active = v
-                    .parse()
-                    .ok()
-                    .filter(|a: &f32| (0.0..=1.0).contains(a))
-                    .ok_or_else(|| format!("--active: `{v}` is not a share within 0.0..=1.0"))?;
-            }
-            "--frames" => {
-                let v = value("--frames")?;
-                options.frames = Some(
-                    v.parse()
-                        .ok()
-                        .filter(|&n| n >= 1)
-                        .ok_or_else(|| format!("--frames: `{v}` is not a count of at least 1"))?,
-                );
-            }
-            "--gif" => options.gif = Some(value("--gif")?),
-            other => return Err(format!("unknown flag `{other}`")),
-        }
-    }
-    Ok(Some(options))
-}
-
 fn main() -> ExitCode {
-    ecs_examples::cli::main_with("boids", HELP, parse, run)
+    cli::main_with("boids", run)
 }
 
 fn run(options: &Options) -> Result<(), String> {
@@ -185,18 +148,29 @@ fn write_gif(app: &mut App, config: &BoidsConfig, frames: usize, path: &str) -> 
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    fn parse(args: &[&str]) -> Result<Options, String> {
+        cli::parse_from(args).map_err(|e| e.to_string())
     }
 
     #[test]
     fn flags() {
-        let o = parse(args(&["--boids", "50", "--frames", "3", "--active", "0.5", "--gif", "x.gif"])).unwrap().unwrap();
+        use clap::CommandFactory as _;
+        Options::command().debug_assert();
+        let o = parse(&["--boids", "50", "--frames", "3", "--active", "0.5", "--gif", "x.gif"]).unwrap();
         assert_eq!((o.boids, o.frames, o.active, o.gif.as_deref()), (50, Some(3), 0.5, Some("x.gif")));
-        assert!(parse(args(&["--help"])).unwrap().is_none());
-        assert!(parse(args(&["--boids", "0"])).unwrap_err().contains("--boids"));
-        assert!(parse(args(&["--boids"])).unwrap_err().contains("needs a value"));
-        assert!(parse(args(&["--active", "1.5"])).is_err());
-        assert!(parse(args(&["--fast"])).unwrap_err().contains("unknown flag `--fast`"));
+        let o = parse(&[]).unwrap();
+        assert_eq!((o.boids, o.frames, o.active, o.gif), (10_000, None, 0.25, None));
+        assert!(parse(&["--help"]).unwrap_err().contains("--gif <PATH>"));
+        assert!(parse(&["--boids", "0"]).unwrap_err().contains("--boids"));
+        assert!(parse(&["--boids"]).unwrap_err().contains("a value is required for '--boids <N>'"));
+        assert!(parse(&["--frames", "0"]).unwrap_err().contains("0 is not in 1.."));
+        assert!(parse(&["--active", "1.5"]).unwrap_err().contains("1.5 is not in 0.0..=1.0"));
+        assert!(parse(&["--fast"]).unwrap_err().contains("unexpected argument '--fast'"));
+    }
+
+    #[test]
+    fn a_failed_run_is_an_error() {
+        let o = parse(&["--boids", "1", "--frames", "1", "--gif", "/no/such/directory/boids.gif"]).unwrap();
+        assert!(run(&o).unwrap_err().starts_with("/no/such/directory/boids.gif: "));
     }
 }

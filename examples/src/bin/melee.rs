@@ -5,45 +5,33 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use ecs_core::prelude::*;
+use ecs_examples::cli;
 use ecs_examples::melee::{Battle, MeleeConfig, MeleeOutcome, MeleeStats, add_melee, summary};
 
-const HELP: &str = "melee: two teams of RTS units march at each other; each unit attacks the nearest enemy
-within attack range (2), found with the grid's all-pairs query; units at zero health die
-
-usage: melee [--units N] [--frames N]
-
-  --units N    units per team (default 5000)
-  --frames N   frames to run, each 1/30 s of game time and one fixed step (default 600);
-               the run ends early when a team is wiped out
-  --help       this text";
+/// melee: two teams of RTS units march at each other; each unit attacks the nearest enemy
+/// within attack range (2), found with the grid's all-pairs query; units at zero health die
+#[derive(Parser, Debug, PartialEq)]
+#[command(name = "melee")]
+struct Options {
+    /// Units per team, at least 1
+    #[arg(long, value_name = "N", default_value_t = 5_000, value_parser = cli::count(1..))]
+    units: usize,
+    /// Frames to run, at least 1, each 1/30 s of game time and one fixed step; the run ends early
+    /// when a team is wiped out
+    #[arg(long, value_name = "N", default_value_t = 600, value_parser = cli::count(1..))]
+    frames: usize,
+}
 
 /// One frame of game time, and the fixed step: 1/30 s.
 const STEP: Duration = Duration::from_nanos(33_333_333);
 
-fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<(usize, usize)>, String> {
-    let (mut units, mut frames) = (5_000usize, 600usize);
-    let mut args = args.into_iter();
-    while let Some(flag) = args.next() {
-        let mut count = |name: &str| -> Result<usize, String> {
-            let v = args.next().ok_or_else(|| format!("{name} needs a value"))?;
-            v.parse().ok().filter(|&n| n >= 1).ok_or_else(|| format!("{name}: `{v}` is not a count of at least 1"))
-        };
-        match flag.as_str() {
-            "--help" | "-h" => return Ok(None),
-            "--units" => units = count("--units")?,
-            "--frames" => frames = count("--frames")?,
-            other => return Err(format!("unknown flag `{other}`")),
-        }
-    }
-    Ok(Some((units, frames)))
-}
-
 fn main() -> ExitCode {
-    ecs_examples::cli::main_with("melee", HELP, parse, run)
+    cli::main_with("melee", run)
 }
 
-fn run(&(units, frames): &(usize, usize)) -> Result<(), String> {
+fn run(&Options { units, frames }: &Options) -> Result<(), String> {
     let mut app = App::new();
     app.insert_resource(TimeUpdateStrategy::ManualDuration(STEP)).insert_resource(Time::<Fixed>::from_duration(STEP));
     let config = MeleeConfig { units_per_team: units, ..MeleeConfig::default() };
@@ -97,18 +85,25 @@ fn run(&(units, frames): &(usize, usize)) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    fn parse(args: &[&str]) -> Result<Options, String> {
+        cli::parse_from(args).map_err(|e| e.to_string())
+    }
+
     #[test]
     fn flags() {
-        let args = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(parse(args(&["--units", "10", "--frames", "5"])).unwrap(), Some((10, 5)));
-        assert_eq!(parse(args(&["--help"])).unwrap(), None);
-        assert!(parse(args(&["--units", "x"])).unwrap_err().contains("--units"));
-        assert!(parse(args(&["--frames"])).unwrap_err().contains("needs a value"));
-        assert!(parse(args(&["-x"])).unwrap_err().contains("unknown flag"));
+        use clap::CommandFactory as _;
+        Options::command().debug_assert();
+        assert_eq!(parse(&["--units", "10", "--frames", "5"]), Ok(Options { units: 10, frames: 5 }));
+        assert_eq!(parse(&[]), Ok(Options { units: 5_000, frames: 600 }));
+        assert!(parse(&["--help"]).unwrap_err().contains("--units <N>"));
+        assert!(parse(&["--units", "x"]).unwrap_err().contains("--units"));
+        assert!(parse(&["--units", "0"]).unwrap_err().contains("0 is not in 1.."));
+        assert!(parse(&["--frames"]).unwrap_err().contains("a value is required"));
+        assert!(parse(&["-x"]).unwrap_err().contains("unexpected argument '-x'"));
     }
 
     #[test]
     fn a_small_battle_runs_to_its_end() {
-        assert!(run(&(20, 2_000)).is_ok());
+        assert!(run(&Options { units: 20, frames: 2_000 }).is_ok());
     }
 }

@@ -5,64 +5,39 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::Parser;
 use ecs_core::prelude::*;
+use ecs_examples::cli;
 use ecs_examples::pong::{PongConfig, PongPlugin, PongState, Score, Side};
 
-const HELP: &str = "pong: two paddles played by a simple AI and a ball; serve, play and score are states,
-the physics runs in fixed steps of 1/60 s; headless: prints each point and the score
+/// pong: two paddles played by a simple AI and a ball; serve, play and score are states,
+/// the physics runs in fixed steps of 1/60 s; headless: prints each point and the score
+#[derive(Parser, Debug, PartialEq)]
+#[command(name = "pong")]
+struct Options {
+    /// Frames to run, at least 1, 1/60 s of game time each (7200: two minutes); the run ends early
+    /// when a side has won
+    #[arg(long, value_name = "N", default_value_t = 7_200, value_parser = clap::value_parser!(u64).range(1..))]
+    frames: u64,
+    /// Points that win the game, 1..=99
+    #[arg(long, value_name = "N", default_value_t = PongConfig::default().points_to_win, value_parser = clap::value_parser!(u32).range(1..=99))]
+    points: u32,
+    /// Seed of the serve angles and the AI's aim errors
+    #[arg(long, value_name = "N", default_value_t = PongConfig::default().seed)]
+    seed: u64,
+}
 
-usage: pong [--frames N] [--points N] [--seed N]
-
-  --frames N   frames to run, 1/60 s of game time each (default 7200: two minutes); the run
-               ends early when a side has won
-  --points N   points that win the game, 1..=99 (default 5)
-  --seed N     seed of the serve angles and the AI's aim errors (default 5262919)
-  --help       this text";
+impl Options {
+    fn config(&self) -> PongConfig {
+        PongConfig { points_to_win: self.points, seed: self.seed, ..PongConfig::default() }
+    }
+}
 
 /// One frame of game time, and the fixed step.
 const STEP: Duration = Duration::from_nanos(16_666_667);
 
-#[derive(Debug, PartialEq)]
-struct Options {
-    frames: u64,
-    config: PongConfig,
-}
-
-fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Options>, String> {
-    let mut o = Options { frames: 7_200, config: PongConfig::default() };
-    let mut args = args.into_iter();
-    while let Some(flag) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
-        match flag.as_str() {
-            "--help" | "-h" => return Ok(None),
-            "--frames" => {
-                let v = value("--frames")?;
-                o.frames = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or_else(|| format!("--frames: `{v}` is not a count of at least 1"))?;
-            }
-            "--points" => {
-                let v = value("--points")?;
-                o.config.points_to_win = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=99).contains(n))
-                    .ok_or_else(|| format!("--points: `{v}` is not within 1..=99"))?;
-            }
-            "--seed" => {
-                let v = value("--seed")?;
-                o.config.seed = v.parse().map_err(|_| format!("--seed: `{v}` is not a number"))?;
-            }
-            other => return Err(format!("unknown flag `{other}`")),
-        }
-    }
-    Ok(Some(o))
-}
-
 fn main() -> ExitCode {
-    ecs_examples::cli::main_with("pong", HELP, parse, |o| run(o).map(|_| ()))
+    cli::main_with("pong", |o| run(o).map(|_| ()))
 }
 
 fn name(side: Side) -> &'static str {
@@ -74,15 +49,13 @@ fn name(side: Side) -> &'static str {
 
 /// Plays; returns the final score.
 fn run(options: &Options) -> Result<Score, String> {
+    let config = options.config();
     let mut app = App::new();
     app.insert_resource(TimeUpdateStrategy::ManualDuration(STEP))
         .insert_resource(Time::<Fixed>::from_duration(STEP))
-        .add_plugins(PongPlugin::new(options.config));
+        .add_plugins(PongPlugin::new(config));
     app.build_schedules().map_err(|e| e.to_string())?;
-    println!(
-        "pong: first to {} points, seed {}, {} frames at most",
-        options.config.points_to_win, options.config.seed, options.frames
-    );
+    println!("pong: first to {} points, seed {}, {} frames at most", config.points_to_win, config.seed, options.frames);
     let mut last = Score::default();
     for frame in 1..=options.frames {
         app.update();
@@ -115,16 +88,20 @@ fn run(options: &Options) -> Result<Score, String> {
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        cli::parse_from(args)
     }
 
     #[test]
     fn flags() {
-        let o = parse(args(&["--frames", "600", "--points", "3", "--seed", "9"])).unwrap().unwrap();
+        use clap::CommandFactory as _;
+        Options::command().debug_assert();
+        let o = parse(&["--frames", "600", "--points", "3", "--seed", "9"]).unwrap();
         assert_eq!(o.frames, 600);
-        assert_eq!((o.config.points_to_win, o.config.seed), (3, 9));
-        assert_eq!(parse(args(&["--help"])), Ok(None));
+        assert_eq!((o.config().points_to_win, o.config().seed), (3, 9));
+        let o = parse(&[]).unwrap();
+        assert_eq!((o.frames, o.config()), (7_200, PongConfig::default()));
+        assert_eq!(parse(&["--help"]).unwrap_err().kind(), clap::error::ErrorKind::DisplayHelp);
         for bad in [
             &["--frames", "0"][..],
             &["--frames"],
@@ -133,18 +110,18 @@ mod tests {
             &["--seed", "x"],
             &["--serve"],
         ] {
-            assert!(parse(args(bad)).is_err(), "{bad:?} was accepted");
+            assert!(parse(bad).is_err(), "{bad:?} was accepted");
         }
     }
 
     #[test]
     fn a_short_game_is_played_to_its_winner() {
-        let o = Options { frames: 60 * 600, config: PongConfig { points_to_win: 2, ..PongConfig::default() } };
+        let o = Options { frames: 60 * 600, points: 2, seed: PongConfig::default().seed };
         let score = run(&o).unwrap();
         assert_eq!(score.left.max(score.right), 2);
         assert!(score.winner.is_some());
         // A frame budget too short for a point: no winner, the score so far.
-        let o = Options { frames: 10, config: PongConfig::default() };
+        let o = Options { frames: 10, ..parse(&[]).unwrap() };
         assert_eq!(run(&o).unwrap(), Score::default());
     }
 }

@@ -10,7 +10,9 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use ecs_core::prelude::*;
+use ecs_examples::cli;
 use ecs_examples::cubes::{
     CubeClientEnd, CubeClientState, CubeConfig, CubeDisconnect, CubeLog, NoInput, cube_client_app, registry,
 };
@@ -18,57 +20,24 @@ use ecs_replication::plugin::ReplicationClient;
 use ecs_replication::prelude::*;
 use ecs_replication::transport::udp::{DEMO_KEY, UdpClient, connect_token};
 
-const HELP: &str = "replication_client: mirrors the cube scene of replication_server over UDP (renet + netcode)
-
-USAGE: replication_client [--address IP:PORT] [--id N] [--seconds S]
-
-  --address IP:PORT  the server (default 127.0.0.1:5000)
-  --id N             this client's id, 1..=2^32 (default: from the process id)
-  --seconds S        how long to run, 1..=86400 (default 30)
-  -h, --help         this text
-
-The client is connecting until the first snapshot is applied and its clock has a round trip,
-then synced; it prints each second the newest snapshot tick, the entities it holds, the
-bandwidth, the packet counters and the round trip. It fails (exit code 1) when there is no
-connection after 5 s or when the server drops it.";
-
-#[derive(Debug, PartialEq)]
+/// replication_client: mirrors the cube scene of replication_server over UDP (renet + netcode)
+///
+/// The client is connecting until the first snapshot is applied and its clock has a round trip,
+/// then synced; it prints each second the newest snapshot tick, the entities it holds, the
+/// bandwidth, the packet counters and the round trip. It fails (exit code 1) when there is no
+/// connection after 5 s or when the server drops it.
+#[derive(Parser, Debug, PartialEq)]
+#[command(name = "replication_client")]
 struct Options {
+    /// The server
+    #[arg(long, value_name = "IP:PORT", default_value_t = SocketAddr::from(([127, 0, 0, 1], 5000)))]
     address: SocketAddr,
-    id: u64,
+    /// This client's id, 1..=2^32 [default: from the process id]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
+    id: Option<u64>,
+    /// How long to run, 1..=86400
+    #[arg(long, value_name = "S", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     seconds: u64,
-}
-
-fn parse(args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
-    let mut o =
-        Options { address: SocketAddr::from(([127, 0, 0, 1], 5000)), id: std::process::id() as u64 + 1, seconds: 30 };
-    let mut args = args.peekable();
-    while let Some(flag) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
-        match flag.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--address" => {
-                let v = value("--address")?;
-                o.address = v.parse().map_err(|_| format!("--address: not an IP:PORT address: {v}"))?;
-            }
-            "--id" => {
-                let v = value("--id")?;
-                o.id = v.parse().map_err(|_| format!("--id: not a number: {v}"))?;
-                if !(1..=1u64 << 32).contains(&o.id) {
-                    return Err("--id must be between 1 and 4294967296".into());
-                }
-            }
-            "--seconds" => {
-                let v = value("--seconds")?;
-                o.seconds = v.parse().map_err(|_| format!("--seconds: not a count: {v}"))?;
-                if !(1..=86_400).contains(&o.seconds) {
-                    return Err("--seconds must be between 1 and 86400".into());
-                }
-            }
-            other => return Err(format!("unknown flag {other} (try --help)")),
-        }
-    }
-    Ok(Some(o))
 }
 
 /// How long to wait for the connection.
@@ -79,15 +48,16 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const FRAME_PAUSE: Duration = Duration::from_millis(4);
 
 fn run(o: &Options) -> Result<(), String> {
+    let id = o.id.unwrap_or(u64::from(std::process::id()) + 1);
     let protocol = registry().map_err(|e| e.to_string())?.schema().hash() as u64;
-    let token = connect_token(o.address, protocol, &DEMO_KEY, o.id).map_err(|e| e.to_string())?;
+    let token = connect_token(o.address, protocol, &DEMO_KEY, id).map_err(|e| e.to_string())?;
     let local =
         if o.address.is_ipv4() { SocketAddr::from(([0, 0, 0, 0], 0)) } else { "[::]:0".parse().map_err(|_| "ipv6")? };
     let udp = UdpClient::connect(local, token).map_err(|e| e.to_string())?;
     let mut app =
-        cube_client_app(&CubeConfig::default(), ClientId(o.id), udp, CONNECT_TIMEOUT).map_err(|e| e.to_string())?;
+        cube_client_app(&CubeConfig::default(), ClientId(id), udp, CONNECT_TIMEOUT).map_err(|e| e.to_string())?;
     app.build_schedules().map_err(|e| e.to_string())?;
-    println!("client {} connecting to {}", o.id, o.address);
+    println!("client {id} connecting to {}", o.address);
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(o.seconds) {
         app.update();
@@ -125,24 +95,29 @@ fn run(o: &Options) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    ecs_examples::cli::main_with("replication_client", HELP, parse, run)
+    cli::main_with("replication_client", run)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn p(args: &[&str]) -> Result<Option<Options>, String> {
-        parse(args.iter().map(|s| s.to_string()))
+    fn p(args: &[&str]) -> Result<Options, String> {
+        cli::parse_from(args).map_err(|e| e.to_string())
     }
 
     #[test]
     fn flags() {
-        let o = p(&["--address", "127.0.0.1:7000", "--id", "3", "--seconds", "5"]).unwrap().unwrap();
-        assert_eq!((o.address.port(), o.id, o.seconds), (7000, 3, 5));
-        assert_eq!(p(&["-h"]), Ok(None));
-        assert!(p(&["--id", "0"]).unwrap_err().contains("between 1"));
-        assert!(p(&["--address", "x"]).unwrap_err().contains("IP:PORT"));
-        assert!(p(&["--what"]).unwrap_err().contains("unknown flag"));
+        use clap::CommandFactory as _;
+        Options::command().debug_assert();
+        let o = p(&["--address", "127.0.0.1:7000", "--id", "3", "--seconds", "5"]).unwrap();
+        assert_eq!((o.address.port(), o.id, o.seconds), (7000, Some(3), 5));
+        let o = p(&["--id", "4294967296"]).unwrap();
+        assert_eq!((o.address, o.id, o.seconds), (SocketAddr::from(([127, 0, 0, 1], 5000)), Some(1 << 32), 30));
+        assert!(p(&["-h"]).unwrap_err().contains("--id <N>"));
+        assert!(p(&["--id", "0"]).unwrap_err().contains("0 is not in 1..=4294967296"));
+        assert!(p(&["--id", "4294967297"]).is_err());
+        assert!(p(&["--address", "x"]).unwrap_err().contains("invalid socket address"));
+        assert!(p(&["--what"]).unwrap_err().contains("unexpected argument '--what'"));
     }
 }

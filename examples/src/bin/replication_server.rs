@@ -11,74 +11,45 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use ecs_core::prelude::*;
+use ecs_examples::cli;
 use ecs_examples::cubes::{CubeConfig, CubeLog, NoInput, cube_server_app, registry};
 use ecs_replication::plugin::ReplicationServer;
 use ecs_replication::prelude::*;
 use ecs_replication::transport::udp::{DEMO_KEY, UdpServer};
 
-const HELP: &str = "replication_server: the 901-cube scene replicated over UDP (renet + netcode) at 60 Hz
-
-USAGE: replication_server [--address IP:PORT] [--clients N] [--seconds S] [--view RADIUS]
-
-  --address IP:PORT  where to listen (default 127.0.0.1:5000)
-  --clients N        most clients at once, 1..=64 (default 4)
-  --seconds S        how long to run, 1..=86400 (default 30)
-  --view RADIUS      each client sees cubes within RADIUS of the grid centre (default: all)
-  -h, --help         this text
-
-The server waits for clients; the first one to connect starts the scene (spawned fresh), which
-then steps in fixed steps of 1/60 s on the real clock, each followed by one snapshot per client;
-when the last client leaves, the scene is cleared. Each second it prints the tick, the moving
-cubes and each client's snapshot bandwidth; at the end, each connected client's counters.
-
-Clients connect with `replication_client --address IP:PORT` (demo key; see ecs-replication's README).";
-
-#[derive(Debug, PartialEq)]
+/// replication_server: the 901-cube scene replicated over UDP (renet + netcode) at 60 Hz
+///
+/// The server waits for clients; the first one to connect starts the scene (spawned fresh), which
+/// then steps in fixed steps of 1/60 s on the real clock, each followed by one snapshot per client;
+/// when the last client leaves, the scene is cleared. Each second it prints the tick, the moving
+/// cubes and each client's snapshot bandwidth; at the end, each connected client's counters.
+///
+/// Clients connect with `replication_client --address IP:PORT` (demo key; see ecs-replication's README).
+#[derive(Parser, Debug, PartialEq)]
+#[command(name = "replication_server")]
 struct Options {
+    /// Where to listen (port 0: any free port, printed at the start)
+    #[arg(long, value_name = "IP:PORT", default_value_t = SocketAddr::from(([127, 0, 0, 1], 5000)))]
     address: SocketAddr,
+    /// Most clients at once, 1..=64
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = cli::count(1..=64))]
     clients: usize,
+    /// How long to run, 1..=86400
+    #[arg(long, value_name = "S", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     seconds: u64,
+    /// Each client sees cubes within RADIUS of the grid centre, a positive number [default: all]
+    #[arg(long, value_name = "RADIUS", value_parser = radius)]
     view: Option<f32>,
 }
 
-fn parse(args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
-    let mut o = Options { address: SocketAddr::from(([127, 0, 0, 1], 5000)), clients: 4, seconds: 30, view: None };
-    let mut args = args.peekable();
-    while let Some(flag) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
-        match flag.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--address" => {
-                let v = value("--address")?;
-                o.address = v.parse().map_err(|_| format!("--address: not an IP:PORT address: {v}"))?;
-            }
-            "--clients" => {
-                let v = value("--clients")?;
-                o.clients = v.parse().map_err(|_| format!("--clients: not a count: {v}"))?;
-                if !(1..=64).contains(&o.clients) {
-                    return Err("--clients must be between 1 and 64".into());
-                }
-            }
-            "--seconds" => {
-                let v = value("--seconds")?;
-                o.seconds = v.parse().map_err(|_| format!("--seconds: not a count: {v}"))?;
-                if !(1..=86_400).contains(&o.seconds) {
-                    return Err("--seconds must be between 1 and 86400".into());
-                }
-            }
-            "--view" => {
-                let v = value("--view")?;
-                let r: f32 = v.parse().map_err(|_| format!("--view: not a number: {v}"))?;
-                if !(r.is_finite() && r > 0.0) {
-                    return Err("--view must be a positive radius".into());
-                }
-                o.view = Some(r);
-            }
-            other => return Err(format!("unknown flag {other} (try --help)")),
-        }
+/// `--view`'s value parser: a positive, finite radius.
+fn radius(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!("`{text}` is not a positive radius")),
     }
-    Ok(Some(o))
 }
 
 /// Past the fixed step's boundary by this much when a frame wakes, so the
@@ -123,27 +94,34 @@ fn run(o: &Options) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    ecs_examples::cli::main_with("replication_server", HELP, parse, run)
+    cli::main_with("replication_server", run)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn p(args: &[&str]) -> Result<Option<Options>, String> {
-        parse(args.iter().map(|s| s.to_string()))
+    fn p(args: &[&str]) -> Result<Options, String> {
+        cli::parse_from(args).map_err(|e| e.to_string())
     }
 
     #[test]
     fn flags() {
-        let o =
-            p(&["--address", "127.0.0.1:7000", "--clients", "2", "--seconds", "5", "--view", "10"]).unwrap().unwrap();
+        use clap::CommandFactory as _;
+        Options::command().debug_assert();
+        let o = p(&["--address", "127.0.0.1:7000", "--clients", "2", "--seconds", "5", "--view", "10"]).unwrap();
         assert_eq!(o.address.port(), 7000);
         assert_eq!((o.clients, o.seconds, o.view), (2, 5, Some(10.0)));
-        assert_eq!(p(&["--help"]), Ok(None));
-        assert!(p(&["--clients", "0"]).unwrap_err().contains("between 1 and 64"));
-        assert!(p(&["--address", "nowhere"]).unwrap_err().contains("IP:PORT"));
-        assert!(p(&["--seconds"]).unwrap_err().contains("needs a value"));
-        assert!(p(&["--bogus"]).unwrap_err().contains("unknown flag"));
+        let o = p(&[]).unwrap();
+        assert_eq!((o.address, o.clients, o.seconds, o.view), (SocketAddr::from(([127, 0, 0, 1], 5000)), 4, 30, None));
+        assert!(p(&["--help"]).unwrap_err().contains("--view <RADIUS>"));
+        assert!(p(&["--clients", "0"]).unwrap_err().contains("0 is not in 1..=64"));
+        assert!(p(&["--seconds", "86401"]).unwrap_err().contains("86401 is not in 1..=86400"));
+        assert!(p(&["--address", "nowhere"]).unwrap_err().contains("invalid socket address"));
+        for bad in ["0", "-1", "NaN", "inf", "far"] {
+            assert!(p(&[&format!("--view={bad}")]).unwrap_err().contains("is not a positive radius"), "--view {bad}");
+        }
+        assert!(p(&["--seconds"]).unwrap_err().contains("a value is required"));
+        assert!(p(&["--bogus"]).unwrap_err().contains("unexpected argument '--bogus'"));
     }
 }

@@ -10,71 +10,38 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use ecs_core::ChunkStats;
+use ecs_examples::cli;
 use ecs_examples::showcase::{Showcase, ShowcaseConfig, ShowcaseState};
 
-const HELP: &str = "showcase: static scenery, transform hierarchies, a flock of boids and melee units in one app
-(1/60 s of game time and one fixed step per frame), replicated to clients over loopback UDP in this process
-
-USAGE: cargo run --release -- [--entities N] [--active SHARE] [--frames N] [--clients N] [--seed N]
-
-  --entities N    entities in the scene, 100..=10000000 (default 100000)
-  --active SHARE  share of rigs and boids that move, 0.0..=1.0 (default 0.05)
-  --frames N      frames to run after the first, 1..=100000 (default 300)
-  --clients N     replication clients over loopback UDP, 0..=64 (default 4; 0: no replication)
-  --seed N        seed of the scene layout (default 1)
-  -h, --help      this text";
-
-#[derive(Debug, PartialEq)]
+/// showcase: static scenery, transform hierarchies, a flock of boids and melee units in one app
+/// (1/60 s of game time and one fixed step per frame), replicated to clients over loopback UDP in
+/// this process
+#[derive(Parser, Debug, PartialEq)]
+#[command(name = "showcase")]
 struct Options {
-    config: ShowcaseConfig,
+    /// Entities in the scene, 100..=10000000
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = cli::count(100..=10_000_000))]
+    entities: usize,
+    /// Share of rigs and boids that move, 0.0..=1.0
+    #[arg(long, value_name = "SHARE", default_value_t = 0.05, value_parser = cli::within(0.0..=1.0))]
+    active: f64,
+    /// Frames to run after the first, 1..=100000
+    #[arg(long, value_name = "N", default_value_t = 300, value_parser = cli::count(1..=100_000))]
     frames: usize,
+    /// Replication clients over loopback UDP, 0..=64 (0: no replication)
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = cli::count(0..=64))]
+    clients: usize,
+    /// Seed of the scene layout
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
 }
 
-fn parse(args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
-    let mut o =
-        Options { config: ShowcaseConfig { entities: 100_000, active: 0.05, seed: 1, clients: 4 }, frames: 300 };
-    let mut args = args.peekable();
-    while let Some(flag) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
-        match flag.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--entities" => {
-                let v = value("--entities")?;
-                o.config.entities = v.parse().map_err(|_| format!("--entities: not a count: {v}"))?;
-                if !(100..=10_000_000).contains(&o.config.entities) {
-                    return Err("--entities must be between 100 and 10000000".into());
-                }
-            }
-            "--active" => {
-                let v = value("--active")?;
-                o.config.active = v.parse().map_err(|_| format!("--active: not a number: {v}"))?;
-                if !(0.0..=1.0).contains(&o.config.active) {
-                    return Err("--active must be within 0.0..=1.0".into());
-                }
-            }
-            "--frames" => {
-                let v = value("--frames")?;
-                o.frames = v.parse().map_err(|_| format!("--frames: not a count: {v}"))?;
-                if !(1..=100_000).contains(&o.frames) {
-                    return Err("--frames must be between 1 and 100000".into());
-                }
-            }
-            "--clients" => {
-                let v = value("--clients")?;
-                o.config.clients = v.parse().map_err(|_| format!("--clients: not a count: {v}"))?;
-                if o.config.clients > 64 {
-                    return Err("--clients must be between 0 and 64".into());
-                }
-            }
-            "--seed" => {
-                let v = value("--seed")?;
-                o.config.seed = v.parse().map_err(|_| format!("--seed: not a number: {v}"))?;
-            }
-            other => return Err(format!("unknown argument {other:?} (see --help)")),
-        }
+impl Options {
+    fn config(&self) -> ShowcaseConfig {
+        ShowcaseConfig { entities: self.entities, active: self.active, seed: self.seed, clients: self.clients }
     }
-    Ok(Some(o))
 }
 
 /// Per-system figures over the whole run.
@@ -118,12 +85,13 @@ impl Totals {
 }
 
 fn main() -> ExitCode {
-    ecs_examples::cli::main_with("showcase", HELP, parse, run)
+    cli::main_with("showcase", run)
 }
 
 fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
+    let config = options.config();
     let built = Instant::now();
-    let mut show = Showcase::new(&options.config)?;
+    let mut show = Showcase::new(&config)?;
     let (rigs, spinning) = show.rigs;
     let (boids, flying) = show.boids;
     println!(
@@ -135,14 +103,14 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         boids,
         flying,
         show.units,
-        100.0 * options.config.active,
+        100.0 * config.active,
         built.elapsed().as_secs_f64() * 1e3
     );
     // The first frame sees every spawn as a change; keep it out of the figures.
     show.step()?;
     let mut totals: Vec<Totals> = Vec::new();
     let mut net = Totals {
-        name: format!("replication ({} clients)", options.config.clients),
+        name: format!("replication ({} clients)", config.clients),
         bytes: Some(Vec::new()),
         ..Totals::default()
     };
@@ -171,7 +139,7 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
             }
             connected = format!(
                 ", {} of {} clients connected, {:.0} bytes per client",
-                n.connected, options.config.clients, n.bytes_per_client
+                n.connected, config.clients, n.bytes_per_client
             );
         }
         if frame % 60 == 0 || frame == options.frames {
@@ -223,25 +191,29 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> impl Iterator<Item = String> {
-        list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>().into_iter()
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        cli::parse_from(args)
     }
 
     #[test]
     fn flags_parse_and_bad_ones_are_refused() {
-        let o =
-            parse(args(&["--entities", "5000", "--active", "0.5", "--frames", "3", "--seed", "9", "--clients", "2"]))
-                .unwrap()
-                .unwrap();
+        use clap::CommandFactory as _;
+        Options::command().debug_assert();
+        let o = parse(&["--entities", "5000", "--active", "0.5", "--frames", "3", "--seed", "9", "--clients", "2"])
+            .unwrap();
+        assert_eq!((o.config(), o.frames), (ShowcaseConfig { entities: 5000, active: 0.5, seed: 9, clients: 2 }, 3));
+        // `cargo run --release` runs with these.
+        let o = parse(&[]).unwrap();
         assert_eq!(
-            o,
-            Options { config: ShowcaseConfig { entities: 5000, active: 0.5, seed: 9, clients: 2 }, frames: 3 }
+            (o.config(), o.frames),
+            (ShowcaseConfig { entities: 100_000, active: 0.05, seed: 1, clients: 4 }, 300)
         );
-        assert_eq!(parse(args(&["--help"])), Ok(None));
+        assert_eq!(parse(&["--help"]).unwrap_err().kind(), clap::error::ErrorKind::DisplayHelp);
         for bad in [
             &["--entities"][..],
             &["--entities", "x"],
             &["--entities", "10"],
+            &["--entities", "10000001"],
             &["--active", "2"],
             &["--active", "NaN"],
             &["--frames", "0"],
@@ -250,7 +222,7 @@ mod tests {
             &["--clients", "x"],
             &["--nope"],
         ] {
-            assert!(parse(args(bad)).is_err(), "{bad:?} was accepted");
+            assert!(parse(bad).is_err(), "{bad:?} was accepted");
         }
     }
 }
