@@ -18,11 +18,15 @@
 //!    children starts a walk down its tree.
 //! 4. **Down the trees**, by one of two paths:
 //!    - **The plan** (frames without structural change). The system keeps a
-//!      propagation plan: every tree as a group of its descendants in
-//!      breadth-first order (parents before children), each with the index
-//!      of its parent in the group, held in an [`EntityGroups`] so the
-//!      trees can be walked in parallel on rayon with each row found from
-//!      its cached location. The plan is rebuilt only after the structure
+//!      propagation plan: every tree as a group of its descendants, parents
+//!      before children (the nodes with children, then the leaves, each in
+//!      spawn order when that keeps parents first, so the walk reads each
+//!      archetype's chunks front to back; breadth-first otherwise), each
+//!      with the index of its parent in the group and its local transform
+//!      cached as a matrix, held in an [`EntityGroups`] so the trees can be
+//!      walked in parallel on rayon with each row found from its cached
+//!      location. While a tree is walked, only its nodes with children keep
+//!      their new global (for their children). The plan is rebuilt only after the structure
 //!      changed, and only in a frame that has trees to walk. Only dirty
 //!      trees are walked (a root whose global changed, or a child whose own
 //!      local changed); inside one, a node is computed when its parent's
@@ -59,8 +63,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ecs_core::{
-    Added, Changed, Commands, Entity, EntityGroups, Local, Or, Query, Schedule, StoreError, SystemParam, With, Without,
-    World,
+    Added, Changed, Commands, Entity, EntityGroups, Local, Mut, Or, Query, Schedule, StoreError, SystemParam, With,
+    Without, World,
 };
 use glam::Affine3A;
 
@@ -92,8 +96,8 @@ pub type LeafRootQuery<'w, 's> = Query<
 pub type ChildQuery<'w, 's> = Query<
     'w,
     's,
-    &'static mut GlobalTransform,
-    (With<ChildOf>, With<LocalTransform>, Or<(Changed<LocalTransform>, Changed<ChildOf>, Added<GlobalTransform>)>),
+    (&'static LocalTransform, &'static mut GlobalTransform),
+    (With<ChildOf>, Or<(Changed<LocalTransform>, Changed<ChildOf>, Added<GlobalTransform>)>),
 >;
 
 /// The same children's locals and children lists, read by entity.
@@ -151,6 +155,14 @@ struct Plan {
     /// Per node (overall position): its parent's index in its group, or
     /// `NO_PARENT`.
     parents: Vec<u32>,
+    /// Per node: its parent's value slot in its tree (see `value_slots`),
+    /// or `NO_PARENT`.
+    parent_slots: Vec<u32>,
+    /// Per node: the slot its computed global is kept in while its tree is
+    /// walked, for its children; `NONE` for a leaf (nothing reads it).
+    value_slots: Vec<u32>,
+    /// Per tree: its nodes with children (the value slots it needs).
+    inner_nodes: Vec<u32>,
     /// Per node: its tree.
     node_tree: Vec<u32>,
     /// By entity index: the node's overall position, or `NONE`.
@@ -190,6 +202,9 @@ impl Plan {
         self.groups.clear();
         self.trees.clear();
         self.parents.clear();
+        self.parent_slots.clear();
+        self.value_slots.clear();
+        self.inner_nodes.clear();
         self.node_tree.clear();
         self.valid = false;
     }
@@ -219,11 +234,11 @@ pub struct PropagationScratch {
     moved_roots: Vec<(Entity, Affine3A)>,
     /// The general walk's stack.
     walk: Walk,
+    /// Per plan node, its local transform as a matrix (as of the plan walk
+    /// that last computed it; a changed local is refreshed before a walk).
+    local_affines: Vec<Affine3A>,
     depths: HashMap<Entity, usize>,
     path: Vec<Entity>,
-    /// Per plan node, its local transform as a matrix (as of the plan walk
-    /// that last computed it; a changed local is flagged in step 2).
-    local_affines: Vec<Affine3A>,
     /// Plan walk inputs by tree: the root's global and whether it changed.
     /// Per dirty tree (in `dirty`'s order): the root's global and whether
     /// it changed; `input_slot` finds a tree's entry (stale entries are
@@ -311,7 +326,7 @@ impl Walk {
             let parent_value = self.values[index as usize];
             // A child without the transform components (or despawned
             // behind the hierarchy's back) ends the walk on this branch.
-            let (Ok((local, kids)), Ok(mut global)) = (data.get(child), children.get_mut(child)) else {
+            let (Ok((_, kids)), Ok((local, mut global))) = (data.get(child), children.get_mut(child)) else {
                 continue;
             };
             let value = parent_value * local.to_affine();
@@ -464,9 +479,53 @@ fn collect_children(
     }
 }
 
-/// Adds one tree of `nodes` (entity, parent index in the tree) to the plan.
+/// Adds one tree of `nodes` (entity, parent index in the tree, parents
+/// first) to the plan. The nodes with children come first, then the
+/// leaves, each part by entity index, when that keeps every parent before
+/// its children: entities spawned together sit together in their chunks in
+/// spawn order, and a node with children (`Children`) lives in another
+/// archetype than a leaf, so the walk then reads each archetype's chunks
+/// front to back instead of hopping between them level by level.
 fn add_tree(plan: &mut Plan, tree: Tree, nodes: &[(Entity, u32)]) -> bool {
-    let entities: Vec<Entity> = nodes.iter().map(|&(e, _)| e).collect();
+    let n = nodes.len();
+    let mut has_children = vec![false; n];
+    for &(_, p) in nodes {
+        if p != NO_PARENT {
+            has_children[p as usize] = true;
+        }
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| (!has_children[i], nodes[i].0.index()));
+    let mut position = vec![0u32; n];
+    for (k, &i) in order.iter().enumerate() {
+        position[i] = k as u32;
+    }
+    let parents_first = order.iter().enumerate().all(|(k, &i)| match nodes[i].1 {
+        NO_PARENT => true,
+        p => (position[p as usize] as usize) < k,
+    });
+    if !parents_first {
+        order = (0..n).collect();
+        position = (0..n as u32).collect();
+    }
+    // The parent of each node in the new order, and value slots for the
+    // nodes that have children.
+    let parent_of = |k: usize| match nodes[order[k]].1 {
+        NO_PARENT => NO_PARENT,
+        p => position[p as usize],
+    };
+    let mut inner = 0u32;
+    let slot: Vec<u32> = order
+        .iter()
+        .map(|&i| {
+            if !has_children[i] {
+                return NONE;
+            }
+            inner += 1;
+            inner - 1
+        })
+        .collect();
+    let entities: Vec<Entity> = order.iter().map(|&i| nodes[i].0).collect();
     let t = plan.trees.len() as u32;
     let Ok(group) = plan.groups.push_group(&entities) else {
         for &(e, _) in nodes {
@@ -476,11 +535,15 @@ fn add_tree(plan: &mut Plan, tree: Tree, nodes: &[(Entity, u32)]) -> bool {
     };
     debug_assert_eq!(group as u32, t);
     let start = plan.groups.group_start(group);
-    for (k, &(e, parent)) in nodes.iter().enumerate() {
+    for (k, &e) in entities.iter().enumerate() {
+        let parent = parent_of(k);
         plan.position[e.index() as usize] = (start + k) as u32;
         plan.parents.push(parent);
+        plan.parent_slots.push(if parent == NO_PARENT { NO_PARENT } else { slot[parent as usize] });
+        plan.value_slots.push(slot[k]);
         plan.node_tree.push(t);
     }
+    plan.inner_nodes.push(inner);
     if tree.root_is_live {
         let slot = tree.root.index() as usize;
         if plan.tree_of_root.len() <= slot {
@@ -570,31 +633,39 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
             let g = rows.group();
             let start = plan.groups.group_start(g);
             let n = rows.len();
-            let parents = &plan.parents[start..start + n];
-            let own = &own_flags[start..start + n];
+            let (Some(parents), Some(parent_slots), Some(value_slots), Some(own)) = (
+                plan.parents.get(start..start + n),
+                plan.parent_slots.get(start..start + n),
+                plan.value_slots.get(start..start + n),
+                own_flags.get(start..start + n),
+            ) else {
+                failed.store(true, Ordering::Relaxed);
+                return;
+            };
             let (root_value, root_changed) = inputs[input_slot[g] as usize];
+            // Per node with children: its new global and whether it changed
+            // (or was not computed).
             let TreeScratch { values, states } = scratch;
+            let inner = plan.inner_nodes[g] as usize;
             values.clear();
+            values.resize(inner, Affine3A::IDENTITY);
             states.clear();
-            values.reserve(n);
-            states.reserve(n);
+            states.resize(inner, UNTOUCHED);
             for k in 0..n {
-                let p = parents[k];
+                let p = parent_slots[k];
                 let (parent_changed, parent_known) = match p {
                     NO_PARENT => (root_changed, true),
                     p => (states[p as usize] == CHANGED, states[p as usize] != UNTOUCHED),
                 };
                 if !parent_changed && !own[k] {
-                    values.push(Affine3A::IDENTITY);
-                    states.push(UNTOUCHED);
-                    continue;
+                    continue; // its slot, if any, stays UNTOUCHED
                 }
                 let parent_value = match p {
                     NO_PARENT => root_value,
                     p if parent_known => values[p as usize],
                     // The parent did not move: its stored global is final.
-                    p => match rows.get_mut(p as usize) {
-                        Ok(global) => global.0,
+                    _ => match rows.get_mut(parents[k] as usize) {
+                        Ok((_, global)) => global.0,
                         Err(_) => {
                             failed.store(true, Ordering::Relaxed);
                             Affine3A::IDENTITY
@@ -602,17 +673,16 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
                     },
                 };
                 match rows.get_mut(k) {
-                    Ok(mut global) => {
+                    Ok((_, mut global)) => {
                         let value = parent_value * locals[k];
-                        let changed = global.set_if_neq(GlobalTransform(value));
-                        values.push(value);
-                        states.push(if changed { CHANGED } else { COMPUTED });
+                        let changed = write_if_changed(&mut global, value);
+                        let v = value_slots[k] as usize;
+                        if v != NONE as usize {
+                            values[v] = value;
+                            states[v] = if changed { CHANGED } else { COMPUTED };
+                        }
                     }
-                    Err(_) => {
-                        failed.store(true, Ordering::Relaxed);
-                        values.push(Affine3A::IDENTITY);
-                        states.push(UNTOUCHED);
-                    }
+                    Err(_) => failed.store(true, Ordering::Relaxed),
                 }
             }
         },
@@ -626,6 +696,24 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         // next time.
         s.plan.valid = false;
     }
+    true
+}
+
+/// Writes `value` to `global` unless it is equal already (as `set_if_neq`,
+/// with the same `==` per component: NaN never equal, `-0.0 == 0.0`), and
+/// returns whether it wrote. The four column comparisons are combined
+/// before one branch.
+#[inline(always)]
+fn write_if_changed(global: &mut Mut<'_, GlobalTransform>, value: Affine3A) -> bool {
+    let old = &global.0;
+    let same = old.matrix3.x_axis.cmpeq(value.matrix3.x_axis)
+        & old.matrix3.y_axis.cmpeq(value.matrix3.y_axis)
+        & old.matrix3.z_axis.cmpeq(value.matrix3.z_axis)
+        & old.translation.cmpeq(value.translation);
+    if same.all() {
+        return false;
+    }
+    **global = GlobalTransform(value);
     true
 }
 
@@ -664,7 +752,7 @@ fn general_walk(s: &mut PropagationScratch, q: &mut TransformQueries) {
         let Ok((_, link)) = q.parents.get(child) else { continue };
         let parent = link.parent();
         let parent_value = match q.children.get_mut(parent) {
-            Ok(global) => global.0,
+            Ok((_, global)) => global.0,
             Err(_) => match q.roots.get_mut(parent) {
                 Ok((_, _, global, _)) => global.0,
                 Err(_) if q.leaf_roots.get_mut(parent).is_ok() => {
@@ -678,7 +766,7 @@ fn general_walk(s: &mut PropagationScratch, q: &mut TransformQueries) {
                 }
             },
         };
-        let (Ok((local, kids)), Ok(mut global)) = (q.child_data.get(child), q.children.get_mut(child)) else {
+        let (Ok((_, kids)), Ok((local, mut global))) = (q.child_data.get(child), q.children.get_mut(child)) else {
             continue;
         };
         let value = parent_value * local.to_affine();
