@@ -846,7 +846,7 @@ impl World {
     /// `plan_index` is `B`'s insert plan from the entity's archetype, `loc`
     /// the entity's location, and the values the bundle replaces were
     /// dropped (or need no drop).
-    #[inline]
+    #[inline(always)]
     unsafe fn write_insert<B: Bundle>(&mut self, entity: Entity, loc: EntityLocation, plan_index: usize, bundle: B) {
         let now = self.now();
         // SAFETY: `plan_index` is `B`'s insert plan of this world.

@@ -89,8 +89,8 @@ pub unsafe trait QueryData {
     /// [`QueryData::redirect_marks`] that also leaves the block ticks to the
     /// loop: items record a write in `marks` only (no store to a shared
     /// tick but the row's own), and the loop calls
-    /// [`QueryData::flush_block_marks`] after the rows of each block (or
-    /// each few blocks) it visits, so a written row costs one store fewer.
+    /// [`QueryData::flush_block_marks`] with the blocks of the rows it
+    /// visited, so a written row costs one store fewer.
     ///
     /// # Safety
     /// As [`QueryData::redirect_marks`], and the loop flushes every block
@@ -103,7 +103,8 @@ pub unsafe trait QueryData {
         unsafe { Self::redirect_marks(fetch, marks) }
     }
     /// Stamps the ticks of blocks `first + i` for every bit `i` set in
-    /// `blocks()` in every column written since the last call (see
+    /// `blocks()` (a chunk has at most 128 blocks) in every column written
+    /// since the last call (see
     /// [`QueryData::redirect_marks_by_block`]), and notes the chunk as
     /// written for [`QueryData::flush_marks`]. `blocks` is only called when
     /// a column was written.
@@ -118,7 +119,7 @@ pub unsafe trait QueryData {
         _fetch: &Self::Fetch<'_>,
         _marks: *mut Self::Marks,
         _first: usize,
-        _blocks: impl Fn() -> u32 + Copy,
+        _blocks: impl Fn() -> u128 + Copy,
     ) {
     }
     /// Stamps the chunk tick of every column whose mark was set.
@@ -303,7 +304,7 @@ impl<'w, T> MutFetch<'w, T> {
     /// # Safety
     /// As [`QueryData::flush_block_marks`].
     #[inline]
-    unsafe fn flush_block_marks(&self, marks: *mut MutMarks, first: usize, blocks: impl Fn() -> u32) {
+    unsafe fn flush_block_marks(&self, marks: *mut MutMarks, first: usize, blocks: impl Fn() -> u128) {
         let now = self.window.this_run();
         // SAFETY: the caller's contract: `marks` is live and no item that
         // writes it is; the blocks are the chunk's (their rows were
@@ -404,7 +405,7 @@ unsafe impl<T: Component> QueryData for &mut T {
         fetch: &Self::Fetch<'_>,
         marks: *mut MutMarks,
         first: usize,
-        blocks: impl Fn() -> u32 + Copy,
+        blocks: impl Fn() -> u128 + Copy,
     ) {
         // SAFETY: forwarded contract.
         unsafe { fetch.flush_block_marks(marks, first, blocks) }
@@ -486,7 +487,7 @@ unsafe impl<T: Component> QueryData for Option<&mut T> {
         fetch: &Self::Fetch<'_>,
         marks: *mut MutMarks,
         first: usize,
-        blocks: impl Fn() -> u32 + Copy,
+        blocks: impl Fn() -> u128 + Copy,
     ) {
         if let Some(f) = fetch {
             // SAFETY: forwarded contract.
@@ -826,7 +827,7 @@ macro_rules! tuple_data {
                 _fetch: &Self::Fetch<'_>,
                 _marks: *mut Self::Marks,
                 _first: usize,
-                _blocks: impl Fn() -> u32 + Copy,
+                _blocks: impl Fn() -> u128 + Copy,
             ) {
                 // SAFETY: forwarded contract; each element gets its own field.
                 $( unsafe { $name::flush_block_marks(&_fetch.$idx, &raw mut (*_marks).$idx, _first, _blocks) }; )*
