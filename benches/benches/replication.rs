@@ -3,7 +3,9 @@
 //! 100k-entity world at 0, 1 and 10 % changed, of 64 clients x 10k
 //! entities (1 % changed), and of 256 clients x 10k entities on one and two
 //! threads; one arena client frame with and without prediction (1000
-//! interpolated props). Movers are moved untimed before each tick.
+//! interpolated props); one server tick of the backlog case (128 clients x
+//! 10k entities, 1 % moving) on a clean link and under 50 % loss both
+//! ways. Movers are moved untimed before each tick.
 //! Bandwidth and the multiplayer figures come from `ecs-bench replication`.
 
 #![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
@@ -12,6 +14,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use ecs_bench::replication::BACKLOG_CASE;
+use ecs_bench::replication::scenes::backlog::BacklogRun;
 use ecs_bench::replication::scenes::game::ArenaRun;
 use ecs_bench::replication::scenes::{CubeStream, EncodeScene};
 use ecs_bench::replication::{ENCODE_CASES, FANOUT_THREAD_CASES};
@@ -66,6 +70,25 @@ fn replication(c: &mut Criterion) {
             });
         });
     }
+    let (clients, entities, share, loss, _) = BACKLOG_CASE;
+    let mut run = BacklogRun::new(entities, clients, share).unwrap_or_else(|e| panic!("backlog: {e}"));
+    for (name, loss) in [("backlog_128x10k_steady_tick", 0.0), ("backlog_128x10k_loss50_tick", loss)] {
+        run.set_loss(loss);
+        for _ in 0..60 {
+            run.tick(true).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iters {
+                    let us = run.tick(true).unwrap_or_else(|e| panic!("{name}: {e}"));
+                    timed += Duration::from_secs_f64(us / 1e6);
+                }
+                timed
+            });
+        });
+    }
+    drop(run);
     for (name, predict) in [("client_tick_predicted", true), ("client_tick_unpredicted", false)] {
         let mut run = ArenaRun::new(1, 1000, LinkConfig::clean(3), predict).unwrap_or_else(|e| panic!("{name}: {e}"));
         for _ in 0..300 {

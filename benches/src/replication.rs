@@ -2,7 +2,9 @@
 //! 5 and 20 % loss and at rest, the encode cost per client per tick of a
 //! 100k-entity world at 0, 1 and 10 % changed, the fan-out of one tick to
 //! 64 and 256 clients of a 10k-entity world (256: on one and on two
-//! threads), and the multiplayer figures of the arena game (input upstream
+//! threads), the backlog case (128 clients x 10k entities, 1 % moving,
+//! steady, through 50 % loss both ways and after: cost per client per tick
+//! and ticks to converge), and the multiplayer figures of the arena game (input upstream
 //! bytes, prediction matched under 100 ms RTT with jitter and 5 % loss,
 //! corrections, late inputs, and a client tick's cost with and without
 //! prediction). Ours only (no peer).
@@ -16,6 +18,7 @@ use crate::runner::{Impl, Row, Scenario};
 #[path = "scenes/replication/mod.rs"]
 pub mod scenes;
 
+use scenes::backlog::{BACKLOG_LINK_DELAY, BacklogFigures, BacklogRun, backlog_case};
 use scenes::game::{ArenaFigures, ArenaRun};
 use scenes::{CubeStream, EncodeScene, median};
 use std::sync::Mutex;
@@ -37,6 +40,17 @@ pub const ARENA_CASES: [(&str, LinkConfig); 2] = [
 
 /// The text of the multiplayer figures, appended to the table.
 static MULTIPLAYER: Mutex<String> = Mutex::new(String::new());
+
+/// The text of the backlog case, appended to the table.
+static BACKLOG: Mutex<String> = Mutex::new(String::new());
+
+/// The backlog case: clients, entities, share moving per tick, loss both
+/// ways, lossy ticks.
+pub const BACKLOG_CASE: (usize, usize, f64, f64, usize) = (128, 10_000, 0.01, 0.5, 300);
+
+/// The backlog case's rows: steady (clean link), during the loss, after
+/// the link cleared.
+pub const BACKLOG_ROWS: [&str; 3] = ["backlog_128x10k_steady", "backlog_128x10k_loss50", "backlog_128x10k_after"];
 
 fn note(line: String) {
     let mut m = MULTIPLAYER.lock().unwrap_or_else(|e| e.into_inner());
@@ -194,8 +208,81 @@ pub fn run_replication(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec
         on_row(&row);
         rows.push(row);
     }
+    rows.extend(backlog(quick, &mut on_row)?);
     rows.extend(multiplayer(quick, &mut on_row)?);
     Ok(rows)
+}
+
+/// The backlog case (see [`scenes::backlog`]): rows of the server's median
+/// time per tick in each phase (the table divides by the clients), and the
+/// backlog and convergence as text.
+fn backlog(quick: bool, on_row: &mut impl FnMut(&Row)) -> Result<Vec<Row>, String> {
+    let (clients, entities, share, loss, lossy) = BACKLOG_CASE;
+    let mut run = BacklogRun::new(entities, clients, share).map_err(|e| format!("replication/backlog: {e}"))?;
+    let steady = if quick { 60 } else { 300 };
+    let f = backlog_case(&mut run, steady, lossy, loss, if quick { 30 } else { 120 })
+        .map_err(|e| format!("replication/backlog: {e}"))?;
+    let text = backlog_text(&f, &run);
+    BACKLOG.lock().unwrap_or_else(|e| e.into_inner()).clone_from(&text);
+    let mut rows = Vec::new();
+    for (name, phase) in BACKLOG_ROWS.into_iter().zip([&f.steady, &f.loss, &f.after]) {
+        let row = Row {
+            scenario: Scenario::Replication,
+            case: name,
+            imp: Impl::Ours,
+            measurement: measurement_of(&phase.tick_us, 1),
+            chunks: None,
+            rows: Some((entities as f64 * share).round() as usize),
+            systems: Vec::new(),
+            count: Some(clients),
+            kbps: Some(phase.bytes_per_client_tick * 8.0 * scenes::TICK_RATE / 1000.0),
+        };
+        on_row(&row);
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn backlog_text(f: &BacklogFigures, run: &BacklogRun) -> String {
+    let n = run.clients() as f64;
+    let per = |p: &scenes::backlog::PhaseFigures| median(&p.tick_us) / n;
+    let (steady, lossy, after) = (per(&f.steady), per(&f.loss), per(&f.after));
+    let config = run.config();
+    let ceiling = config.catch_up_budget_bytes.max(config.budget_bytes) as f64;
+    let drain = (f.backlog.max_bytes() / ceiling).ceil();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} clients x {} entities, {} % moving per tick, {} tick(s) each way; budget {} bytes, catch-up ceiling {} bytes",
+        BACKLOG_CASE.0,
+        BACKLOG_CASE.1,
+        BACKLOG_CASE.2 * 100.0,
+        BACKLOG_LINK_DELAY,
+        config.budget_bytes,
+        ceiling
+    );
+    for (name, p, us) in [("steady", &f.steady, steady), ("50 % loss", &f.loss, lossy), ("after", &f.after, after)] {
+        let _ = writeln!(
+            out,
+            "  {name:<10} {us:>8.2} us per client per tick ({:.2} x steady), {:.1} entries and {:.0} bytes per client per tick",
+            us / steady,
+            p.entries_per_client_tick,
+            p.bytes_per_client_tick
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  when the link cleared: {:.0} entities pending per client ({:.0} queued), at most {} on one client x {:.1} bytes = {:.0} bytes = {} tick(s) at the ceiling; every client converged in {} ticks (goal <= {})",
+        f.backlog.pending,
+        f.backlog.queued,
+        f.backlog.max_pending,
+        f.backlog.entry_bytes,
+        f.backlog.max_bytes(),
+        drain,
+        f.ticks_to_converge,
+        drain + 2.0
+    );
+    out
 }
 
 fn arena_line(name: &str, f: &ArenaFigures) -> String {
@@ -315,6 +402,11 @@ pub fn table(rows: &[Row]) -> String {
             r.rows.map_or("-".to_owned(), |n| n.to_string()),
             r.kbps.unwrap_or(f64::NAN)
         );
+    }
+    let backlog = BACKLOG.lock().unwrap_or_else(|e| e.into_inner());
+    if !backlog.is_empty() {
+        let _ = writeln!(out, "backlog (backlog_ rows: median us of one server tick, all clients):");
+        out.push_str(&backlog);
     }
     let multiplayer = MULTIPLAYER.lock().unwrap_or_else(|e| e.into_inner());
     if !multiplayer.is_empty() {
