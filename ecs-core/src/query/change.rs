@@ -21,14 +21,13 @@
 //! access), so every access to a chunk tick is atomic and never a data race.
 //! Inside `for_each_mut` and the parallel loops, whose closures cannot keep
 //! items, the chunk mark is a mark local to the loop, written plainly (no
-//! other thread sees it); if the mark was set, the loop stamps the ticks of
-//! the blocks of 16 rows (see [`crate::storage::archetype`]) that held the
-//! rows it visited (all of them in a loop without row tests, 64 rows at a
-//! time in one with), and the chunk tick atomically once when it leaves the
-//! chunk, also when the closure panics: one store per written row instead
-//! of three. A block among them whose visited rows were all left alone is
-//! stamped as well, a false positive that costs a later reader one look at
-//! its 16 row ticks; row ticks stay exact.
+//! other thread sees it); if the mark was set when the loop leaves the
+//! chunk (also when the closure panics), the loop stamps the ticks of the
+//! blocks of 16 rows (see [`crate::storage::archetype`]) that held the rows
+//! it visited, and the chunk tick, atomically: one store per written row
+//! instead of three. A block among them whose visited rows were all left
+//! alone is stamped as well, a false positive that costs a later reader one
+//! look at its 16 row ticks; row ticks stay exact.
 //! Elsewhere (`iter_mut`, `get_mut`, chunk views, entity groups) a write
 //! stamps the row's block tick itself (a relaxed atomic store). The row
 //! tick is written plainly: only a holder of write access to the column

@@ -93,9 +93,9 @@ pub unsafe trait QueryData {
     /// visited, so a written row costs one store fewer.
     ///
     /// # Safety
-    /// As [`QueryData::redirect_marks`], and the loop flushes every block
-    /// it fetched items of before [`QueryData::flush_marks`], also when it
-    /// unwinds.
+    /// As [`QueryData::redirect_marks`], and the loop flushes the blocks
+    /// of every row it fetched items of before [`QueryData::flush_marks`],
+    /// also when it unwinds.
     #[doc(hidden)]
     unsafe fn redirect_marks_by_block(fetch: &mut Self::Fetch<'_>, marks: *mut Self::Marks) {
         // SAFETY: forwarded contract; data without block marks has nothing
@@ -312,9 +312,17 @@ impl<'w, T> MutFetch<'w, T> {
         unsafe {
             if (*marks).mark == now.get() {
                 let mut blocks = blocks();
-                while blocks != 0 {
-                    (*self.block_changed.add(first + blocks.trailing_zeros() as usize)).store(now);
-                    blocks &= blocks - 1;
+                if blocks & blocks.wrapping_add(1) == 0 {
+                    // A run from `first` on (every block visited: a loop
+                    // without row tests, or dense changes).
+                    for i in 0..(128 - blocks.leading_zeros()) as usize {
+                        (*self.block_changed.add(first + i)).store(now);
+                    }
+                } else {
+                    while blocks != 0 {
+                        (*self.block_changed.add(first + blocks.trailing_zeros() as usize)).store(now);
+                        blocks &= blocks - 1;
+                    }
                 }
                 (*marks).chunk = now.get();
                 (*marks).mark = now.get() ^ 1;

@@ -175,6 +175,10 @@ pub struct TickFetch<'w> {
     /// The chunk's first block tick, or null when the ticks tested have no
     /// block level (`Added`).
     blocks: *const AtomicTick,
+    /// Whether every block of the chunk's first 64 rows was written: then
+    /// changes are dense, and testing blocks would not skip any row ticks,
+    /// so the chunk's rows are tested directly.
+    dense: bool,
     capacity: usize,
     all: bool,
     window: TickWindow,
@@ -206,7 +210,7 @@ impl TickFetch<'_> {
         // SAFETY: `rows` spans the chunk's capacity and the caller keeps
         // `start + n` within it; plain reads are race-free as in `row`.
         let ticks = unsafe { std::slice::from_raw_parts(self.rows.add(start), n) };
-        if self.blocks.is_null() {
+        if self.blocks.is_null() || self.dense {
             return self.window.mask(ticks);
         }
         // Only blocks whose tick is inside the window can hold a passing
@@ -304,9 +308,13 @@ unsafe impl<T: Component> QueryFilter for Changed<T> {
     #[inline]
     fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, window: TickWindow) -> TickFetch<'w> {
         let rows = archetype.row_ticks(cache, chunk);
+        // Atomic loads: a parallel task of this query may be stamping the
+        // blocks of its own rows meanwhile.
+        let dense = rows.blocks[..GROUP_BLOCKS].iter().all(|t| window.contains(t.load()));
         TickFetch {
             rows: AtomicTick::slice_ptr(rows.changed, 0),
             blocks: rows.blocks.as_ptr(),
+            dense,
             capacity: archetype.chunk_capacity(),
             all: window.contains(archetype.columns[cache].ticks.chunk_all_changed[chunk].load()),
             window,
@@ -364,6 +372,7 @@ unsafe impl<T: Component> QueryFilter for Added<T> {
         TickFetch {
             rows: AtomicTick::slice_ptr(archetype.row_ticks(cache, chunk).added, 0),
             blocks: std::ptr::null(),
+            dense: true,
             capacity: archetype.chunk_capacity(),
             all: false,
             window,

@@ -4,14 +4,13 @@
 use crate::query::fetch::QueryData;
 use crate::query::filter::QueryFilter;
 use crate::query::state::{ChunkStats, Matched};
-use crate::storage::archetype::{Archetype, BLOCK_ROWS, BLOCK_SHIFT};
+use crate::storage::archetype::{Archetype, BLOCK_SHIFT};
 use crate::storage::tick::TickWindow;
 
 /// Runs `f` on rows `start..end` of one chunk that pass the filter, with
-/// block and chunk marks kept in a local: the ticks of the blocks (of 16
-/// rows) the rows visited lie in are stamped if one of those rows was
-/// written (for the whole range at once when every row passes, 64 rows at a
-/// time when rows are tested), the chunk tick once at the end.
+/// block and chunk marks kept in a local: if one of the rows was written,
+/// the ticks of the blocks (of 16 rows) that held the rows visited and the
+/// chunk tick are stamped once at the end.
 ///
 /// # Safety
 /// The archetype matched, the chunk is in range, `end` is at most its
@@ -34,36 +33,34 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
     let marks_ptr = &raw mut marks;
     // SAFETY: `marks` lives until the guard below flushes it, `f` cannot
     // keep the items it is given (its argument's lifetime is higher-ranked),
-    // and the loops below flush each block after visiting its rows.
+    // and the guard below flushes the blocks of every row visited.
     unsafe { Q::redirect_marks_by_block(&mut data, marks_ptr) };
-    // Flushes the marks of the blocks being visited and of the chunk when
-    // dropped: after the loop, or while a panic in `f` unwinds, so no block
-    // or chunk tick ends up older than a row tick written before the panic.
-    // It holds a copy of the fetch, so the loop's own `data` stays a local
-    // that no store can alias.
-    let mut flush =
-        FlushMarks::<Q> { data, marks: marks_ptr, first: start >> BLOCK_SHIFT, span: 0, rows: 0, offset: 0 };
+    // Stamps the blocks of the rows visited and the chunk when dropped, if
+    // a row was written: after the loop, or while a panic in `f` unwinds, so
+    // no block or chunk tick ends up older than a row tick written before
+    // the panic. It holds a copy of the fetch, so the loop's own `data`
+    // stays a local that no store can alias.
+    let base = start >> BLOCK_SHIFT;
+    let mut flush = FlushMarks::<Q> { data, marks: marks_ptr, base, visited: 0 };
     if F::ARCHETYPAL || F::all_rows_pass(&filter) {
-        // One pass over the rows; if one was written, every block they
-        // cover is stamped (a loop that leaves some rows alone marks their
-        // blocks as well: a false positive that costs a later reader one
-        // look at 16 row ticks, never a wrong row).
+        // Every block of the range is visited (a loop that leaves some rows
+        // alone marks their blocks as well: a false positive that costs a
+        // later reader one look at 16 row ticks, never a wrong row).
         if start < end {
-            // At most 128: a chunk holds at most `CHUNK_SIZE / 8` rows.
-            flush.span = ((end - 1) >> BLOCK_SHIFT) - flush.first + 1;
-            debug_assert!(flush.span <= 128);
+            // At most 128 blocks: a chunk holds at most `CHUNK_SIZE / 8`
+            // rows.
+            let span = ((end - 1) >> BLOCK_SHIFT) - base + 1;
+            debug_assert!(span <= 128);
+            flush.visited = u128::MAX >> (128 - span);
         }
         for row in start..end {
             // SAFETY: `row` is live and yielded once.
             f(unsafe { Q::item(&data, row) });
         }
-        flush.flush_blocks();
     } else {
-        // 64 rows at a time: the rows that pass, then the blocks that held
-        // them, stamped if one of those rows was written (a block among
-        // them whose visited rows were all left alone is stamped as well:
-        // a false positive that costs a later reader one look at 16 row
-        // ticks, never a wrong row).
+        // 64 rows at a time: the rows that pass, and the blocks that hold
+        // them noted for the flush (bit `b - base` for block `b`, below 128
+        // since every such block holds a row below `end`).
         let mut group = start;
         while group < end {
             let n = (end - group).min(64);
@@ -71,7 +68,7 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
             let mask = unsafe { F::row_mask(&filter, group, n) };
             if mask != 0 {
                 let first = group >> BLOCK_SHIFT;
-                (flush.first, flush.rows, flush.offset) = (first, mask, group - (first << BLOCK_SHIFT));
+                flush.visited |= u128::from(touched_blocks(mask, group - (first << BLOCK_SHIFT))) << (first - base);
                 if mask == crate::storage::tick::low_bits(n) {
                     // Every row passes (clustered writes): a plain loop.
                     for row in group..group + n {
@@ -87,7 +84,6 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
                         f(unsafe { Q::item(&data, row) });
                     }
                 }
-                flush.flush_blocks();
             }
             group += n;
         }
@@ -99,9 +95,16 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
 /// block.
 #[inline]
 fn touched_blocks(rows: u64, offset: usize) -> u32 {
-    let lane = |i: u32| u32::from((rows >> (i * BLOCK_ROWS as u32)) as u16 != 0) << i;
     if offset == 0 {
-        return lane(0) | lane(1) | lane(2) | lane(3);
+        // Each 16-bit lane folded to its lowest bit, then the four lane
+        // bits (at 0, 16, 32, 48) gathered to bits 45..48 by one multiply
+        // (the partial products land on distinct bits, so nothing
+        // carries).
+        let mut x = (rows | rows >> 8) & 0x00FF_00FF_00FF_00FF;
+        x = (x | x >> 4) & 0x000F_000F_000F_000F;
+        x = (x | x >> 2) & 0x0003_0003_0003_0003;
+        x = (x | x >> 1) & 0x0001_0001_0001_0001;
+        return (x.wrapping_mul(1 + (1 << 15) + (1 << 30) + (1 << 45)) >> 45) as u32 & 0xF;
     }
     // Up to 64 + 15 rows from the first block's start: five blocks.
     let wide = u128::from(rows) << offset;
@@ -141,42 +144,26 @@ pub(crate) fn for_each_passing_row<F: QueryFilter>(
 }
 
 /// Stamps a loop's block and chunk marks into the block and chunk ticks
-/// (see [`crate::query::change`]): the current block's when the loop moves
-/// on, and the last block's and the chunk's when dropped, also when the
-/// loop unwinds.
+/// (see [`crate::query::change`]) when dropped, also when the loop
+/// unwinds.
 struct FlushMarks<'w, Q: QueryData> {
     data: Q::Fetch<'w>,
     /// The loop's marks; they outlive this guard (declared before it).
     marks: *mut Q::Marks,
-    /// The rows the loop visits: every row of the `span` blocks from block
-    /// `first` on when `span` is not 0, else bit `i` of `rows` for row
-    /// `offset + i` counted from the start of block `first`.
-    first: usize,
-    span: usize,
-    rows: u64,
-    offset: usize,
-}
-
-impl<Q: QueryData> FlushMarks<'_, Q> {
-    /// Stamps the blocks being visited if one of their rows was written.
-    #[inline]
-    fn flush_blocks(&mut self) {
-        let (span, rows, offset) = (self.span, self.rows, self.offset);
-        let blocks = move || {
-            if span > 0 { u128::MAX >> (128 - span) } else { u128::from(touched_blocks(rows, offset)) }
-        };
-        // SAFETY: `marks` is the loop's, declared before this guard and so
-        // alive; the closure could keep no item, so none that writes the
-        // marks is alive; every row visited since the last flush is in
-        // these blocks (a chunk has at most 128).
-        unsafe { Q::flush_block_marks(&self.data, self.marks, self.first, blocks) };
-    }
+    /// The blocks whose rows the loop visited: `base + i` for every bit `i`
+    /// of `visited`.
+    base: usize,
+    visited: u128,
 }
 
 impl<Q: QueryData> Drop for FlushMarks<'_, Q> {
     fn drop(&mut self) {
-        self.flush_blocks();
-        // SAFETY: as in `flush_blocks`.
+        let visited = self.visited;
+        // SAFETY: `marks` is the loop's, declared before this guard and so
+        // alive; the closure could keep no item, so none that writes the
+        // marks is alive; every row the loop visited is in these blocks.
+        unsafe { Q::flush_block_marks(&self.data, self.marks, self.base, move || visited) };
+        // SAFETY: as above.
         Q::flush_marks(&self.data, unsafe { &*self.marks });
     }
 }
@@ -324,5 +311,32 @@ impl<'w, Q: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, Q, F> {
             }
             start = 0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::touched_blocks;
+
+    #[test]
+    fn touched_blocks_names_the_blocks_that_hold_rows() {
+        let brute = |rows: u64, offset: usize| {
+            (0..64).filter(|i| rows >> i & 1 == 1).fold(0u32, |b, i| b | 1 << ((offset + i) / 16))
+        };
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Sparse and dense masks, and single lanes.
+            for rows in [x, x & x >> 3 & x >> 7, 1 << (x % 64), x & 0xFFFF << (16 * (x % 4))] {
+                for offset in [0, 1, 7, 15] {
+                    assert_eq!(touched_blocks(rows, offset), brute(rows, offset), "rows {rows:#x}, offset {offset}");
+                }
+            }
+        }
+        assert_eq!(touched_blocks(0, 0), 0);
+        assert_eq!(touched_blocks(u64::MAX, 0), 0xF);
+        assert_eq!(touched_blocks(u64::MAX, 3), 0x1F);
     }
 }
