@@ -32,10 +32,9 @@ use super::{ClientStats, IdMap};
 /// The accumulator threshold behind a deadline, in ticks: an entity waits
 /// `WAIT_THRESHOLD / rate`, its rate being 1 (live) or 4 (spawning,
 /// despawning) plus up to 1 the nearer it is to the client's view center.
-/// A live change far away waits at most 2 ticks within the steady budget,
-/// a spawn half a tick; once one waits past its deadline there is a
-/// backlog, and packets may grow to the catch-up ceiling until it is gone.
-/// A burst shorter than that is spread over the steady budget.
+/// Deadlines order the queue; an entry past its deadline (one whose
+/// packet was lost, due at once) also starts catch-up at once, before the
+/// next tick would (see `packet`).
 const WAIT_THRESHOLD: f32 = 2.0;
 
 /// Deadline units per tick (deadlines are finer than ticks, so priority
@@ -125,8 +124,9 @@ pub(super) struct ClientState {
     /// Tracked entities in flight (never queued at the same time).
     pub(super) in_flight: usize,
     next_stamp: u32,
-    /// Catching up: an entry waited past its deadline, and the queue has
-    /// not been empty since. Packets may grow to the catch-up ceiling.
+    /// Catching up: the previous packet left work waiting (or an entry
+    /// waited past its deadline this tick). Packets may grow to the
+    /// catch-up ceiling until the queue is empty.
     pub(super) catching_up: bool,
     /// Updates built for this client: the clock of queue deadlines (in
     /// [`QUANTA`] per update).

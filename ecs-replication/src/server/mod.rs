@@ -19,8 +19,9 @@
 //!    tick at which a priority accumulator would reach a threshold (spawns
 //!    and despawns gain most, nearer entities more), fixed when it starts
 //!    waiting. The packet takes entries in deadline order up to the byte
-//!    budget, or, while a backlog exists (an entry waited past its
-//!    deadline), up to the catch-up ceiling. Every component goes
+//!    budget, or, while a backlog exists (work left waiting by the previous
+//!    packet, or an entry whose packet was lost), up to the catch-up
+//!    ceiling. Every component goes
 //!    delta-coded against the value the client acknowledged when that is
 //!    smaller. A tick costs what changed, what is sent and what
 //!    acknowledgements settle, never what waits or what the world holds.
@@ -100,9 +101,10 @@ pub struct ServerConfig {
     /// The catch-up ceiling (default 4800, four times the default budget;
     /// at most 1 MiB): while a backlog exists, the packet may grow past
     /// [`ServerConfig::budget_bytes`] up to this many bytes. A backlog is
-    /// work past its deadline (see [`Server::update`]): after loss, a
-    /// join, a burst of spawns. Ticks to catch up are then about backlog /
-    /// ceiling instead of backlog / budget. Packets over the MTU are
+    /// work the previous packet left waiting, or an entry past its
+    /// deadline (one whose packet was lost): after loss, a join, a burst
+    /// of spawns. It lasts until nothing waits. Ticks to catch up are then
+    /// about backlog / ceiling instead of backlog / budget. Packets over the MTU are
     /// fragmented by the transport (renet does), so the ceiling is a
     /// bandwidth cap per client per tick: 4800 bytes at 60 Hz is 2.3 Mbps.
     /// A world whose changes never fit the budget runs at the ceiling; a

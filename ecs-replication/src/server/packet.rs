@@ -105,9 +105,9 @@ fn entry_for(
 ///
 /// The entities the client controls go first, changed or not. Then the
 /// send queue in deadline order, while the packet is under
-/// [`ServerConfig::budget_bytes`], or, while a backlog exists (an entry
-/// waits past its deadline: after loss, a join, a burst), under
-/// [`ServerConfig::catch_up_budget_bytes`]. The selection touches only the
+/// [`ServerConfig::budget_bytes`], or, while a backlog exists (work the
+/// previous packet left waiting, or an entry past its deadline: after
+/// loss, a join, a burst), under [`ServerConfig::catch_up_budget_bytes`]. The selection touches only the
 /// entries it takes (plus at most [`MAX_MISSES`] that did not fit), never
 /// the whole backlog.
 pub(super) fn build_packet(
@@ -143,9 +143,10 @@ pub(super) fn build_packet(
     let max_entries = Limits::default().max_entries.min(MAX_ENTRIES_ON_WIRE);
     let mut misses = 0;
     let mut missed = Vec::new();
-    // A backlog starts when the first entry waiting is past its deadline
-    // (deadline order: it is the most overdue) and lasts until the queue is
-    // empty: meanwhile packets may grow to the ceiling, for every entry
+    // A backlog exists when the previous packet left work waiting, or the
+    // first entry waiting now is past its deadline (deadline order: it is
+    // the most overdue; e.g. an entry whose packet was lost). Until the
+    // queue is empty, packets may grow to the ceiling, for every entry
     // waiting, not only the overdue ones (fresh changes do not wait behind
     // the backlog).
     let mut first = true;
@@ -191,9 +192,7 @@ pub(super) fn build_packet(
         client.put_back(w);
     }
     client.stats.entries_deferred += client.queued as u64;
-    if client.queued == 0 {
-        client.catching_up = false;
-    }
+    client.catching_up = client.queued > 0;
     if caught_up {
         client.stats.catch_up_packets += 1;
     }
