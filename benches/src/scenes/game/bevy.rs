@@ -21,7 +21,6 @@
 //! scene's own components hold workspace glam values (the same code
 //! computes them as in ours) and only `Transform`s cross over, as arrays.
 
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,8 +43,9 @@ use ecs_spatial::{GridError, SparseGrid};
 use glam::Vec3;
 
 use super::{
-    BOID_CELL, FRAME, GAME_SYSTEMS, GameScene, Layout, MELEE, Nearest, NeighbourSums, RIG_NODES, Snapshot, Spin,
-    SystemKind, damage_per_step, offer_target, predator_point, rig_offset, spin_local, starting_health, target_point,
+    BOID_CELL, EntityMap, FRAME, GAME_SYSTEMS, GameScene, Layout, MELEE, Nearest, NeighbourSums, RIG_NODES, Snapshot,
+    Spin, SystemKind, damage_per_step, offer_target, predator_point, rig_offset, spin_local, starting_health,
+    target_point,
 };
 
 fn to_bevy(v: Vec3) -> bevy_math::Vec3 {
@@ -212,11 +212,14 @@ pub fn move_target_and_predator(
     }
 }
 
+/// The filter of the target and the predator.
+type TargetOrPredator = Or<(With<BoidTarget>, With<Predator>)>;
+
 /// Computes every active boid's [`Steering`] (bevy's `par_iter_mut`).
 pub fn steer_boids(
     mut boids: Query<(Entity, &Position, &Heading, &mut Steering), With<Active>>,
     headings: Query<&Heading, With<Boid>>,
-    goals: Query<(&Position, Has<BoidTarget>), Or<(With<BoidTarget>, With<Predator>)>>,
+    goals: Query<(&Position, Has<BoidTarget>), TargetOrPredator>,
     grid: Res<Grid<Position>>,
     settings: Res<Settings>,
     time: Res<Time>,
@@ -275,7 +278,7 @@ pub fn fight(
     mut targets: Query<(Entity, &mut Health, &mut Engaged)>,
     grid: Res<Grid<UnitPosition>>,
     time: Res<Time>,
-    mut nearest: Local<HashMap<Entity, Nearest<Entity>>>,
+    mut nearest: Local<EntityMap<Entity, Nearest<Entity>>>,
 ) {
     nearest.clear();
     grid.grid.for_each_pair_within(MELEE.attack_range, |a, b| {

@@ -40,7 +40,7 @@
 //! see units marching, fighting and dying at once.
 
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::Duration;
 
 use ecs_examples::boids::BoidSettings;
@@ -335,8 +335,9 @@ const POSITION_STEPS: f32 = 1024.0;
 const HEADING_STEPS: f32 = 1_048_576.0;
 
 /// A boid's neighbour count and the sums of their positions and headings,
-/// in fixed point: integer addition does not depend on the order the grid
-/// hands out the neighbours, so both worlds steer every boid alike.
+/// in fixed point (each term truncated to its step): integer addition does
+/// not depend on the order the grid hands out the neighbours, so both
+/// worlds steer every boid alike.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NeighbourSums {
     count: u32,
@@ -350,8 +351,10 @@ impl NeighbourSums {
     pub fn add(&mut self, position: Vec3, heading: Vec3) {
         self.count += 1;
         for a in 0..3 {
-            self.position[a] += (position[a] * POSITION_STEPS).round() as i64;
-            self.heading[a] += (heading[a] * HEADING_STEPS).round() as i64;
+            // A cast, not `round` (a libm call on baseline x86-64): the
+            // step's truncation is as deterministic.
+            self.position[a] += (position[a] * POSITION_STEPS) as i64;
+            self.heading[a] += (heading[a] * HEADING_STEPS) as i64;
         }
     }
 
@@ -382,6 +385,48 @@ impl NeighbourSums {
     }
 }
 
+/// A hasher for entity keys (Fx-style: rotate, xor, multiply per word),
+/// the role bevy's `EntityHash` plays for its `EntityHashMap`: both ECSs'
+/// `fight` key their map by entity with it, so neither pays SipHash.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EntityHasher(u64);
+
+impl EntityHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for EntityHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+}
+
+/// A map keyed by entity, hashed with [`EntityHasher`].
+pub type EntityMap<E, V> = HashMap<E, V, BuildHasherDefault<EntityHasher>>;
+
 /// An attacker's nearest enemy in range so far.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Nearest<E> {
@@ -397,7 +442,7 @@ pub struct Nearest<E> {
 /// best so far, or as near with a lower id (so the choice does not depend
 /// on the order pairs are found in).
 #[inline]
-pub fn offer_target<E: Copy + Eq + Hash>(nearest: &mut HashMap<E, Nearest<E>>, attacker: E, candidate: Nearest<E>) {
+pub fn offer_target<E: Copy + Eq + Hash>(nearest: &mut EntityMap<E, Nearest<E>>, attacker: E, candidate: Nearest<E>) {
     let best = nearest.entry(attacker).or_insert(candidate);
     if candidate.distance_squared < best.distance_squared
         || (candidate.distance_squared == best.distance_squared && candidate.id < best.id)
@@ -578,11 +623,11 @@ mod tests {
     #[test]
     fn the_nearest_target_does_not_depend_on_order() {
         let offers = [(7u32, 2.0f32), (3, 1.0), (9, 1.0), (1, 4.0)];
-        let mut forward = HashMap::new();
+        let mut forward = EntityMap::default();
         for &(id, d2) in &offers {
             offer_target(&mut forward, 0u32, Nearest { target: id, id, distance_squared: d2 });
         }
-        let mut backward = HashMap::new();
+        let mut backward = EntityMap::default();
         for &(id, d2) in offers.iter().rev() {
             offer_target(&mut backward, 0u32, Nearest { target: id, id, distance_squared: d2 });
         }

@@ -11,8 +11,6 @@
 //! [`reap`]); `PostUpdate` propagates transforms and runs
 //! [`sync_positions`] on `Changed<GlobalTransform>`.
 
-use std::collections::HashMap;
-
 use ecs_core::app::{InternedScheduleLabel, Schedules};
 use ecs_core::prelude::*;
 use ecs_examples::boids::BoidSettings;
@@ -24,8 +22,9 @@ use ecs_transform::{
 use glam::Vec3;
 
 use super::{
-    BOID_CELL, FRAME, GAME_SYSTEMS, GameScene, Layout, MELEE, Nearest, NeighbourSums, RIG_NODES, Snapshot, Spin,
-    SystemKind, damage_per_step, offer_target, predator_point, rig_offset, spin_local, starting_health, target_point,
+    BOID_CELL, EntityMap, FRAME, GAME_SYSTEMS, GameScene, Layout, MELEE, Nearest, NeighbourSums, RIG_NODES, Snapshot,
+    Spin, SystemKind, damage_per_step, offer_target, predator_point, rig_offset, spin_local, starting_health,
+    target_point,
 };
 use crate::scenes::ChunkCounts;
 
@@ -127,12 +126,15 @@ pub fn move_target_and_predator(
     predator.for_each_mut(|mut p| p.0 = predator_point(settings.path_radius, t));
 }
 
+/// The filter of the target and the predator.
+type TargetOrPredator = Or<(With<BoidTarget>, With<Predator>)>;
+
 /// Computes every active boid's [`Steering`] from the boids within
 /// [`BoidSettings::cell_radius`] on the grid, in parallel over chunks.
 pub fn steer_boids(
     mut boids: Query<(Entity, &Position, &Heading, &mut Steering), With<Active>>,
     headings: Query<&Heading, With<Boid>>,
-    goals: Query<(&Position, Has<BoidTarget>), Or<(With<BoidTarget>, With<Predator>)>>,
+    goals: Query<(&Position, Has<BoidTarget>), TargetOrPredator>,
     grid: Res<BroadPhase<Position>>,
     settings: Res<BoidSettings>,
     time: Res<Time>,
@@ -187,7 +189,7 @@ pub fn fight(
     mut targets: Query<(Entity, &mut Health, &mut Engaged)>,
     grid: Res<BroadPhase<UnitPosition>>,
     time: Res<Time>,
-    mut nearest: Local<HashMap<Entity, Nearest<Entity>>>,
+    mut nearest: Local<EntityMap<Entity, Nearest<Entity>>>,
 ) {
     nearest.clear();
     grid.grid().for_each_pair_within(MELEE.attack_range, |a, b| {
