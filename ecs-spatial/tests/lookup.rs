@@ -241,7 +241,7 @@ fn suggested_cell_sizes() {
     for ps in &sets {
         for r in [0.5, 2.0, 8.0] {
             let c = suggest_cell_size(ps, r);
-            assert!([0.5, 0.75, 1.0, 1.5, 2.0].iter().any(|f| (c - f * r).abs() <= 1e-6 * r), "{c} for {r}");
+            assert!([0.5, 1.0, 2.0].iter().any(|f| (c - f * r).abs() <= 1e-6 * r), "{c} for {r}");
         }
     }
     // Dense data gets cells below the radius, sparse data at or above it.
