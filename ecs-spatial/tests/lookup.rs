@@ -176,7 +176,9 @@ fn forced_lookups_equal_the_automatic_one() {
 #[test]
 fn tiny_and_huge_cells_equal_brute_force() {
     let ps = clustered_sparse(1200, 12, 2.0, 100.0, 7);
-    for cell in [0.01, 0.1, 0.5, 4.0, 50.0, 1.0e4] {
+    // At radius 1.5: cells of r/150 and r/15 (walked by `walk_rows`), about
+    // r/8 on both sides of the row cursors' reach, r/5, r/3, then large.
+    for cell in [0.01, 0.1, 0.18, 0.2, 0.3, 0.5, 4.0, 50.0, 1.0e4] {
         for lookup in [CellLookup::Auto, CellLookup::Hashed] {
             check(Vec3::ZERO, cell, lookup, &ps, 1.5);
         }
