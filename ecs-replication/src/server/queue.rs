@@ -38,6 +38,10 @@ pub(super) struct SendQueue {
     head: usize,
     /// Emptied buckets, kept for their allocation.
     spare: Vec<Vec<(NetId, u32)>>,
+    /// Entries put back after they were taken, the earliest last: they
+    /// come before any bucket entry due later (O(1), however full the
+    /// buckets are).
+    returned: Vec<Waiting>,
     /// Entries in the queue, stale ones included.
     len: usize,
 }
@@ -56,6 +60,7 @@ impl SendQueue {
             self.spare.push(b);
         }
         self.head = 0;
+        self.returned.clear();
         self.len = 0;
     }
 
@@ -91,30 +96,21 @@ impl SendQueue {
     }
 
     /// Puts back an entry [`SendQueue::pop`] just took, ahead of the
-    /// entries due at the same tick (it keeps its place).
+    /// entries due at the same tick or later (it keeps its place). Entries
+    /// taken together are put back in reverse order.
     pub(super) fn put_back(&mut self, w: Waiting) {
-        if !self.buckets.is_empty() && w.deadline == self.first && self.head > 0 {
-            self.head -= 1;
-            self.buckets[0][self.head] = (w.net_id, w.stamp);
-            self.len += 1;
-        } else {
-            let bucket = self.bucket(w.deadline);
-            bucket.insert(0, (w.net_id, w.stamp));
-            self.len += 1;
-        }
+        self.returned.push(w);
+        self.len += 1;
     }
 
-    /// The entry with the earliest deadline (first in among those), if
-    /// any.
-    pub(super) fn pop(&mut self) -> Option<Waiting> {
+    /// The earliest deadline among the bucket entries, dropping emptied
+    /// buckets from the front.
+    fn front_deadline(&mut self) -> Option<u64> {
         loop {
-            let front = self.buckets.front_mut()?;
-            if let Some(&(net_id, stamp)) = front.get(self.head) {
-                self.head += 1;
-                self.len -= 1;
-                return Some(Waiting { net_id, stamp, deadline: self.first });
+            let front = self.buckets.front()?;
+            if front.len() > self.head {
+                return Some(self.first);
             }
-            // Emptied: the next tick's bucket comes to the front.
             if let Some(mut b) = self.buckets.pop_front() {
                 b.clear();
                 self.spare.push(b);
@@ -122,6 +118,23 @@ impl SendQueue {
             self.head = 0;
             self.first += 1;
         }
+    }
+
+    /// The entry with the earliest deadline (first in among those), if
+    /// any.
+    pub(super) fn pop(&mut self) -> Option<Waiting> {
+        let front = self.front_deadline();
+        if let Some(r) = self.returned.last()
+            && front.is_none_or(|d| r.deadline <= d)
+        {
+            self.len -= 1;
+            return self.returned.pop();
+        }
+        front?;
+        let (net_id, stamp) = self.buckets[0][self.head];
+        self.head += 1;
+        self.len -= 1;
+        Some(Waiting { net_id, stamp, deadline: self.first })
     }
 }
 
@@ -163,13 +176,20 @@ mod tests {
     proptest! {
         /// The queue against a sorted model: (deadline, sequence) order.
         #[test]
-        fn matches_a_sorted_model(ops in proptest::collection::vec((0u8..4, 0u64..40), 1..300)) {
+        fn matches_a_sorted_model(ops in proptest::collection::vec((0u8..5, 0u64..40), 1..300)) {
             let mut q = SendQueue::default();
             let mut model: Vec<(u64, u64, u64)> = Vec::new();
             let mut seq = 0u64;
             let mut floor = 0u64;
             for (op, d) in ops {
-                if op < 3 {
+                if op == 4 {
+                    // Take a few and put them back (a packet that filled
+                    // up): the order is unchanged.
+                    let taken: Vec<Waiting> = (0..d % 5).map_while(|_| q.pop()).collect();
+                    for w in taken.into_iter().rev() {
+                        q.put_back(w);
+                    }
+                } else if op < 3 {
                     // Deadlines never earlier than what was already taken
                     // minus a little, as the server's are (now or later).
                     let deadline = floor.saturating_sub(2) + d;
