@@ -15,9 +15,10 @@ use std::time::Duration;
 
 use ecs_core::prelude::*;
 use ecs_examples::cubes::{
-    CubeClientEnd, CubeClientState, CubeClock, CubeConfig, CubeDisconnect, CubeLog, CubePosition, CubeRotation,
-    CubeServerState, NoInput, POSITION_UNIT, cube_client_app, cube_server_app, moving_cubes,
+    CubeClientEnd, CubeClientState, CubeClock, CubeConfig, CubeDisconnect, CubeLog, CubeServerState, NoInput,
+    cube_client_app, cube_server_app, moving_cubes,
 };
+use ecs_replication::check::WorldValues;
 use ecs_replication::plugin::{ReplicationClient, ReplicationServer};
 use ecs_replication::prelude::*;
 use ecs_replication::transport::{
@@ -69,40 +70,17 @@ fn lag(server: &App, client: &App) -> u32 {
     tick.wrapping_sub(applied)
 }
 
-/// Whether the client holds the server's quantized state of every entity
+/// Whether client `id` holds the server's quantized state of every entity
 /// (no more, no fewer) and its world shows it: every mirrored cube where
-/// the server has it, to the wire's precision. `Err` says what differs.
-fn mirrors(server: &App, client: &App) -> Result<(), String> {
+/// the server has it, to the wire's precision (the crate's own check,
+/// `ecs_replication::check::check_client`). `Err` says what differs.
+fn mirrors(server: &App, id: ClientId, client: &App) -> Result<(), String> {
     let replication = &server.world().resource::<ReplicationServer<NoInput>>().unwrap().session;
     let session = &client.world().resource::<ReplicationClient<NoInput>>().unwrap().session;
-    let mut want: Vec<_> = replication.server().entities().map(|(net, e, v)| (net, e, v.to_vec())).collect();
-    let mut have: Vec<_> = session.client().entities().map(|(net, v)| (net, v.to_vec())).collect();
-    want.sort_by_key(|(net, _, _)| *net);
-    have.sort_by_key(|(net, _)| *net);
-    if want.len() != have.len() {
-        return Err(format!("the server has {} entities, the client {}", want.len(), have.len()));
-    }
-    if client.world().len() as usize != have.len() {
-        return Err(format!("the client world has {} entities for {} held", client.world().len(), have.len()));
-    }
-    for ((net, entity, values), (held, held_values)) in want.iter().zip(&have) {
-        if net != held || values != held_values {
-            return Err(format!("entity {net}: server {values:?}, client {held} {held_values:?}"));
-        }
-        let local = session.client().local_entity(*net).ok_or(format!("entity {net} has no local entity"))?;
-        let (p, q) = (
-            server.world().get::<CubePosition>(*entity).unwrap().0,
-            server.world().get::<CubeRotation>(*entity).unwrap().0,
-        );
-        let (mp, mq) = (
-            client.world().get::<CubePosition>(local).unwrap().0,
-            client.world().get::<CubeRotation>(local).unwrap().0,
-        );
-        if (p - mp).abs().max_element() > POSITION_UNIT || q.dot(mq).abs() < 0.999 {
-            return Err(format!("entity {net}: server {p:?} {q:?}, client world {mp:?} {mq:?}"));
-        }
-    }
-    Ok(())
+    let options = CheckOptions { at: CheckAt::Newest, world: WorldValues::Exact };
+    let report =
+        check_client(replication.server(), id, session.client(), client.world(), options).map_err(|e| e.to_string())?;
+    if report.is_match() { Ok(()) } else { Err(report.to_string()) }
 }
 
 /// One frame of the server, then of every client, then one tick of the
@@ -157,7 +135,9 @@ fn client_apps_converge_to_the_server_app_on_a_clean_and_a_lossy_link() {
     let mut settled_at = None;
     for i in 0..900 {
         frame(&net, &mut server, &mut [&mut clean, &mut lossy]);
-        if moving_cubes(server.world_mut()) == 0 && mirrors(&server, &clean).is_ok() && mirrors(&server, &lossy).is_ok()
+        if moving_cubes(server.world_mut()) == 0
+            && mirrors(&server, ClientId(1), &clean).is_ok()
+            && mirrors(&server, ClientId(2), &lossy).is_ok()
         {
             settled_at = Some(i);
             break;
@@ -166,8 +146,8 @@ fn client_apps_converge_to_the_server_app_on_a_clean_and_a_lossy_link() {
     assert!(
         settled_at.is_some(),
         "no convergence: clean {:?}, lossy {:?}",
-        mirrors(&server, &clean),
-        mirrors(&server, &lossy)
+        mirrors(&server, ClientId(1), &clean),
+        mirrors(&server, ClientId(2), &lossy)
     );
     // The per-second lines: the server's bandwidth per client, the
     // clients' full scene.
@@ -295,9 +275,9 @@ fn a_dropped_client_clears_both_ends_and_the_next_one_gets_a_fresh_scene() {
     stop_player(&mut server);
     let converged = (0..900).any(|_| {
         frame(&net, &mut server, &mut [&mut first, &mut second]);
-        moving_cubes(server.world_mut()) == 0 && mirrors(&server, &second).is_ok()
+        moving_cubes(server.world_mut()) == 0 && mirrors(&server, ClientId(2), &second).is_ok()
     });
-    assert!(converged, "{:?}", mirrors(&server, &second));
+    assert!(converged, "{:?}", mirrors(&server, ClientId(2), &second));
     assert_eq!(client_state(&second), CubeClientState::Synced);
     assert_eq!(first.world().len(), 0, "the dropped client stays cleared");
 }
