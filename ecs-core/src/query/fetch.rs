@@ -102,12 +102,13 @@ pub unsafe trait QueryData {
         // more to redirect.
         unsafe { Self::redirect_marks(fetch, marks) }
     }
-    /// Stamps the ticks of blocks `first + i` for every bit `i` set in
-    /// `blocks()` (a chunk has at most 128 blocks) in every column written
-    /// since the last call (see
+    /// Stamps the ticks of the blocks the loop visited in every column
+    /// written since the last call (see
     /// [`QueryData::redirect_marks_by_block`]), and notes the chunk as
-    /// written for [`QueryData::flush_marks`]. `blocks` is only called when
-    /// a column was written.
+    /// written for [`QueryData::flush_marks`]: the `run` blocks from block
+    /// `first` on if `run` is not 0, else blocks `first + i` for every bit
+    /// `i` set in `blocks()` (a chunk has at most 128 blocks), which is only
+    /// called when a column was written.
     ///
     /// # Safety
     /// `marks` is the pointer given to `redirect_marks_by_block`, no item
@@ -119,6 +120,7 @@ pub unsafe trait QueryData {
         _fetch: &Self::Fetch<'_>,
         _marks: *mut Self::Marks,
         _first: usize,
+        _run: usize,
         _blocks: impl Fn() -> u128 + Copy,
     ) {
     }
@@ -304,21 +306,19 @@ impl<'w, T> MutFetch<'w, T> {
     /// # Safety
     /// As [`QueryData::flush_block_marks`].
     #[inline]
-    unsafe fn flush_block_marks(&self, marks: *mut MutMarks, first: usize, blocks: impl Fn() -> u128) {
+    unsafe fn flush_block_marks(&self, marks: *mut MutMarks, first: usize, run: usize, blocks: impl Fn() -> u128) {
         let now = self.window.this_run();
         // SAFETY: the caller's contract: `marks` is live and no item that
         // writes it is; the blocks are the chunk's (their rows were
         // fetched), and block ticks are only accessed atomically.
         unsafe {
             if (*marks).mark == now.get() {
-                let mut blocks = blocks();
-                if blocks & blocks.wrapping_add(1) == 0 {
-                    // A run from `first` on (every block visited: a loop
-                    // without row tests, or dense changes).
-                    for i in 0..(128 - blocks.leading_zeros()) as usize {
+                if run > 0 {
+                    for i in 0..run {
                         (*self.block_changed.add(first + i)).store(now);
                     }
                 } else {
+                    let mut blocks = blocks();
                     while blocks != 0 {
                         (*self.block_changed.add(first + blocks.trailing_zeros() as usize)).store(now);
                         blocks &= blocks - 1;
@@ -413,10 +413,11 @@ unsafe impl<T: Component> QueryData for &mut T {
         fetch: &Self::Fetch<'_>,
         marks: *mut MutMarks,
         first: usize,
+        run: usize,
         blocks: impl Fn() -> u128 + Copy,
     ) {
         // SAFETY: forwarded contract.
-        unsafe { fetch.flush_block_marks(marks, first, blocks) }
+        unsafe { fetch.flush_block_marks(marks, first, run, blocks) }
     }
     #[inline]
     fn flush_marks(fetch: &Self::Fetch<'_>, marks: &MutMarks) {
@@ -495,11 +496,12 @@ unsafe impl<T: Component> QueryData for Option<&mut T> {
         fetch: &Self::Fetch<'_>,
         marks: *mut MutMarks,
         first: usize,
+        run: usize,
         blocks: impl Fn() -> u128 + Copy,
     ) {
         if let Some(f) = fetch {
             // SAFETY: forwarded contract.
-            unsafe { f.flush_block_marks(marks, first, blocks) }
+            unsafe { f.flush_block_marks(marks, first, run, blocks) }
         }
     }
     #[inline]
@@ -835,10 +837,11 @@ macro_rules! tuple_data {
                 _fetch: &Self::Fetch<'_>,
                 _marks: *mut Self::Marks,
                 _first: usize,
+                _run: usize,
                 _blocks: impl Fn() -> u128 + Copy,
             ) {
                 // SAFETY: forwarded contract; each element gets its own field.
-                $( unsafe { $name::flush_block_marks(&_fetch.$idx, &raw mut (*_marks).$idx, _first, _blocks) }; )*
+                $( unsafe { $name::flush_block_marks(&_fetch.$idx, &raw mut (*_marks).$idx, _first, _run, _blocks) }; )*
             }
             #[inline]
             fn flush_marks(_fetch: &Self::Fetch<'_>, _marks: &Self::Marks) {

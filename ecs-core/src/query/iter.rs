@@ -41,7 +41,7 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
     // the panic. It holds a copy of the fetch, so the loop's own `data`
     // stays a local that no store can alias.
     let base = start >> BLOCK_SHIFT;
-    let mut flush = FlushMarks::<Q> { data, marks: marks_ptr, base, visited: 0 };
+    let mut flush = FlushMarks::<Q> { data, marks: marks_ptr, base, run: 0, visited: 0 };
     if F::ARCHETYPAL || F::all_rows_pass(&filter) {
         // Every block of the range is visited (a loop that leaves some rows
         // alone marks their blocks as well: a false positive that costs a
@@ -49,9 +49,8 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
         if start < end {
             // At most 128 blocks: a chunk holds at most `CHUNK_SIZE / 8`
             // rows.
-            let span = ((end - 1) >> BLOCK_SHIFT) - base + 1;
-            debug_assert!(span <= 128);
-            flush.visited = u128::MAX >> (128 - span);
+            flush.run = ((end - 1) >> BLOCK_SHIFT) - base + 1;
+            debug_assert!(flush.run <= 128);
         }
         for row in start..end {
             // SAFETY: `row` is live and yielded once.
@@ -150,9 +149,11 @@ struct FlushMarks<'w, Q: QueryData> {
     data: Q::Fetch<'w>,
     /// The loop's marks; they outlive this guard (declared before it).
     marks: *mut Q::Marks,
-    /// The blocks whose rows the loop visited: `base + i` for every bit `i`
-    /// of `visited`.
+    /// The blocks whose rows the loop visited: the `run` blocks from `base`
+    /// on if `run` is not 0, else `base + i` for every bit `i` of
+    /// `visited`.
     base: usize,
+    run: usize,
     visited: u128,
 }
 
@@ -162,7 +163,7 @@ impl<Q: QueryData> Drop for FlushMarks<'_, Q> {
         // SAFETY: `marks` is the loop's, declared before this guard and so
         // alive; the closure could keep no item, so none that writes the
         // marks is alive; every row the loop visited is in these blocks.
-        unsafe { Q::flush_block_marks(&self.data, self.marks, self.base, move || visited) };
+        unsafe { Q::flush_block_marks(&self.data, self.marks, self.base, self.run, move || visited) };
         // SAFETY: as above.
         Q::flush_marks(&self.data, unsafe { &*self.marks });
     }
