@@ -224,13 +224,6 @@ impl<I: Copy> Candidates<I> {
         self.ids.resize(size, fill);
     }
 
-    /// The coordinate arrays as chunks of [`LANES`], up to the chunk that
-    /// holds the last candidate.
-    #[inline(always)]
-    fn chunks(&self) -> Blocks<'_> {
-        chunks_of(&self.x, &self.y, &self.z, self.len)
-    }
-
     /// Appends the ids of the candidates that lie within `sqrt(r2)` of `c`
     /// to `out`, in order.
     ///
@@ -270,20 +263,39 @@ impl<I: Copy> Candidates<I> {
     }
 
     /// Calls `f(id)` for each candidate from index `from` on that lies
-    /// within `sqrt(r2)` of `c`, in order (for few hits per chunk).
+    /// within `sqrt(r2)` of `c`, in order. The hits of up to [`GROUP`]
+    /// chunks are compacted branch-free first (as in
+    /// [`hits_into`](Self::hits_into)), so the calls run in one loop
+    /// instead of one per chunk with hits.
     #[inline(always)]
-    pub(crate) fn for_each_hit(&self, from: usize, c: Vec3, r2: f32, mut f: impl FnMut(I)) {
-        let (xs, ys, zs) = self.chunks();
-        let first = from / LANES;
-        let mut lanes_from = !0u32 << (from % LANES);
+    pub(crate) fn for_each_hit(&mut self, from: usize, c: Vec3, r2: f32, mut f: impl FnMut(I)) {
+        let (xs, ys, zs) = chunks_of(&self.x, &self.y, &self.z, self.len);
         let centre = (Vec4::splat(c.x), Vec4::splat(c.y), Vec4::splat(c.z), Vec4::splat(r2));
-        for k in first..xs.len().min(ys.len()).min(zs.len()) {
-            let mut mask = block_mask(&xs[k], &ys[k], &zs[k], centre) & lanes_from;
-            lanes_from = !0;
-            while mask != 0 {
-                f(self.ids[k * LANES + mask.trailing_zeros() as usize]);
-                mask &= mask - 1;
+        let buffer = &mut *self.found;
+        let chunks = xs.len().min(ys.len()).min(zs.len());
+        let first = from / LANES;
+        let first_lanes = 0xFFu32 << (from % LANES);
+        let mut k = first;
+        while k < chunks {
+            let end = (k + GROUP).min(chunks);
+            let mut found = 0usize;
+            for k in k..end {
+                let mut mask = block_mask(&xs[k], &ys[k], &zs[k], centre);
+                mask &= if k == first { first_lanes } else { 0xFF };
+                for half in 0..2 {
+                    let m = ((mask >> (4 * half)) & 0xF) as usize;
+                    let base = (k * LANES + 4 * half) as u32;
+                    let lanes = COMPACT[m];
+                    let block: [u32; 4] = std::array::from_fn(|l| base + lanes[l]);
+                    let at = found & (GROUP * LANES - 1);
+                    buffer[at..at + 4].copy_from_slice(&block);
+                    found += COUNT[m] as usize;
+                }
             }
+            for &i in &buffer[..found.min(GROUP * LANES)] {
+                f(self.ids[i as usize]);
+            }
+            k = end;
         }
     }
 }
