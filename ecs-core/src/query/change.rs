@@ -21,15 +21,17 @@
 //! access), so every access to a chunk tick is atomic and never a data race.
 //! Inside `for_each_mut` and the parallel loops, whose closures cannot keep
 //! items, the chunk mark is a mark local to the loop, written plainly (no
-//! other thread sees it); if the mark was set when the loop leaves the
-//! chunk (also when the closure panics), the loop stamps the ticks of the
-//! blocks of 16 rows (see [`crate::storage::archetype`]) that held the rows
-//! it visited, and the chunk tick, atomically: one store per written row
-//! instead of three. A block among them whose visited rows were all left
-//! alone is stamped as well, a false positive that costs a later reader one
-//! look at its 16 row ticks; row ticks stay exact.
+//! other thread sees it), and the chunk tick is stamped atomically once
+//! when the loop leaves the chunk, also when the closure panics. A loop
+//! that visits every row also leaves the block ticks (one per 16 rows, see
+//! [`crate::storage::archetype`]) to that moment: if the mark was set, it
+//! stamps every block of the rows it visited, so a written row costs one
+//! store instead of three (a block whose rows were all left alone is
+//! stamped as well, a false positive that costs a later reader one look at
+//! its 16 row ticks; row ticks stay exact). In a loop that tests rows, a
+//! written row stamps its own block.
 //! Elsewhere (`iter_mut`, `get_mut`, chunk views, entity groups) a write
-//! stamps the row's block tick itself (a relaxed atomic store). The row
+//! stamps the row's block tick itself too (a relaxed atomic store). The row
 //! tick is written plainly: only a holder of write access to the column
 //! reads or writes it.
 //!

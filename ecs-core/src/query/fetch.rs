@@ -90,7 +90,8 @@ pub unsafe trait QueryData {
     /// loop: items record a write in `marks` only (no store to a shared
     /// tick but the row's own), and the loop calls
     /// [`QueryData::flush_block_marks`] with the blocks of the rows it
-    /// visited, so a written row costs one store fewer.
+    /// visited, so a written row costs one store fewer. Meant for loops that
+    /// visit every row of a range.
     ///
     /// # Safety
     /// As [`QueryData::redirect_marks`], and the loop flushes the blocks
@@ -102,28 +103,19 @@ pub unsafe trait QueryData {
         // more to redirect.
         unsafe { Self::redirect_marks(fetch, marks) }
     }
-    /// Stamps the ticks of the blocks the loop visited in every column
-    /// written since the last call (see
+    /// Stamps the ticks of the `run` blocks from block `first` on (a chunk
+    /// has at most 128) in every column written since the last call (see
     /// [`QueryData::redirect_marks_by_block`]), and notes the chunk as
-    /// written for [`QueryData::flush_marks`]: the `run` blocks from block
-    /// `first` on if `run` is not 0, else blocks `first + i` for every bit
-    /// `i` set in `blocks()` (a chunk has at most 128 blocks), which is only
-    /// called when a column was written.
+    /// written for [`QueryData::flush_marks`].
     ///
     /// # Safety
-    /// `marks` is the pointer given to `redirect_marks_by_block`, no item
-    /// fetched since is alive, and every row whose items were fetched since
-    /// the last call is in one of those blocks of the chunk.
+    /// `marks` is the pointer given to `redirect_marks_by_block` or
+    /// `redirect_marks`, no item fetched since is alive, and every row whose
+    /// items, fetched since the last call, leave their block to the loop is
+    /// in those blocks of the chunk.
     #[doc(hidden)]
     #[inline]
-    unsafe fn flush_block_marks(
-        _fetch: &Self::Fetch<'_>,
-        _marks: *mut Self::Marks,
-        _first: usize,
-        _run: usize,
-        _blocks: impl Fn() -> u128 + Copy,
-    ) {
-    }
+    unsafe fn flush_block_marks(_fetch: &Self::Fetch<'_>, _marks: *mut Self::Marks, _first: usize, _run: usize) {}
     /// Stamps the chunk tick of every column whose mark was set.
     #[doc(hidden)]
     fn flush_marks(fetch: &Self::Fetch<'_>, marks: &Self::Marks);
@@ -306,23 +298,15 @@ impl<'w, T> MutFetch<'w, T> {
     /// # Safety
     /// As [`QueryData::flush_block_marks`].
     #[inline]
-    unsafe fn flush_block_marks(&self, marks: *mut MutMarks, first: usize, run: usize, blocks: impl Fn() -> u128) {
+    unsafe fn flush_block_marks(&self, marks: *mut MutMarks, first: usize, run: usize) {
         let now = self.window.this_run();
         // SAFETY: the caller's contract: `marks` is live and no item that
         // writes it is; the blocks are the chunk's (their rows were
         // fetched), and block ticks are only accessed atomically.
         unsafe {
             if (*marks).mark == now.get() {
-                if run > 0 {
-                    for i in 0..run {
-                        (*self.block_changed.add(first + i)).store(now);
-                    }
-                } else {
-                    let mut blocks = blocks();
-                    while blocks != 0 {
-                        (*self.block_changed.add(first + blocks.trailing_zeros() as usize)).store(now);
-                        blocks &= blocks - 1;
-                    }
+                for i in 0..run {
+                    (*self.block_changed.add(first + i)).store(now);
                 }
                 (*marks).chunk = now.get();
                 (*marks).mark = now.get() ^ 1;
@@ -409,15 +393,9 @@ unsafe impl<T: Component> QueryData for &mut T {
         fetch.redirect_marks(marks, true);
     }
     #[inline]
-    unsafe fn flush_block_marks(
-        fetch: &Self::Fetch<'_>,
-        marks: *mut MutMarks,
-        first: usize,
-        run: usize,
-        blocks: impl Fn() -> u128 + Copy,
-    ) {
+    unsafe fn flush_block_marks(fetch: &Self::Fetch<'_>, marks: *mut MutMarks, first: usize, run: usize) {
         // SAFETY: forwarded contract.
-        unsafe { fetch.flush_block_marks(marks, first, run, blocks) }
+        unsafe { fetch.flush_block_marks(marks, first, run) }
     }
     #[inline]
     fn flush_marks(fetch: &Self::Fetch<'_>, marks: &MutMarks) {
@@ -492,16 +470,10 @@ unsafe impl<T: Component> QueryData for Option<&mut T> {
         }
     }
     #[inline]
-    unsafe fn flush_block_marks(
-        fetch: &Self::Fetch<'_>,
-        marks: *mut MutMarks,
-        first: usize,
-        run: usize,
-        blocks: impl Fn() -> u128 + Copy,
-    ) {
+    unsafe fn flush_block_marks(fetch: &Self::Fetch<'_>, marks: *mut MutMarks, first: usize, run: usize) {
         if let Some(f) = fetch {
             // SAFETY: forwarded contract.
-            unsafe { f.flush_block_marks(marks, first, run, blocks) }
+            unsafe { f.flush_block_marks(marks, first, run) }
         }
     }
     #[inline]
@@ -833,15 +805,9 @@ macro_rules! tuple_data {
                 $( unsafe { $name::redirect_marks_by_block(&mut _fetch.$idx, &raw mut (*_marks).$idx) }; )*
             }
             #[inline]
-            unsafe fn flush_block_marks(
-                _fetch: &Self::Fetch<'_>,
-                _marks: *mut Self::Marks,
-                _first: usize,
-                _run: usize,
-                _blocks: impl Fn() -> u128 + Copy,
-            ) {
+            unsafe fn flush_block_marks(_fetch: &Self::Fetch<'_>, _marks: *mut Self::Marks, _first: usize, _run: usize) {
                 // SAFETY: forwarded contract; each element gets its own field.
-                $( unsafe { $name::flush_block_marks(&_fetch.$idx, &raw mut (*_marks).$idx, _first, _run, _blocks) }; )*
+                $( unsafe { $name::flush_block_marks(&_fetch.$idx, &raw mut (*_marks).$idx, _first, _run) }; )*
             }
             #[inline]
             fn flush_marks(_fetch: &Self::Fetch<'_>, _marks: &Self::Marks) {

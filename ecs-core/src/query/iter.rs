@@ -8,9 +8,10 @@ use crate::storage::archetype::{Archetype, BLOCK_SHIFT};
 use crate::storage::tick::TickWindow;
 
 /// Runs `f` on rows `start..end` of one chunk that pass the filter, with
-/// block and chunk marks kept in a local: if one of the rows was written,
-/// the ticks of the blocks (of 16 rows) that held the rows visited and the
-/// chunk tick are stamped once at the end.
+/// the chunk mark kept in a local and the chunk tick stamped once at the
+/// end. When every row passes, the block marks too: if a row was written,
+/// the ticks of the blocks (of 16 rows) of the range are stamped at the end;
+/// when rows are tested, a written row stamps its own block.
 ///
 /// # Safety
 /// The archetype matched, the chunk is in range, `end` is at most its
@@ -31,25 +32,35 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
     let filter = F::fetch(m.filter, archetype, chunk, window);
     let mut marks = Q::new_marks(&data);
     let marks_ptr = &raw mut marks;
+    let all_pass = F::ARCHETYPAL || F::all_rows_pass(&filter);
     // SAFETY: `marks` lives until the guard below flushes it, `f` cannot
     // keep the items it is given (its argument's lifetime is higher-ranked),
-    // and the guard below flushes the blocks of every row visited.
-    unsafe { Q::redirect_marks_by_block(&mut data, marks_ptr) };
-    // Stamps the blocks of the rows visited and the chunk when dropped, if
-    // a row was written: after the loop, or while a panic in `f` unwinds, so
-    // no block or chunk tick ends up older than a row tick written before
-    // the panic. It holds a copy of the fetch, so the loop's own `data`
-    // stays a local that no store can alias.
-    let base = start >> BLOCK_SHIFT;
-    let mut flush = FlushMarks::<Q> { data, marks: marks_ptr, base, run: 0, visited: 0 };
-    if F::ARCHETYPAL || F::all_rows_pass(&filter) {
-        // Every block of the range is visited (a loop that leaves some rows
+    // and, when items leave the blocks to the loop, the guard flushes the
+    // blocks of every row visited.
+    unsafe {
+        if all_pass {
+            Q::redirect_marks_by_block(&mut data, marks_ptr);
+        } else {
+            Q::redirect_marks(&mut data, marks_ptr);
+        }
+    }
+    // Stamps the blocks of the rows visited (when the loop stamps them) and
+    // the chunk when dropped, if a row was written: after the loop, or while
+    // a panic in `f` unwinds, so no block or chunk tick ends up older than a
+    // row tick written before the panic. It holds a copy of the fetch, so
+    // the loop's own `data` stays a local that no store can alias.
+    let first = start >> BLOCK_SHIFT;
+    let mut flush = FlushMarks::<Q> { data, marks: marks_ptr, first, run: 0 };
+    if all_pass {
+        // Every row is visited, and if one was written every block of the
+        // range is stamped at the end: no per-row block store, so the loop
+        // stays as tight as without blocks (a loop that leaves some rows
         // alone marks their blocks as well: a false positive that costs a
         // later reader one look at 16 row ticks, never a wrong row).
         if start < end {
             // At most 128 blocks: a chunk holds at most `CHUNK_SIZE / 8`
             // rows.
-            flush.run = ((end - 1) >> BLOCK_SHIFT) - base + 1;
+            flush.run = ((end - 1) >> BLOCK_SHIFT) - first + 1;
             debug_assert!(flush.run <= 128);
         }
         for row in start..end {
@@ -57,57 +68,31 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
             f(unsafe { Q::item(&data, row) });
         }
     } else {
-        // 64 rows at a time: the rows that pass, and the blocks that hold
-        // them noted for the flush (bit `b - base` for block `b`, below 128
-        // since every such block holds a row below `end`).
+        // Rows tested 64 at a time; a written row stamps its own block (one
+        // store more per written row, exact, and nothing per group).
         let mut group = start;
         while group < end {
             let n = (end - group).min(64);
             // SAFETY: `group + n <= end`, within the chunk's length.
             let mask = unsafe { F::row_mask(&filter, group, n) };
-            if mask != 0 {
-                let first = group >> BLOCK_SHIFT;
-                flush.visited |= u128::from(touched_blocks(mask, group - (first << BLOCK_SHIFT))) << (first - base);
-                if mask == crate::storage::tick::low_bits(n) {
-                    // Every row passes (clustered writes): a plain loop.
-                    for row in group..group + n {
-                        // SAFETY: as above.
-                        f(unsafe { Q::item(&data, row) });
-                    }
-                } else {
-                    let mut rows = mask;
-                    while rows != 0 {
-                        let row = group + rows.trailing_zeros() as usize;
-                        rows &= rows - 1;
-                        // SAFETY: as above.
-                        f(unsafe { Q::item(&data, row) });
-                    }
+            if mask == crate::storage::tick::low_bits(n) {
+                // Every row passes (clustered writes): a plain loop.
+                for row in group..group + n {
+                    // SAFETY: as above.
+                    f(unsafe { Q::item(&data, row) });
+                }
+            } else {
+                let mut rows = mask;
+                while rows != 0 {
+                    let row = group + rows.trailing_zeros() as usize;
+                    rows &= rows - 1;
+                    // SAFETY: as above.
+                    f(unsafe { Q::item(&data, row) });
                 }
             }
             group += n;
         }
     }
-}
-
-/// Which blocks hold a row of `rows`, bit `i` for block `i` counted from
-/// the block of the rows' first, which is `offset` (< 16) rows into its
-/// block.
-#[inline]
-fn touched_blocks(rows: u64, offset: usize) -> u32 {
-    if offset == 0 {
-        // Each 16-bit lane folded to its lowest bit, then the four lane
-        // bits (at 0, 16, 32, 48) gathered to bits 45..48 by one multiply
-        // (the partial products land on distinct bits, so nothing
-        // carries).
-        let mut x = (rows | rows >> 8) & 0x00FF_00FF_00FF_00FF;
-        x = (x | x >> 4) & 0x000F_000F_000F_000F;
-        x = (x | x >> 2) & 0x0003_0003_0003_0003;
-        x = (x | x >> 1) & 0x0001_0001_0001_0001;
-        return (x.wrapping_mul(1 + (1 << 15) + (1 << 30) + (1 << 45)) >> 45) as u32 & 0xF;
-    }
-    // Up to 64 + 15 rows from the first block's start: five blocks.
-    let wide = u128::from(rows) << offset;
-    (0..5).fold(0, |blocks, i| blocks | u32::from((wide >> (i << BLOCK_SHIFT)) as u16 != 0) << i)
 }
 
 /// Calls `f` with every row in `start..end` that passes the filter, in
@@ -149,21 +134,19 @@ struct FlushMarks<'w, Q: QueryData> {
     data: Q::Fetch<'w>,
     /// The loop's marks; they outlive this guard (declared before it).
     marks: *mut Q::Marks,
-    /// The blocks whose rows the loop visited: the `run` blocks from `base`
-    /// on if `run` is not 0, else `base + i` for every bit `i` of
-    /// `visited`.
-    base: usize,
+    /// The blocks the loop stamps: the `run` blocks from `first` on (none
+    /// when its items stamp their own).
+    first: usize,
     run: usize,
-    visited: u128,
 }
 
 impl<Q: QueryData> Drop for FlushMarks<'_, Q> {
     fn drop(&mut self) {
-        let visited = self.visited;
         // SAFETY: `marks` is the loop's, declared before this guard and so
         // alive; the closure could keep no item, so none that writes the
-        // marks is alive; every row the loop visited is in these blocks.
-        unsafe { Q::flush_block_marks(&self.data, self.marks, self.base, self.run, move || visited) };
+        // marks is alive; every row the loop visited with items that leave
+        // their block to it is in these blocks.
+        unsafe { Q::flush_block_marks(&self.data, self.marks, self.first, self.run) };
         // SAFETY: as above.
         Q::flush_marks(&self.data, unsafe { &*self.marks });
     }
@@ -312,32 +295,5 @@ impl<'w, Q: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, Q, F> {
             }
             start = 0;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::touched_blocks;
-
-    #[test]
-    fn touched_blocks_names_the_blocks_that_hold_rows() {
-        let brute = |rows: u64, offset: usize| {
-            (0..64).filter(|i| rows >> i & 1 == 1).fold(0u32, |b, i| b | 1 << ((offset + i) / 16))
-        };
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        for _ in 0..2000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            // Sparse and dense masks, and single lanes.
-            for rows in [x, x & x >> 3 & x >> 7, 1 << (x % 64), x & 0xFFFF << (16 * (x % 4))] {
-                for offset in [0, 1, 7, 15] {
-                    assert_eq!(touched_blocks(rows, offset), brute(rows, offset), "rows {rows:#x}, offset {offset}");
-                }
-            }
-        }
-        assert_eq!(touched_blocks(0, 0), 0);
-        assert_eq!(touched_blocks(u64::MAX, 0), 0xF);
-        assert_eq!(touched_blocks(u64::MAX, 3), 0x1F);
     }
 }
