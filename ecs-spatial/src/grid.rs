@@ -113,6 +113,11 @@ const DENSE_CELLS_MIN: u64 = 1 << 16;
 /// (the pass over the table then costs about what the points' passes do).
 const COUNTING_CELLS_PER_POINT: u64 = 4;
 
+/// The bits each axis of a box of `span` cells takes in a relabelled key.
+fn radix_bits(span: [usize; 3]) -> [u32; 3] {
+    span.map(|s| usize::BITS - (s - 1).leading_zeros())
+}
+
 /// Whether a box of `volume` cells is sorted by counting over it, with `n`
 /// points: while the pass over the box costs about what the points' passes
 /// do (and dense indices fit the `u32`s they are stored as).
@@ -447,11 +452,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
 
         // 1. The cells' bounding box from the coordinates' (the cell of a
-        //    coordinate is monotonic in it), and, when the box is small
-        //    enough to count over, each point's dense cell index and the
-        //    counts in one pass; otherwise every point's packed key.
+        //    coordinate is monotonic in it). With a NaN, infinite or
+        //    out-of-range coordinate, every point is keyed instead, which
+        //    names the first bad one.
         let (origin, cell_size) = (self.origin, self.cell_size);
-        let fused = fused_bounds(origin, cell_size, positions, n);
+        let fused = fused_bounds(origin, cell_size, positions);
         let (min, max) = match fused {
             Some(bounds) => bounds,
             None => {
@@ -502,7 +507,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             self.counting_build(ids, positions, v as usize, parallel);
             self.build = BuildKind::Counting;
         } else {
-            self.radix_build(ids, positions, parallel);
+            if fused.is_some() {
+                // Keys straight in the box's relabelled bits.
+                self.point_keys.resize(n, 0);
+                compact_keys(origin, cell_size, min, radix_bits(span), positions, &mut self.point_keys);
+            }
+            self.radix_build(ids, positions, parallel, fused.is_some());
         }
         let dense_fits = dense_fits(volume, n, self.cells.len());
 
@@ -605,19 +615,23 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     /// Radix sort of the relabelled keys (the digit counts taken in the
-    /// relabelling pass), then one gather of the points in key order.
-    fn radix_build(&mut self, ids: &[I], positions: &[P], parallel: bool) {
+    /// relabelling pass; with `compacted`, `point_keys` hold the relabelled
+    /// keys already), then one gather of the points in key order.
+    fn radix_build(&mut self, ids: &[I], positions: &[P], parallel: bool, compacted: bool) {
         self.cells.clear();
         self.cell_keys.clear();
         let n = positions.len();
         let (min, span) = (self.min, self.span);
-        let bits = span.map(|s| usize::BITS - (s - 1).leading_zeros());
+        let bits = radix_bits(span);
         let total_bits = bits[0] + bits[1] + bits[2];
         let passes = total_bits.div_ceil(RADIX_DIGIT_MAX).max(1);
         let width = total_bits.div_ceil(passes).max(1);
         let buckets = 1usize << width;
         let digit_mask = (buckets - 1) as u64;
         let compact = |key: u64| -> u64 {
+            if compacted {
+                return key;
+            }
             let [x, y, z] = unpack(key);
             let (x, y, z) = ((x - min[0]) as u64, (y - min[1]) as u64, (z - min[2]) as u64);
             x | (y << bits[0]) | (z << (bits[0] + bits[1]))
@@ -1472,10 +1486,10 @@ fn encode_block<P: GridPoint>(
 /// The cells' bounding box of `points` from the smallest and largest
 /// coordinate per axis (`floor((v - origin) / cell_size)` is monotonic in
 /// `v`: the subtraction and the division round monotonically), when every
-/// coordinate is finite, the corners are in the key range, and the box is
-/// small enough for [`count_cells`]; `None` otherwise (the caller then keys
-/// every point, which also names the first bad one).
-fn fused_bounds<P: GridPoint>(origin: Vec3, cell_size: f32, points: &[P], n: usize) -> Option<Bounds> {
+/// coordinate is finite and the corners are in the key range; `None`
+/// otherwise (the caller then keys every point with [`encode_block`],
+/// which also names the first bad one).
+fn fused_bounds<P: GridPoint>(origin: Vec3, cell_size: f32, points: &[P]) -> Option<Bounds> {
     let first = Vec3A::from(points.first()?.to_vec3());
     let (mut lo, mut hi) = (first, first);
     // `v * 0` is NaN exactly when `v` is NaN or infinite (and the SIMD
@@ -1495,9 +1509,42 @@ fn fused_bounds<P: GridPoint>(origin: Vec3, cell_size: f32, points: &[P], n: usi
         let c = |a: usize| cell_axis(v[a], origin[a], cell_size).ok();
         Some([c(0)?, c(1)?, c(2)?])
     };
-    let (min, max) = (cell(lo)?, cell(hi)?);
-    let volume = (0..3).try_fold(1u64, |v, a| v.checked_mul((max[a] - min[a]) as u64 + 1))?;
-    counting_fits(volume, n).then_some((min, max))
+    Some((cell(lo)?, cell(hi)?))
+}
+
+/// Each point's key relabelled into the box `min` + `bits` (`x | y << bx |
+/// z << (bx + by)`, offsets from `min`), written to `keys`; every point's
+/// cell must lie in the box (see [`fused_bounds`]). The cells are computed
+/// as [`cell_axis`] does, four points at a time.
+fn compact_keys<P: GridPoint>(
+    origin: Vec3,
+    cell_size: f32,
+    min: [i32; 3],
+    bits: [u32; 3],
+    points: &[P],
+    keys: &mut [u64],
+) {
+    let (ox, oy, oz, c) = (Vec4::splat(origin.x), Vec4::splat(origin.y), Vec4::splat(origin.z), Vec4::splat(cell_size));
+    let compact = |x: f32, y: f32, z: f32| -> u64 {
+        let (x, y, z) = (floor_in_range(x) - min[0], floor_in_range(y) - min[1], floor_in_range(z) - min[2]);
+        x as u64 | ((y as u64) << bits[0]) | ((z as u64) << (bits[0] + bits[1]))
+    };
+    let mut chunks = points.chunks_exact(4);
+    let mut out = keys.chunks_exact_mut(4);
+    for (ps, ks) in (&mut chunks).zip(&mut out) {
+        let [a, b, e, f] = [0, 1, 2, 3].map(|l| ps[l].to_vec3());
+        let qx = (Vec4::new(a.x, b.x, e.x, f.x) - ox) / c;
+        let qy = (Vec4::new(a.y, b.y, e.y, f.y) - oy) / c;
+        let qz = (Vec4::new(a.z, b.z, e.z, f.z) - oz) / c;
+        for l in 0..4 {
+            ks[l] = compact(qx[l], qy[l], qz[l]);
+        }
+    }
+    let done = points.len() - chunks.remainder().len();
+    for (i, p) in chunks.remainder().iter().enumerate() {
+        let q = (p.to_vec3() - origin) / cell_size;
+        keys[done + i] = compact(q.x, q.y, q.z);
+    }
 }
 
 /// Each point's dense cell index in the box `min` + `span` (`dense_index`)
