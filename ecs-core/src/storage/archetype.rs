@@ -3,7 +3,7 @@
 //!
 //! ## Tick layout
 //! For every column the archetype keeps, per chunk, `chunk_changed`,
-//! `chunk_added` and `chunk_all_changed`; per block of [`BLOCK_ROWS`] rows,
+//! `chunk_added` and `chunk_all_changed`; per block of `BLOCK_ROWS` (16) rows,
 //! `block_changed` (indexed `chunk * blocks_per_chunk + row / BLOCK_ROWS`);
 //! and per row `row_changed` and `row_added` (indexed
 //! `chunk * capacity + row`). A query decides whether to look inside a chunk
