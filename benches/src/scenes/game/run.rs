@@ -129,7 +129,7 @@ fn check(scenes: &mut [(Impl, Box<dyn GameScene>)], when: &str) -> Result<(), St
 
 /// Measures one case: setup, `cfg.samples / 2` warm-up frames (checked
 /// after the first and the last), `cfg.samples` timed frames per implementation (fewer, at
-/// least [`MIN_TIMED_FRAMES`], when [`Config::max_total_time`] per
+/// least `MIN_TIMED_FRAMES` (10), when [`Config::max_total_time`] per
 /// implementation runs out), and a check after.
 ///
 /// # Errors
