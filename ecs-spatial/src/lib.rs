@@ -11,7 +11,8 @@
 //!   [`RegionKey`]s for worlds beyond 2^21 cells, deterministic per-cell seeds,
 //!   de-duplication and migration between config versions.
 //! - **Compact sparse grid** ([`grid`], [`query`]): points sorted by cell key
-//!   with an LSD radix sort, a cell table of `(key, start, count)`, and radius,
+//!   (one counting pass over a small bounding box of cells, else an LSD radix
+//!   sort), a cell table of `(key, start, count)`, and radius,
 //!   box, k-nearest and all-pairs queries that equal brute force exactly,
 //!   sequential or on rayon, without allocating per query.
 //!

@@ -2,13 +2,21 @@
 //! radius, and a radius query around every point (sequential and parallel).
 //!
 //! No query allocates: results go to a caller-owned `Vec` (cleared first) or
-//! a closure. Cells are found per row along `x` (keys of a row are adjacent),
-//! through the grid's dense offset table or a search of its cell table; no
-//! hashing is involved. A box with many rows but few occupied cells between
-//! its first and last key is walked over those cells instead (a skip-scan of
-//! the sorted cell table), so the cost of every query is bounded by the
-//! occupied cells it can reach, not by the empty cells of its box; see
-//! [`cell_probes`].
+//! a closure. Cells are found per row along `x` (keys of a row are
+//! adjacent), through the grid's dense offset table, its hash table of
+//! occupied rows, or a search of its cell table. A box with many rows but
+//! few occupied cells between its first and last key is walked over those
+//! cells instead (a skip-scan of the sorted cell table), so the cost of
+//! every single query is bounded by the occupied cells it can reach, not by
+//! the empty cells of its box; see [`cell_probes`].
+//!
+//! The batch queries (all pairs, a radius query around every point) walk
+//! the occupied cells in key order in units of a few sparse cells of a row
+//! (or one dense cell): per unit one scan box, its rows (the dense table,
+//! or one forward-only cursor per row offset: no hash probe per row; see
+//! the `sweep` module), and one gather of the rows' points into a padded
+//! candidate buffer that every point of the unit tests in whole chunks of
+//! 8 lanes.
 //!
 //! Exactness: a point is reported when `point.distance_squared(center) <=
 //! radius * radius` (or `min <= point <= max` for boxes), the same test a
