@@ -249,15 +249,35 @@ pub fn add_melee(app: &mut App, config: &MeleeConfig) -> Result<Vec<Entity>, Mel
     Ok(units)
 }
 
-/// Units without a target walk straight at the enemy side.
+/// Units without a target walk towards the centre of the enemy team (the
+/// mean position of its living units, taken at the start of the step), and
+/// stop on it. Steering by the centre rather than straight along `x` makes
+/// survivors that broke through turn back: a battle ends with one team
+/// wiped out instead of units walking away for ever.
 pub fn march(mut units: Query<(&mut UnitPosition, &Team, &Engaged)>, settings: Res<MeleeSettings>, time: Res<Time>) {
     let step = settings.move_speed * time.delta_secs();
     if step == 0.0 {
         return;
     }
+    let mut sum = [glam::DVec3::ZERO; 2];
+    let mut count = [0u32; 2];
+    // Reading through `Mut` does not mark the row changed.
+    units.for_each_mut(|(position, team, _)| {
+        let t = usize::from(team.0.min(1));
+        sum[t] += position.0.as_dvec3();
+        count[t] += 1;
+    });
+    let centre = |t: usize| (count[t] > 0).then(|| (sum[t] / f64::from(count[t])).as_vec3());
+    let targets = [centre(1), centre(0)];
     units.for_each_mut(|(mut position, team, engaged)| {
-        if !engaged.0 {
-            position.0.x += if team.0 == 0 { step } else { -step };
+        if engaged.0 {
+            return;
+        }
+        let Some(target) = targets[usize::from(team.0.min(1))] else { return };
+        let to = target - position.0;
+        let distance = to.length();
+        if distance > 0.0 {
+            position.0 += to * (step.min(distance) / distance);
         }
     });
 }
@@ -465,5 +485,28 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a.frames, 500, "two steps a frame");
         assert!(a.kills[0] + a.kills[1] > 0);
+    }
+
+    /// Units that break through the enemy line turn back: every battle ends
+    /// with a team wiped out (it used to stall with survivors marching away).
+    #[test]
+    fn battles_end_with_a_team_wiped_out() {
+        for (units_per_team, seed) in [(1, 1), (7, 2), (60, 3), (300, 4)] {
+            let mut app = App::new();
+            app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(50)))
+                .insert_resource(Time::<Fixed>::from_duration(Duration::from_millis(50)));
+            add_melee(&mut app, &MeleeConfig { units_per_team, seed, ..MeleeConfig::default() }).unwrap();
+            let mut frames = 0;
+            while app.world().resource::<State<Battle>>().unwrap().get() == &Battle::Fighting {
+                assert!(frames < 20_000, "{units_per_team} a side: no end after {frames} frames");
+                app.update();
+                frames += 1;
+            }
+            let s = summary(app.world_mut());
+            let outcome = *app.world().resource::<MeleeOutcome>().unwrap();
+            assert!(s.alive[0] == 0 || s.alive[1] == 0, "{units_per_team} a side: {s:?}");
+            assert_eq!(outcome.winner.map(usize::from), (0..2).find(|&t| s.alive[t] > 0));
+            assert_eq!(s.alive[0] + s.alive[1] + s.kills[0] + s.kills[1], 2 * units_per_team);
+        }
     }
 }
