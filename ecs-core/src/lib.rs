@@ -127,8 +127,8 @@ pub use storage::{
     EntityLocation, Tick, TickWindow, chunk_pool_len, set_chunk_pool_limit,
 };
 pub use system::{
-    CommandQueue, Commands, EventReader, EventWriter, Events, FromWorld, IntoSystem, Local, Query, Res, ResMut,
-    Resources, System, SystemAccess, SystemMeta, SystemParam, SystemParamFunction, SystemStats,
+    CommandQueue, Commands, EventReader, EventWriter, Events, FromWorld, IntoSystem, Local, ParamSet, Query, Res,
+    ResMut, Resources, System, SystemAccess, SystemMeta, SystemParam, SystemParamFunction, SystemStats,
 };
 pub use system::{GetManyError, QueryCombinations, QueryCombinationsMut, QuerySingleError};
 pub use world::World;
@@ -151,8 +151,8 @@ pub mod prelude {
     };
     pub use crate::{
         Added, Bundle, Changed, ChunkStats, Commands, Component, Entity, EventReader, EventWriter, Events,
-        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Res, ResMut, Schedule, With, Without,
-        World,
+        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, ParamSet, Query, QueryState, Res, ResMut, Schedule, With,
+        Without, World,
     };
     pub use crate::{DetectChanges, DetectChangesMut, Has, Ref};
 }

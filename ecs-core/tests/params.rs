@@ -745,3 +745,77 @@ fn mutable_combinations_of_three_are_distinct_rows() {
     assert_eq!(world.resource::<Counter>().unwrap().0, 84); // C(9, 3)
     assert_eq!(entities.len(), 9);
 }
+
+// ----- ParamSet -------------------------------------------------------------
+
+#[test]
+fn a_param_set_holds_conflicting_parameters_and_hands_them_out_one_at_a_time() {
+    #[derive(Debug, Default, PartialEq)]
+    struct Seen(Vec<f32>);
+    #[expect(clippy::type_complexity, reason = "the test spells out the set's four members")]
+    fn normalise(mut set: ParamSet<(Query<&Pos>, Query<&mut Pos>, ResMut<Seen>, Res<Seen>)>) {
+        let mut max = 0.0f32;
+        set.p0().for_each(|p| max = max.max(p.0));
+        set.p1().for_each_mut(|mut p| p.0 /= max);
+        set.p2().0.push(max);
+        let seen = set.p3().0.len();
+        set.p2().0.push(seen as f32);
+    }
+    let mut world = World::new();
+    world.insert_resource(Seen::default());
+    let a = world.spawn(Pos(2.0));
+    let b = world.spawn(Pos(8.0));
+    let mut schedule = one_system(normalise);
+    schedule.run(&mut world).unwrap();
+    assert_eq!((world.get::<Pos>(a).unwrap().0, world.get::<Pos>(b).unwrap().0), (0.25, 1.0));
+    assert_eq!(world.resource::<Seen>().unwrap().0, [8.0, 1.0]);
+}
+
+#[test]
+fn a_param_set_member_that_conflicts_with_another_parameter_refuses_the_system() {
+    fn outside_first(_outside: Query<&Pos>, _set: ParamSet<(Query<&Vel>, Query<&mut Pos>)>) {}
+    fn outside_last(_set: ParamSet<(Query<&mut Pos>, Query<&Vel>)>, _outside: Query<&Pos>) {}
+    fn disjoint(_set: ParamSet<(Query<&mut Pos>, Query<&Pos>)>, _outside: Query<&mut Vel>) {}
+    let mut world = World::new();
+    for (name, mut schedule) in
+        [("outside_first", one_system(outside_first)), ("outside_last", one_system(outside_last))]
+    {
+        let err = schedule.build(&mut world).unwrap_err();
+        let ScheduleError::Conflict(message) = &err else { panic!("{name}: {err:?}") };
+        assert!(message.contains(name) && message.contains("Pos"), "{message}");
+    }
+    assert!(one_system(disjoint).build(&mut world).is_ok());
+}
+
+#[test]
+fn another_system_sees_a_param_set_as_all_its_members() {
+    // The set writes Pos only through its second member; a system reading Pos
+    // must still be ordered against it (here: reported as ambiguous).
+    fn set_writer(mut set: ParamSet<(Query<&Vel>, Query<&mut Pos>)>) {
+        set.p1().for_each_mut(|mut p| p.0 += 1.0);
+    }
+    fn reader(_q: Query<&Pos>) {}
+    fn unrelated(_q: Query<&Tag>) {}
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    schedule.add_systems((set_writer, reader, unrelated));
+    schedule.build(&mut world).unwrap();
+    let ambiguous: Vec<String> = schedule.ambiguities().iter().map(|a| format!("{a:?}")).collect();
+    assert_eq!(ambiguous.len(), 1, "{ambiguous:?}");
+    assert!(ambiguous[0].contains("set_writer") && ambiguous[0].contains("reader"), "{ambiguous:?}");
+}
+
+#[test]
+fn a_param_set_of_commands_applies_every_members_commands() {
+    fn spawn_twice(mut set: ParamSet<(Commands, Commands)>) {
+        set.p0().spawn(Pos(1.0));
+        set.p1().spawn(Pos(2.0));
+    }
+    let mut world = World::new();
+    one_system(spawn_twice).run(&mut world).unwrap();
+    let mut all = world.query::<&Pos>();
+    let mut seen = Vec::new();
+    all.for_each(&world, |p| seen.push(p.0));
+    seen.sort_by(f32::total_cmp);
+    assert_eq!(seen, [1.0, 2.0]);
+}
