@@ -1,6 +1,7 @@
 //! Function systems: plain functions whose parameters (`Query`, `Res`,
-//! `ResMut`, `Commands`, `Local`, `EventReader`, `EventWriter`, and tuples of
-//! these) are fetched from the world before each run.
+//! `ResMut`, `Commands`, `Local`, `EventReader`, `EventWriter`, tuples of
+//! these, and [`ParamSet`]s of parameters that conflict with each other) are
+//! fetched from the world before each run.
 //!
 //! ## The change rule
 //! Before every run the world tick advances and the system runs at that
