@@ -165,6 +165,7 @@ impl World {
 
     /// A process-unique id, so a query state can refuse a world it was not
     /// made for.
+    #[inline]
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -284,6 +285,7 @@ impl World {
     }
 
     /// All archetypes, by id.
+    #[inline]
     pub fn archetypes(&self) -> &[Archetype] {
         &self.archetypes
     }
@@ -303,11 +305,13 @@ impl World {
     }
 
     /// Whether `entity` is alive.
+    #[inline]
     pub fn contains(&self, entity: Entity) -> bool {
         self.entities.location(entity).is_ok()
     }
 
     /// Where a live entity's row is.
+    #[inline]
     pub fn location(&self, entity: Entity) -> Result<EntityLocation, StoreError> {
         self.entities.location(entity)
     }

@@ -230,6 +230,38 @@ impl EntityGroups {
         self.starts[group] as usize
     }
 
+    /// The cached location of every entity in all groups, in order (entity
+    /// `group_start(g) + k` is group `g`'s `k`-th): where each entity was
+    /// when [`EntityGroups::update_locations`] last ran, or
+    /// [`ArchetypeId`]`(u32::MAX)` for one never located (or despawned by
+    /// then). A location may be stale: the entity may have moved since, and
+    /// [`GroupRows::get_mut`] checks it against the row before use. Code
+    /// that walks the groups can compare them, e.g. to find which entities
+    /// share a chunk, without a lookup in the world.
+    ///
+    /// ```
+    /// use ecs_core::{Component, EntityGroups, World};
+    /// #[derive(Component)]
+    /// struct Pos(f32);
+    /// let mut world = World::new();
+    /// let entities = world.spawn_batch((0..3).map(|i| (Pos(i as f32),)));
+    /// let mut groups = EntityGroups::new();
+    /// groups.push_group(&entities).unwrap();
+    /// groups.update_locations(&world);
+    /// for (&e, loc) in groups.entities().iter().zip(groups.locations()) {
+    ///     assert_eq!(world.location(e).unwrap(), *loc);
+    /// }
+    /// ```
+    pub fn locations(&self) -> &[EntityLocation] {
+        &self.locations
+    }
+
+    /// The entities of all groups, in order (group `g` is
+    /// `group_start(g)..group_start(g) + group(g).len()` of it).
+    pub fn entities(&self) -> &[Entity] {
+        &self.entities
+    }
+
     /// Caches the current location of every entity (done lazily by access
     /// anyway: a stale location costs one entity-table lookup per access).
     pub fn update_locations(&mut self, world: &World) {

@@ -75,6 +75,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     }
 
     /// One entity's data (archetype-level filters only).
+    #[inline]
     pub fn get(&self, entity: Entity) -> Result<Q::Item<'_>, QueryError>
     where
         Q: ReadOnlyQueryData,
@@ -83,6 +84,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     }
 
     /// One entity's data, mutably.
+    #[inline]
     pub fn get_mut(&mut self, entity: Entity) -> Result<Q::Item<'_>, QueryError> {
         // SAFETY: the system holds the query's access; `&mut self` keeps the
         // item unique.
