@@ -164,13 +164,68 @@ enum Known {
     Invalid,
 }
 
+/// An entity table entry. It counts only when `epoch` equals the table's
+/// epoch: a rebuild starts a new epoch instead of clearing a table sized by
+/// the world's entity indices.
 #[derive(Clone, Copy, Debug)]
 struct Tracked {
     generation: u32,
+    epoch: u32,
     known: Known,
 }
 
-const UNTRACKED: Tracked = Tracked { generation: 0, known: Known::No };
+const UNTRACKED: Tracked = Tracked { generation: 0, epoch: 0, known: Known::No };
+
+/// The broad phase's entity table, indexed by entity index.
+///
+/// A rebuild forgets every entry in O(1) by starting a new epoch (the table
+/// is cleared only when the epoch counter wraps), so its bookkeeping costs
+/// the entities it tracks, not the largest entity index in the world.
+struct EntityTable {
+    slots: Vec<Tracked>,
+    /// Entries from another epoch read as untracked. Never 0.
+    epoch: u32,
+}
+
+impl EntityTable {
+    fn new() -> Self {
+        EntityTable { slots: Vec::new(), epoch: 1 }
+    }
+
+    /// The entry at `index` (untracked when never written in this epoch).
+    fn get(&self, index: u32) -> Tracked {
+        match self.slots.get(index as usize) {
+            Some(&slot) if slot.epoch == self.epoch => slot,
+            _ => UNTRACKED,
+        }
+    }
+
+    /// Records `entity` as known under `known`, growing the table on demand.
+    fn set(&mut self, entity: Entity, known: Known) {
+        let i = entity.index() as usize;
+        if i >= self.slots.len() {
+            self.slots.resize(i + 1, UNTRACKED);
+        }
+        self.slots[i] = Tracked { generation: entity.generation(), epoch: self.epoch, known };
+    }
+
+    /// Forgets whatever is recorded at `index`.
+    fn clear(&mut self, index: u32) {
+        if let Some(slot) = self.slots.get_mut(index as usize) {
+            *slot = UNTRACKED;
+        }
+    }
+
+    /// Forgets every entry.
+    fn clear_all(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // Entries of every epoch may exist again: clear them once.
+            self.slots.fill(UNTRACKED);
+            self.epoch = 1;
+        }
+    }
+}
 
 /// The broad-phase resource: a [`SparseGrid`] of the entities that have
 /// component `C`, kept up to date by [`update_broad_phase`].
@@ -179,8 +234,7 @@ const UNTRACKED: Tracked = Tracked { generation: 0, known: Known::No };
 /// [`BroadPhase::grid`]: the ids it hands back are [`Entity`] handles.
 pub struct BroadPhase<C: SpatialPosition> {
     grid: SparseGrid<C::Point, Entity>,
-    /// Indexed by entity index.
-    tracked: Vec<Tracked>,
+    tracked: EntityTable,
     /// Entities that are `InCell` or `Invalid`.
     tracked_count: usize,
     invalid: Vec<(Entity, EncodeError)>,
@@ -218,7 +272,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
     pub fn new(origin: C::Point, cell_size: f32) -> Result<Self, GridError> {
         Ok(BroadPhase {
             grid: SparseGrid::new(origin, cell_size)?,
-            tracked: Vec::new(),
+            tracked: EntityTable::new(),
             tracked_count: 0,
             invalid: Vec::new(),
             rebuild_share: DEFAULT_REBUILD_SHARE,
@@ -331,17 +385,16 @@ impl<C: SpatialPosition> BroadPhase<C> {
                 unreachable_after_filter(e);
             }
         }
-        self.tracked.fill(UNTRACKED);
+        self.tracked.clear_all();
         let grid = &self.grid;
         for cell in grid.cells() {
             let range = cell.start as usize..(cell.start + cell.count) as usize;
             for &entity in &grid.ids()[range] {
-                *slot_of(&mut self.tracked, entity) =
-                    Tracked { generation: entity.generation(), known: Known::InCell(cell.key) };
+                self.tracked.set(entity, Known::InCell(cell.key));
             }
         }
         for &(entity, _) in &self.invalid {
-            *slot_of(&mut self.tracked, entity) = Tracked { generation: entity.generation(), known: Known::Invalid };
+            self.tracked.set(entity, Known::Invalid);
         }
         self.tracked_count = self.grid.len() + self.invalid.len();
     }
@@ -354,14 +407,14 @@ impl<C: SpatialPosition> BroadPhase<C> {
         // Despawned or lost the component (and not given it back since).
         for i in 0..self.lost.len() {
             let entity = self.lost[i];
-            let Some(&slot) = self.tracked.get(entity.index() as usize) else { continue };
+            let slot = self.tracked.get(entity.index());
             if slot.generation == entity.generation() && slot.known != Known::No && present.get(entity).is_err() {
                 self.forget(entity, slot.known);
             }
         }
         for i in 0..self.changed.len() {
             let (entity, point) = self.changed[i];
-            let slot = *slot_of(&mut self.tracked, entity);
+            let slot = self.tracked.get(entity.index());
             if slot.known != Known::No && slot.generation != entity.generation() {
                 // The index was reused: the entity tracked under it is dead.
                 let dead = Entity::from_parts(entity.index(), slot.generation);
@@ -379,8 +432,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
                 (Ok(key), known) => {
                     self.leave(entity, known);
                     self.inserted.push((key, entity, point));
-                    *slot_of(&mut self.tracked, entity) =
-                        Tracked { generation: entity.generation(), known: Known::InCell(key) };
+                    self.tracked.set(entity, Known::InCell(key));
                     self.tracked_count += 1;
                 }
                 (Err(error), Known::Invalid) => {
@@ -391,8 +443,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
                 (Err(error), known) => {
                     self.leave(entity, known);
                     self.invalid.push((entity, error));
-                    *slot_of(&mut self.tracked, entity) =
-                        Tracked { generation: entity.generation(), known: Known::Invalid };
+                    self.tracked.set(entity, Known::Invalid);
                     self.tracked_count += 1;
                 }
             }
@@ -405,11 +456,11 @@ impl<C: SpatialPosition> BroadPhase<C> {
             self.stats.membership_sweep = true;
             for s in 0..self.grid.len() {
                 let entity = self.grid.ids()[s];
-                let slot = self.tracked[entity.index() as usize];
+                let slot = self.tracked.get(entity.index());
                 // Entities already removed this run are not tracked under this generation.
                 if slot.generation == entity.generation() && slot.known != Known::No && present.get(entity).is_err() {
                     self.removed.push(s as u32);
-                    self.tracked[entity.index() as usize] = UNTRACKED;
+                    self.tracked.clear(entity.index());
                     self.tracked_count -= 1;
                 }
             }
@@ -418,7 +469,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
                 let entity = self.invalid[i].0;
                 if present.get(entity).is_err() {
                     self.invalid.swap_remove(i);
-                    self.tracked[entity.index() as usize] = UNTRACKED;
+                    self.tracked.clear(entity.index());
                     self.tracked_count -= 1;
                 } else {
                     i += 1;
@@ -436,7 +487,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
     /// Removes a dead entity from wherever it is tracked.
     fn forget(&mut self, dead: Entity, known: Known) {
         self.leave(dead, known);
-        self.tracked[dead.index() as usize] = UNTRACKED;
+        self.tracked.clear(dead.index());
     }
 
     /// Takes a live entity out of the grid or the invalid list (it is about
@@ -459,15 +510,6 @@ impl<C: SpatialPosition> BroadPhase<C> {
     }
 }
 
-/// The entity table slot of `entity`'s index, grown on demand.
-fn slot_of(tracked: &mut Vec<Tracked>, entity: Entity) -> &mut Tracked {
-    let i = entity.index() as usize;
-    if i >= tracked.len() {
-        tracked.resize(i + 1, UNTRACKED);
-    }
-    &mut tracked[i]
-}
-
 /// Grid operations fed only keyed points and the grid's own slots fail only
 /// on a broken invariant of this module.
 #[cold]
@@ -488,4 +530,34 @@ pub fn update_broad_phase<C: SpatialPosition>(
     mut broad_phase: ResMut<BroadPhase<C>>,
 ) {
     broad_phase.update(&mut changed, &mut present, removed.iter());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entity_table_forgets_everything_per_epoch_and_across_the_wrap() {
+        let a = Entity::from_parts(3, 7);
+        let b = Entity::from_parts(9, 1);
+        let mut table = EntityTable::new();
+        table.set(a, Known::Invalid);
+        assert_eq!(table.get(3).known, Known::Invalid);
+        assert_eq!(table.get(3).generation, 7);
+        assert_eq!(table.get(9).known, Known::No, "never written");
+        table.clear_all();
+        assert_eq!(table.get(3).known, Known::No, "written in the previous epoch");
+        table.set(b, Known::Invalid);
+        table.clear(9);
+        assert_eq!(table.get(9).known, Known::No);
+
+        // An entry written in epoch 1 must not come back when the counter
+        // wraps around to 1.
+        table.epoch = 1;
+        table.set(a, Known::Invalid);
+        table.epoch = u32::MAX;
+        table.clear_all();
+        assert_eq!(table.epoch, 1);
+        assert_eq!(table.get(3).known, Known::No);
+    }
 }
