@@ -4,62 +4,72 @@
 //! Small cells scan less empty space but cost more rows (and more units of
 //! cells, each gathering its box's points); large cells cost few rows but
 //! test many points that lie outside the radius. Which wins depends on how
-//! many points a cell holds, so the helper measures the local density of a
-//! sample and prices each candidate size with a small cost model of the
-//! batch queries (see the README's measured table).
+//! the points lie, so the helper builds a grid of the sample at each
+//! candidate size, counts the work the batch queries would do there
+//! ([`BatchWork`]: units, rows, gathers, kernel chunks, on the sample's own
+//! cells, so clusters, their sparse fringes and outliers all count) and
+//! prices it with a few per-item costs (see the README's measured table).
+
+use std::ops::Range;
 
 use crate::grid::SparseGrid;
 use crate::point::GridPoint;
+use crate::query::{BatchScratch, BatchWork};
 
 /// Cell sizes tried, as multiples of the radius.
 const FACTORS: [f32; 3] = [0.5, 1.0, 2.0];
 
-/// Sample points whose neighbourhoods are counted, at most.
-const PROBES: usize = 512;
+/// Points whose queries' work is counted, at most: larger samples are
+/// walked in [`WALK_BLOCKS`] runs of consecutive cells spread evenly over
+/// the sorted points.
+const WALK_POINTS: usize = 16_384;
+const WALK_BLOCKS: usize = 32;
 
-/// The cost model of a radius query around every point, in units of one
-/// chunk of 8 lanes of the distance kernel (about 50 instructions), from
-/// instruction counts of the batch queries (see the README's table):
-/// per point (its scan set-up and hit list),
-const POINT_COST: f32 = 1.7;
-/// per unit of cells sharing a scan box (box, row walk and gather set-up),
-const UNIT_COST: f32 = 4.0;
-/// per row of a unit's box through the dense table or a row cursor,
-const ROW_COST_DENSE: f32 = 0.2;
-const ROW_COST_CURSOR: f32 = 0.3;
-/// per row of a unit's box that holds points (gathered),
-const GATHER_COST: f32 = 1.0;
-const GATHER_POINT_COST: f32 = 0.09;
-/// and per chunk of candidates a point tests.
-const CHUNK_COST: f32 = 1.0;
-/// A unit takes cells of a row until it holds this many points or spans
-/// this many radii (as the batch queries do).
-const UNIT_POINTS: f32 = 6.0;
-const UNIT_REACH: f32 = 8.0;
-/// The grid's dense-table limit (cells per point, plus a floor).
-const DENSE_CELLS_PER_POINT: f32 = 16.0;
-const DENSE_CELLS_MIN: f32 = 65_536.0;
+/// The cells of `grid` whose queries are counted: all of them up to
+/// [`WALK_POINTS`] points, otherwise [`WALK_BLOCKS`] runs of consecutive
+/// cells, each starting at an evenly spaced sorted point.
+fn walk_blocks<P: GridPoint>(grid: &SparseGrid<P, u32>) -> Vec<Range<usize>> {
+    let cells = grid.cells();
+    let n = grid.len();
+    if n <= WALK_POINTS {
+        return std::iter::once(0..cells.len()).collect();
+    }
+    let per_block = WALK_POINTS / WALK_BLOCKS;
+    let mut blocks: Vec<Range<usize>> = Vec::with_capacity(WALK_BLOCKS);
+    for b in 0..WALK_BLOCKS {
+        let slot = b * n / WALK_BLOCKS;
+        // The cell holding sorted point `slot`, and enough cells after it.
+        let from = cells.partition_point(|c| (c.start + c.count) as usize <= slot);
+        let from = blocks.last().map_or(from, |last| from.max(last.end));
+        if from >= cells.len() {
+            break;
+        }
+        let target = cells[from].start as usize + per_block;
+        let to = from + 1 + cells[from + 1..].partition_point(|c| (c.start as usize) < target);
+        blocks.push(from..to);
+    }
+    blocks
+}
 
 /// A cell size for radius queries (and all pairs) of `radius` over points
 /// like `sample`, or `radius` when the sample says nothing (empty, or
 /// invalid input).
 ///
-/// Pass the positions the grid will hold, or a random subset of them of at
-/// least a few thousand points: the local density is measured on the
-/// sample, so a small subset makes it look sparser and favours larger
-/// cells. The result is one of `radius * [0.5, 1, 2]`, the one whose
-/// modelled cost of a radius query around every point is lowest. With `m`
-/// points per cell and `rc = radius / cell`, the batch queries group the
-/// cells of a row into units of about 6 points (a cell with more is a unit
-/// of its own) spanning `w` cells along x; a unit's scan box spans
-/// `2 rc + 1` cells per axis (plus `w - 1` along x), so it has
-/// `(2 rc + 1)^2` rows and about `(2 rc + w) (2 rc + 1)^2 m` candidates.
-/// The model prices per unit a set-up, its rows (a dense-table lookup or a
-/// row cursor, by the lookup the sample's box would get), the rows and
-/// points it gathers; and per point a set-up and its kernel chunks of 8
-/// candidates. Dense data (many points per cell at `cell = radius`) gets
-/// smaller cells, sparse data larger ones; see the README for the measured
-/// costs behind the constants and how close the picks come.
+/// Pass the positions the grid will hold (up to 16 384 of them
+/// are walked, in runs spread over the set): the work is counted on the
+/// sample's own cells, so a random subset makes the points look sparser
+/// and favours larger cells. The result is one of `radius * [0.5, 1, 2]`:
+/// for each, a grid of the sample is built and the work of a radius query
+/// around its points counted ([`SparseGrid::radius_all_work`]: per unit
+/// of cells a set-up, its rows, the runs and points it gathers; per point
+/// a set-up and its kernel chunks of 8 candidates), priced by
+/// [`BatchWork::price`], and the cheapest per point wins. The sample's
+/// grids take their origin at the sample point nearest the middle of its
+/// box. Dense data
+/// (many points per cell at `cell = radius`) gets smaller cells, sparse
+/// data larger ones, clusters with sparse fringes what their points
+/// actually cost; see the README for the measured costs and how close the
+/// picks come.
 ///
 /// ```
 /// use ecs_spatial::suggest_cell_size;
@@ -76,63 +86,34 @@ pub fn suggest_cell_size<P: GridPoint>(sample: &[P], radius: f32) -> f32 {
     if !(radius.is_finite() && radius > 0.0) || sample.is_empty() {
         return radius;
     }
-    // The mean number of sample points per occupied cell of edge `radius`
-    // around a probe point's cell, from a grid over the sample.
-    let origin = sample[0];
-    let Ok(mut grid) = SparseGrid::<P, u32>::new(origin, radius) else { return radius };
-    let ids: Vec<u32> = (0..sample.len() as u32).collect();
-    if grid.rebuild(&ids, sample).is_err() {
-        return radius;
-    }
-    let step = (sample.len() / PROBES).max(1);
-    let (mut around, mut probes) = (0usize, 0usize);
-    let mut hits = Vec::new();
-    for &p in sample.iter().step_by(step) {
-        grid.query_radius(p, radius, &mut hits);
-        around += hits.len();
-        probes += 1;
-    }
-    // Points per unit of volume (or area) near a typical point.
-    let ball = if P::DIMENSIONS == 3 {
-        4.0 / 3.0 * std::f32::consts::PI * radius * radius * radius
-    } else {
-        std::f32::consts::PI * radius * radius
-    };
-    let density = around as f32 / probes.max(1) as f32 / ball;
-    // The sample's extent, for the lookup each size would get.
+    let Ok(ids) = (0..sample.len()).map(u32::try_from).collect::<Result<Vec<u32>, _>>() else { return radius };
+    // The grids' origin: the sample point nearest the middle of its box, so
+    // cell coordinates stay small (far from the origin the scan boxes' margin
+    // for rounding grows with the coordinates, and the work with it).
     let (mut lo, mut hi) = (glam::Vec3::splat(f32::INFINITY), glam::Vec3::splat(f32::NEG_INFINITY));
     for p in sample {
         lo = lo.min(p.to_vec3());
         hi = hi.max(p.to_vec3());
     }
-    let extent = (hi - lo).max(glam::Vec3::ZERO);
-    let dims = P::DIMENSIONS as i32;
-    let mut best = (f32::INFINITY, radius);
+    let mid = (lo + hi) * 0.5;
+    let origin = sample.iter().copied().min_by(|a, b| {
+        let (da, db) = (a.to_vec3().distance_squared(mid), b.to_vec3().distance_squared(mid));
+        da.total_cmp(&db)
+    });
+    let Some(origin) = origin else { return radius };
+    let mut scratch = BatchScratch::default();
+    let mut best = (f64::INFINITY, radius);
     for f in FACTORS {
         let cell = radius * f;
-        let rc = 1.0 / f;
-        // Points per cell, and a unit: a run of cells of one row holding
-        // about UNIT_POINTS points (a dense cell is a unit of its own),
-        // spanning `w` cells along x.
-        let m = density * if P::DIMENSIONS == 3 { cell * cell * cell } else { cell * cell };
-        let w = if m >= UNIT_POINTS {
-            1.0
-        } else {
-            (1.0 + (UNIT_POINTS - 1.0) / m.max(1e-6)).min(UNIT_REACH * rc.max(1.0))
-        };
-        let points = m.max(1.0) + m * (w - 1.0);
-        // A box reaches `rc` cells on each side of its points, which lie
-        // anywhere in their cells: `2 rc + 1` cells per axis on average
-        // (plus the unit's extent along x).
-        let side = 2.0 * rc + 1.0;
-        let rows = side.powi(dims - 1);
-        let candidates = (side + w - 1.0) * rows * m;
-        let filled = rows * (1.0 - (-m * (side + w - 1.0)).exp());
-        let cells = (extent / cell + 1.0).element_product();
-        let dense = cells <= DENSE_CELLS_PER_POINT * sample.len() as f32 + DENSE_CELLS_MIN;
-        let row_cost = if dense { ROW_COST_DENSE } else { ROW_COST_CURSOR };
-        let per_unit = UNIT_COST + rows * row_cost + filled * GATHER_COST + candidates * GATHER_POINT_COST;
-        let cost = per_unit / points + POINT_COST + CHUNK_COST * (candidates / 8.0).max(1.0);
+        let Ok(mut grid) = SparseGrid::<P, u32>::new(origin, cell) else { continue };
+        if grid.rebuild(&ids, sample).is_err() {
+            continue;
+        }
+        let mut work = BatchWork::default();
+        for cells in walk_blocks(&grid) {
+            grid.radius_all_work_of(cells, radius, &mut scratch, &mut work);
+        }
+        let cost = work.price(grid.lookup_kind());
         if cost < best.0 {
             best = (cost, cell);
         }

@@ -84,7 +84,7 @@ pub use grid::{Cell, CellLookup, SparseGrid};
 #[cfg(feature = "ecs")]
 pub use plugin::{BroadPhasePlugin, SpatialSystems};
 pub use point::{EntityId, GridPoint};
-pub use query::{Neighbor, NeighborLists, cell_probes};
+pub use query::{BatchWork, Neighbor, NeighborLists, cell_probes};
 pub use radix::radix_sort_by_key;
 pub use region::{GLOBAL_CELL_MAX, GLOBAL_CELL_MIN, GlobalCell, RegionId, RegionKey};
 pub use seed::{CellRng, cell_seed, mix64, region_cell_seed};

@@ -35,7 +35,7 @@ use rayon::prelude::*;
 use crate::cell::AXIS_BITS;
 use crate::cell::floor_to_i64;
 use crate::grid::unpack;
-use crate::grid::{PAR_BLOCK, SparseGrid};
+use crate::grid::{LookupKind, PAR_BLOCK, SparseGrid};
 use crate::kernel::{Candidates, Hits};
 use crate::point::{EntityId, GridPoint};
 use crate::sweep::{BoxMaker, RowFinder, SLACK};
@@ -516,14 +516,56 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         (next, first.start as usize, first.start as usize + points)
     }
 
+    /// The batch queries' driver over the occupied cells `cells` at radius
+    /// `r`: per unit (see [`unit`](Self::unit)) the scan box of all its
+    /// points (computed once) and the sorted-slot ranges of its rows, then
+    /// `per_unit(candidates, rows, s0..e0)` for the unit's sorted slots
+    /// (the closure gathers the rows' points into the candidate buffer).
+    /// With `half`, the rows hold only what lies after the unit's first
+    /// cell in key order (the unit's own points first, then the rest of its
+    /// row in the box, the later rows of its layer and the layers above)
+    /// and a unit whose box is empty is skipped; otherwise the whole box,
+    /// and every unit is handed over. Returns the probes made (the caller
+    /// adds them to [`cell_probes`]), or `None` for a NaN or negative
+    /// radius (nothing is within it).
+    fn for_each_unit(
+        &self,
+        cells: Range<usize>,
+        r: f32,
+        half: bool,
+        scratch: &mut BatchScratch<I>,
+        mut per_unit: impl FnMut(&mut Candidates<I>, &[(u32, u32)], Range<usize>),
+    ) -> Option<u64> {
+        let boxes = BoxMaker::new(self, r)?;
+        let BatchScratch { candidates, finder, rows } = scratch;
+        finder.reset(self, r);
+        let extent = unit_extent(r / self.cell_size);
+        let mut probes = 0;
+        let mut c = cells.start;
+        while c < cells.end {
+            let (unit, s0, e0) = self.unit(c, cells.end, extent);
+            let own = unpack(self.cells()[c].key.raw());
+            c = unit;
+            rows.clear();
+            match boxes.cell_box(&self.soa, s0, e0) {
+                Some(scan) if half => {
+                    let (_, own_row_end) = finder.own_row(self, own, scan.1[0]);
+                    rows.push((s0 as u32, own_row_end.max(e0) as u32));
+                    probes += 1 + finder.rows(self, scan, own, true, rows);
+                }
+                Some(scan) => probes += finder.rows(self, scan, own, false, rows),
+                None if half => continue,
+                None => {}
+            }
+            per_unit(candidates, rows, s0..e0);
+        }
+        Some(probes)
+    }
+
     /// The pairs whose earlier point lies in one of the occupied cells
-    /// `cells`. Per unit (see [`unit`](Self::unit)): the scan box of all
-    /// its points (computed once), the candidates after the unit's first
-    /// cell in key order gathered into one run (the unit's own points, the
-    /// rest of its row in the box, the later rows of its layer and the
-    /// layers above), then each point tests the candidates after itself in
-    /// chunks of 8. Returns the probes made (the caller adds them to
-    /// [`cell_probes`]).
+    /// `cells`: each point of a unit tests the candidates after itself in
+    /// chunks of 8 (see [`for_each_unit`](Self::for_each_unit)). Returns
+    /// the probes made.
     fn pairs_of_cells(
         &self,
         cells: Range<usize>,
@@ -531,29 +573,16 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         scratch: &mut BatchScratch<I>,
         f: &mut impl FnMut(I, I),
     ) -> u64 {
-        let Some(boxes) = BoxMaker::new(self, r) else { return 0 };
-        let BatchScratch { candidates, finder, rows } = scratch;
-        finder.reset(self, r);
-        let extent = unit_extent(r / self.cell_size);
         let r2 = r * r;
-        let mut probes = 0;
-        let mut c = cells.start;
-        while c < cells.end {
-            let (unit, s0, e0) = self.unit(c, cells.end, extent);
-            let own = unpack(self.cells()[c].key.raw());
-            c = unit;
-            let Some(scan) = boxes.cell_box(&self.soa, s0, e0) else { continue };
-            rows.clear();
-            let (_, own_row_end) = finder.own_row(self, own, scan.1[0]);
-            rows.push((s0 as u32, own_row_end.max(e0) as u32));
-            probes += 1 + finder.rows(self, scan, own, true, rows);
+        let probes = self.for_each_unit(cells, r, true, scratch, |candidates, rows, slots| {
             candidates.gather(&self.soa, &self.ids, rows);
-            for (i, s) in (s0..e0).enumerate() {
+            let s0 = slots.start;
+            for s in slots {
                 let a = self.ids[s];
-                candidates.for_each_hit(i + 1, self.soa.point(s), r2, |b| f(a, b));
+                candidates.for_each_hit(s - s0 + 1, self.soa.point(s), r2, |b| f(a, b));
             }
-        }
-        probes
+        });
+        probes.unwrap_or(0)
     }
 
     /// A radius query around every point, written to `out`: list `s` holds
@@ -608,12 +637,53 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
     }
 
+    /// The work [`query_radius_all`](Self::query_radius_all) at `radius`
+    /// does, counted without testing a distance (see [`BatchWork`]).
+    ///
+    /// ```
+    /// use ecs_spatial::SparseGrid;
+    /// use glam::Vec3;
+    /// let points: Vec<Vec3> = (0..1000).map(|i| Vec3::new((i % 10) as f32, (i / 10 % 10) as f32, (i / 100) as f32)).collect();
+    /// let ids: Vec<u32> = (0..1000).collect();
+    /// let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 1.0).unwrap();
+    /// grid.rebuild(&ids, &points).unwrap();
+    /// let work = grid.radius_all_work(1.0);
+    /// assert_eq!(work.points, 1000);
+    /// assert!(work.chunks >= 1000); // every point tests at least its own cell
+    /// ```
+    pub fn radius_all_work(&self, radius: f32) -> BatchWork {
+        let mut scratch = BatchScratch::default();
+        let mut work = BatchWork::default();
+        self.radius_all_work_of(0..self.cells().len(), radius, &mut scratch, &mut work);
+        work
+    }
+
+    /// Adds the work of the radius-`r` lists of the occupied cells `cells`
+    /// to `work` (see [`radius_all_work`](Self::radius_all_work)).
+    pub(crate) fn radius_all_work_of(
+        &self,
+        cells: Range<usize>,
+        r: f32,
+        scratch: &mut BatchScratch<I>,
+        work: &mut BatchWork,
+    ) {
+        let rows = self.for_each_unit(cells, r, false, scratch, |_, rows, slots| {
+            let gathered: u64 = rows.iter().map(|&(s, e)| u64::from(e - s)).sum();
+            let points = slots.len() as u64;
+            work.points += points;
+            work.units += 1;
+            work.runs += rows.len() as u64;
+            work.candidates += gathered;
+            work.chunks += points * gathered.div_ceil(8);
+        });
+        work.rows += rows.unwrap_or(0);
+    }
+
     /// The radius-`r` lists of the points of the occupied cells `cells`,
     /// appended to `neighbors`, with each list's end (counted from the
-    /// length `neighbors` had) appended to `offsets`. Per cell: the scan
-    /// box of all its points (computed once), its candidates gathered into
-    /// one run, then each point tests them in chunks of 8. Returns the
-    /// probes made.
+    /// length `neighbors` had) appended to `offsets`: each point of a unit
+    /// tests all its candidates in chunks of 8 (see
+    /// [`for_each_unit`](Self::for_each_unit)). Returns the probes made.
     fn radius_all_of_cells(
         &self,
         cells: Range<usize>,
@@ -623,34 +693,98 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         neighbors: &mut Vec<I>,
     ) -> u64 {
         let base = neighbors.len();
-        let Some(boxes) = BoxMaker::new(self, r) else {
+        let r2 = r * r;
+        let probes = self.for_each_unit(cells.clone(), r, false, scratch, |candidates, rows, slots| {
+            candidates.gather(&self.soa, &self.ids, rows);
+            for s in slots {
+                candidates.hits_into(self.soa.point(s), r2, neighbors);
+                offsets.push((neighbors.len() - base) as u32);
+            }
+        });
+        probes.unwrap_or_else(|| {
             // No point is within a NaN or negative radius of any other.
             for c in cells {
                 offsets.extend(std::iter::repeat_n(0, self.cells()[c].count as usize));
             }
-            return 0;
-        };
-        let BatchScratch { candidates, finder, rows } = scratch;
-        finder.reset(self, r);
-        let extent = unit_extent(r / self.cell_size);
-        let r2 = r * r;
-        let mut probes = 0;
-        let mut c = cells.start;
-        while c < cells.end {
-            let (unit, s0, e0) = self.unit(c, cells.end, extent);
-            let own = unpack(self.cells()[c].key.raw());
-            c = unit;
-            rows.clear();
-            if let Some(scan) = boxes.cell_box(&self.soa, s0, e0) {
-                probes += finder.rows(self, scan, own, false, rows);
-            }
-            candidates.gather(&self.soa, &self.ids, rows);
-            for s in s0..e0 {
-                candidates.hits_into(self.soa.point(s), r2, neighbors);
-                offsets.push((neighbors.len() - base) as u32);
-            }
-        }
-        probes
+            0
+        })
+    }
+}
+
+/// The work of a radius query around every point
+/// ([`SparseGrid::query_radius_all`]), counted by
+/// [`SparseGrid::radius_all_work`] without testing a distance: the same
+/// units, scan boxes and rows, deterministic for a grid's points, cell size
+/// and radius. [`suggest_cell_size`](crate::suggest_cell_size) prices it to
+/// compare cell sizes, and tests compare it across cell sizes instead of
+/// timing them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchWork {
+    /// Query points (each a set-up and a hit list).
+    pub points: u64,
+    /// Units of cells sharing one scan box, row walk and gather.
+    pub units: u64,
+    /// Rows of the units' scan boxes looked at (a dense-table load or a
+    /// row cursor step each; the probes of [`cell_probes`]).
+    pub rows: u64,
+    /// Runs of consecutive sorted slots gathered (rows holding points,
+    /// adjacent ones merged).
+    pub runs: u64,
+    /// Points gathered as candidates, over all units.
+    pub candidates: u64,
+    /// Chunks of 8 candidates tested by the distance kernel, over all
+    /// query points.
+    pub chunks: u64,
+}
+
+/// The price of a radius query around every point, in units of one chunk
+/// of 8 lanes of the distance kernel: a least-squares fit (non-negative,
+/// relative error) of the counted work to the measured times of all radius
+/// queries on 100k points, 4 distributions (uniform, balls, Gaussian
+/// clusters in a large box, far outliers) at 2-3 radii and 3 cell sizes
+/// each (the `cell_sizes` example), rounded. Per query point (its set-up
+/// and hit list),
+const POINT_COST: f64 = 1.7;
+/// per unit of cells sharing a scan box (box, row walk and gather set-up),
+const UNIT_COST: f64 = 8.0;
+/// per row of a unit's box through the dense table (one load, rows a
+/// constant stride apart) or a row cursor (a step into another part of the
+/// cell table, often a cache miss: the fit puts it near 4-6 chunks),
+const ROW_COST_DENSE: f64 = 0.5;
+const ROW_COST_CURSOR: f64 = 4.0;
+/// per run of slots gathered and per point gathered,
+const RUN_COST: f64 = 1.0;
+const CANDIDATE_COST: f64 = 0.2;
+/// and per chunk of candidates a point tests.
+const CHUNK_COST: f64 = 1.0;
+
+impl BatchWork {
+    /// The modelled cost of this work per query point, in units of one
+    /// chunk of 8 candidates through the distance kernel (about 50
+    /// instructions), on a grid whose rows come from `lookup`'s structure
+    /// (the dense table, or row cursors otherwise). Comparable across cell
+    /// sizes of the same points and radius; see the README's cell-size
+    /// table for how it ranks against measured times.
+    pub fn price(&self, lookup: LookupKind) -> f64 {
+        let row_cost = if lookup == LookupKind::Dense { ROW_COST_DENSE } else { ROW_COST_CURSOR };
+        let total = POINT_COST * self.points as f64
+            + UNIT_COST * self.units as f64
+            + row_cost * self.rows as f64
+            + RUN_COST * self.runs as f64
+            + CANDIDATE_COST * self.candidates as f64
+            + CHUNK_COST * self.chunks as f64;
+        total / self.points.max(1) as f64
+    }
+}
+
+impl std::ops::AddAssign for BatchWork {
+    fn add_assign(&mut self, o: BatchWork) {
+        self.points += o.points;
+        self.units += o.units;
+        self.rows += o.rows;
+        self.runs += o.runs;
+        self.candidates += o.candidates;
+        self.chunks += o.chunks;
     }
 }
 
