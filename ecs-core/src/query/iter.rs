@@ -74,7 +74,7 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
         while group < end {
             let n = (end - group).min(64);
             // SAFETY: `group + n <= end`, within the chunk's length.
-            let mask = unsafe { F::row_mask(&filter, group, n) };
+            let mask = unsafe { group_mask::<F>(&filter, group, n) };
             if mask == crate::storage::tick::low_bits(n) {
                 // Every row passes (clustered writes): a plain loop.
                 for row in group..group + n {
@@ -93,6 +93,22 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
             group += n;
         }
     }
+}
+
+/// [`QueryFilter::row_mask`] of rows `start..start + n` (`n <= 64`), with a
+/// whole group tested through the constant 64: that test compiles to
+/// straight-line vector compares (no loop over a run-time length, no
+/// checks of it), a fifth fewer instructions per scattered-change frame
+/// than one call with `n`. Only the mask is duplicated; the rows are
+/// visited by one copy of the caller's loop (a second copy of the visit
+/// got the user's closure outlined: slower despite fewer instructions).
+///
+/// # Safety
+/// `start + n` is at most the chunk's length.
+#[inline(always)]
+unsafe fn group_mask<F: QueryFilter>(filter: &F::Fetch<'_>, start: usize, n: usize) -> u64 {
+    // SAFETY: the caller's contract.
+    unsafe { if n == 64 { F::row_mask(filter, start, 64) } else { F::row_mask(filter, start, n) } }
 }
 
 /// Calls `f` with every row in `start..end` that passes the filter, in
