@@ -10,7 +10,7 @@
 #![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ecs_bench::runner::Impl;
+use ecs_bench::row::Impl;
 use ecs_bench::scenes::game::{GameScene, Layout, scene};
 
 /// The small case: 10k entities, 5 % active.

@@ -12,45 +12,14 @@
 
 #![allow(missing_docs, reason = "criterion_group! and criterion_main! generate undocumented items")]
 
+mod common;
+
 use criterion::{Criterion, criterion_group, criterion_main};
-use ecs_bench::runner::{Impl, SCHEDULE_CASE, app_scene, schedule_scene};
-use ecs_bench::scenes::app::APP_CASES;
+use ecs_bench::row::ScenarioId;
 
 fn schedule(c: &mut Criterion) {
-    let mut group = c.benchmark_group(SCHEDULE_CASE);
-    for &imp in Impl::compiled() {
-        let Some(mut scene) = schedule_scene(imp) else {
-            continue;
-        };
-        if let Err(e) = scene.check_runs() {
-            panic!("schedule/{}: check before timing: {e}", imp.name());
-        }
-        group.bench_function(imp.name(), |b| b.iter(|| scene.run()));
-        if let Err(e) = scene.check() {
-            panic!("schedule/{}: check after timing: {e}", imp.name());
-        }
-    }
-    group.finish();
+    common::bench_cases(c, ScenarioId::Schedule, "", None);
 }
 
-fn app_frames(c: &mut Criterion) {
-    for case in &APP_CASES {
-        let mut group = c.benchmark_group(case.name);
-        for &imp in Impl::compiled() {
-            let Some(mut scene) = app_scene(case, imp) else {
-                continue;
-            };
-            if let Err(e) = scene.check_frames() {
-                panic!("{}/{}: check before timing: {e}", case.name, imp.name());
-            }
-            group.bench_function(imp.name(), |b| b.iter(|| scene.frame()));
-            if let Err(e) = scene.check() {
-                panic!("{}/{}: check after timing: {e}", case.name, imp.name());
-            }
-        }
-        group.finish();
-    }
-}
-
-criterion_group!(benches, schedule, app_frames);
+criterion_group!(benches, schedule);
 criterion_main!(benches);

@@ -15,7 +15,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ecs_bench::runner::spatial_scenes;
+use ecs_bench::scenarios::spatial::spatial_scenes;
 use ecs_bench::scenes::spatial::ecs::{EcsBroadPhase, MOVED_ONE_IN};
 use ecs_bench::scenes::spatial::{self, SPATIAL_CASES, SPATIAL_SETS, SortPairs, SpatialOp};
 

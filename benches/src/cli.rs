@@ -1,361 +1,353 @@
-//! Command-line parsing and the top-level driver of the `ecs-bench` binary.
+//! The command line of the `ecs-bench` binary: clap derive through
+//! [`ecs_examples::cli`] (the parser every example binary shares), with
+//! the scenarios and their one-line descriptions taken from
+//! [`SCENARIOS`].
+//!
+//! Exit codes: 0 for a finished run and `--help`, 2 for a bad command line
+//! (clap's usage error), 1 when a run fails (a check before or after timing
+//! found the implementations doing different work, or the report could not
+//! be read or written).
 
+use std::ffi::OsString;
 use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::LazyLock;
+
+use clap::builder::PossibleValue;
+use clap::error::ErrorKind;
+use clap::{CommandFactory as _, Parser, Subcommand, ValueEnum};
+use ecs_examples::cli;
 
 use crate::measure::Config;
-use crate::runner::{self, Row, Scenario};
+use crate::progress::Progress;
+use crate::row::{Row, ScenarioId};
+use crate::scenarios::{RunOptions, SCENARIOS, Scenario};
 
-/// Usage text printed by `--help` and after a command-line error.
-pub const USAGE: &str = "\
-usage: ecs-bench SCENARIO [--json] [--quick] [--skip-1m]
-       ecs-bench report [--quick] [--out DIR] [--from FILE]
-
-SCENARIO:
-  suite     ecs_bench_suite cases: simple_insert, simple_iter, frag_iter, heavy_compute, add_remove
-  skip      chunk skipping: 100k entities, Changed<Pos> consumer, 0-100 % movers
-  schedule  ecs_bench_suite schedule: systems ab, cd, ce in one schedule, 4 x 10k entities; app frames
-            vs bevy_app: 50 trivial systems in 7 labelled schedules, all running, half skipped by
-            run conditions, all on one thread
-  transform hierarchy propagation vs bevy_transform: wide, deep, flat, humanoids; static, 5 %, all moving
-  spatial   broad phase vs kiddo and rstar, one thread: 100k points (uniform, clustered: radius 5;
-            clustered-sparse: radius 2 and 4; far outliers: radius 5 and 10; cells = radius);
-            build, all radius queries, all pairs, std sort reference; the broad-phase system
-            (ours) with nothing, 5 % and all entities moved
-  replication snapshot replication (ours): cube scene kbps per client at 0/5/20 % loss and at rest,
-            encode us per client per tick for 100k entities at 0/1/10 % changed, 64 clients x 10k fan-out
-  game      the showcase's scene without the network, whole frames vs bevy (App, time, transform;
-            neighbours on the same sparse grid, rebuilt each step): scenery, spinning rigs, boids,
-            two armies; 0/1/5/20/100 % of rigs and boids active at 100k entities, 5 % at 1M;
-            both worlds checked equal after the frames
-  all       suite, skip, schedule, transform, spatial, then replication (not game)
-
-report:   runs every scenario of `all` and writes DIR/index.html (default target/ecs-report) with SVG
-          charts of time per frame against the share of entities changed, ours against each peer,
-          the SVG files, and the raw JSON lines (results.jsonl) next to them;
-          --from FILE draws the report from saved JSON lines instead of measuring
-
-options:
-  --json   one JSON object per line instead of a table
-  --quick  short warm-up and few samples (a scenario finishes in well under a minute)
-  --skip-1m  `game` only: leave out the 1M-entity case
-  -h, --help  this text
-
-Peers (bevy_ecs, hecs, bevy_transform, kiddo, rstar) are measured when built with `--features peers`.";
-
-/// Parsed command line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Options {
-    /// Scenarios to run, in order.
-    pub scenarios: Vec<Scenario>,
-    /// Print JSON lines instead of tables.
-    pub json: bool,
-    /// Use [`Config::quick`].
-    pub quick: bool,
+/// What the positional argument names: one scenario, or all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// One scenario.
+    One(ScenarioId),
+    /// Every scenario of [`SCENARIOS`], in order.
+    All,
 }
 
-/// What the command line asks for.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Every [`Target`]: the scenarios in table order, then `all`.
+static TARGETS: LazyLock<Vec<Target>> =
+    LazyLock::new(|| SCENARIOS.iter().map(|s| Target::One(s.id)).chain([Target::All]).collect());
+
+impl ValueEnum for Target {
+    fn value_variants<'a>() -> &'a [Self] {
+        &TARGETS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Target::One(id) => PossibleValue::new(id.name()).help(crate::scenarios::scenario(*id).about),
+            Target::All => PossibleValue::new("all").help("every scenario above, in this order"),
+        })
+    }
+}
+
+impl Target {
+    /// The scenarios to run, in order.
+    pub fn scenarios(self) -> Vec<&'static Scenario> {
+        match self {
+            Target::One(id) => vec![crate::scenarios::scenario(id)],
+            Target::All => SCENARIOS.iter().collect(),
+        }
+    }
+}
+
+/// ecs-bench: the chunked archetype ECS against bevy_ecs, hecs,
+/// bevy_transform, kiddo and rstar, scenario by scenario. The peers are
+/// measured when built with `--features peers`.
+#[derive(Parser, Debug, PartialEq, Eq)]
+#[command(
+    name = "ecs-bench",
+    subcommand_negates_reqs = true,
+    disable_help_subcommand = true,
+    override_usage = "ecs-bench <SCENARIO> [--json] [--quick] [--skip-1m]\n       \
+                      ecs-bench report [--quick] [--skip-1m] [--out DIR] [--from FILE]",
+    after_help = "Each implementation of a case is checked before and after timing; a failed check exits with 1."
+)]
+pub struct Cli {
+    /// The scenario to run.
+    #[arg(value_name = "SCENARIO", required = true)]
+    pub scenario: Option<Target>,
+    /// One JSON object per line on stdout instead of tables (no progress bar).
+    #[arg(long)]
+    pub json: bool,
+    /// Short warm-up and few samples (a scenario finishes in about a minute).
+    #[arg(long)]
+    pub quick: bool,
+    /// `game` (alone or in `all`): leave out the 1M-entity case.
+    #[arg(long = "skip-1m")]
+    pub skip_1m: bool,
+    /// Or write the HTML report.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug, PartialEq, Eq)]
 pub enum Command {
-    /// Run benchmarks.
-    Run(Options),
-    /// Run every scenario and write the HTML report.
+    /// Run every scenario (or read saved rows) and write DIR/index.html: the goals met and not met, charts of
+    /// time against the share of entities changed (ours against each peer), the SVG files and the rows
+    /// (results.jsonl).
     Report(ReportOptions),
-    /// Print the usage text.
-    Help,
 }
 
 /// Options of `ecs-bench report`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(clap::Args, Debug, PartialEq, Eq)]
 pub struct ReportOptions {
-    /// Use [`Config::quick`].
+    /// Short warm-up and few samples.
+    #[arg(long)]
     pub quick: bool,
-    /// Output directory; `None` is `target/ecs-report` (under `CARGO_TARGET_DIR` when set).
-    pub out: Option<std::path::PathBuf>,
-    /// Draw from these saved JSON lines instead of measuring.
-    pub from: Option<std::path::PathBuf>,
-}
-
-fn parse_report<I, S>(args: I) -> Result<Command, String>
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<str>,
-{
-    let mut opts = ReportOptions { quick: false, out: None, from: None };
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let mut value = |flag: &str| {
-            args.next()
-                .map(|v| std::path::PathBuf::from(v.as_ref()))
-                .ok_or_else(|| format!("`{flag}` needs a path after it"))
-        };
-        match arg.as_ref() {
-            "--quick" => opts.quick = true,
-            "--out" => opts.out = Some(value("--out")?),
-            "--from" => opts.from = Some(value("--from")?),
-            "-h" | "--help" => return Ok(Command::Help),
-            other => {
-                return Err(format!(
-                    "unknown argument `{other}` for `report` (expected --quick, --out DIR, --from FILE)"
-                ));
-            }
-        }
-    }
-    Ok(Command::Report(opts))
+    /// Leave out `game`'s 1M-entity case.
+    #[arg(long = "skip-1m")]
+    pub skip_1m: bool,
+    /// Output directory [default: target/ecs-report, under CARGO_TARGET_DIR when set].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Draw the report from saved JSON lines (a results.jsonl) instead of measuring.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
 }
 
 /// Parses the arguments (without the program name).
-pub fn parse<I, S>(args: I) -> Result<Command, String>
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<str>,
-{
-    let mut args = args.into_iter().peekable();
-    if args.peek().is_some_and(|a| a.as_ref() == "report") {
-        args.next();
-        return parse_report(args);
+///
+/// # Errors
+///
+/// clap's error (usage, exit code 2; or the help text, exit code 0), also
+/// for `--skip-1m` with a scenario other than `game` or `all`.
+pub fn parse<S: Into<OsString> + Clone>(args: impl IntoIterator<Item = S>) -> Result<Cli, clap::Error> {
+    let parsed: Cli = cli::parse_from(args)?;
+    if parsed.command.is_some() && (parsed.scenario.is_some() || parsed.json || parsed.quick || parsed.skip_1m) {
+        return Err(Cli::command().error(
+            ErrorKind::ArgumentConflict,
+            "`report` takes no SCENARIO, and its flags come after it (`ecs-bench report --quick`)",
+        ));
     }
-    let mut scenario: Option<Vec<Scenario>> = None;
-    let mut json = false;
-    let mut quick = false;
-    let mut skip_1m = false;
-    for arg in args {
-        match arg.as_ref() {
-            "--json" => json = true,
-            "--quick" => quick = true,
-            "--skip-1m" => skip_1m = true,
-            "-h" | "--help" => return Ok(Command::Help),
-            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`")),
-            name => {
-                if scenario.is_some() {
-                    return Err(format!("unexpected argument `{name}`: give exactly one scenario"));
-                }
-                scenario = Some(match name {
-                    "suite" => vec![Scenario::Suite],
-                    "skip" => vec![Scenario::Skip],
-                    "schedule" => vec![Scenario::Schedule],
-                    "transform" => vec![Scenario::Transform],
-                    "spatial" => vec![Scenario::Spatial],
-                    "replication" => vec![Scenario::Replication],
-                    "game" => vec![Scenario::Game { skip_1m: false }],
-                    "all" => vec![
-                        Scenario::Suite,
-                        Scenario::Skip,
-                        Scenario::Schedule,
-                        Scenario::Transform,
-                        Scenario::Spatial,
-                        Scenario::Replication,
-                    ],
-                    other => {
-                        return Err(format!(
-                            "unknown scenario `{other}` (expected suite, skip, schedule, transform, spatial, replication, game or all)"
-                        ));
-                    }
-                });
-            }
-        }
+    if parsed.skip_1m && !matches!(parsed.scenario, Some(Target::One(ScenarioId::Game) | Target::All)) {
+        return Err(Cli::command().error(ErrorKind::ArgumentConflict, "`--skip-1m` applies to `game` and `all` only"));
     }
-    let mut scenarios = scenario.ok_or_else(|| {
-        "missing SCENARIO (suite, skip, schedule, transform, spatial, replication, game or all)".to_owned()
-    })?;
-    if skip_1m {
-        match scenarios.as_mut_slice() {
-            [Scenario::Game { skip_1m }] => *skip_1m = true,
-            _ => return Err("`--skip-1m` applies to the `game` scenario only".to_owned()),
-        }
-    }
-    Ok(Command::Run(Options { scenarios, json, quick }))
+    Ok(parsed)
 }
 
-/// Runs the binary on `args` (without the program name); returns the exit code.
-pub fn main_with_args<I, S>(args: I) -> i32
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<str>,
-{
-    let opts = match parse(args) {
-        Ok(Command::Help) => {
-            let _ = writeln!(std::io::stdout(), "{USAGE}");
-            return 0;
-        }
-        Ok(Command::Run(opts)) => opts,
-        Ok(Command::Report(opts)) => return report(&opts),
-        Err(e) => {
-            eprintln!("ecs-bench: {e}\n\n{USAGE}");
-            return 2;
-        }
+/// Runs the binary on `args` (without the program name): prints what the
+/// binary prints, returns its exit code.
+pub fn main_with_args<S: Into<OsString> + Clone>(args: impl IntoIterator<Item = S>) -> ExitCode {
+    cli::exit_code("ecs-bench", parse(args), run)
+}
+
+/// Runs what the command line asks for.
+///
+/// # Errors
+///
+/// What failed: a check of a scenario, or reading or writing the report.
+pub fn run(cli: &Cli) -> Result<(), String> {
+    if let Some(Command::Report(opts)) = &cli.command {
+        return report(opts);
+    }
+    let Some(target) = cli.scenario else {
+        return Err("no scenario given".to_owned());
     };
-    let cfg = if opts.quick { Config::quick() } else { Config::full() };
-    if !cfg!(feature = "peers") && !opts.json {
+    let cfg = if cli.quick { Config::quick() } else { Config::full() };
+    let opts = RunOptions { skip_1m: cli.skip_1m };
+    if !cfg!(feature = "peers") && !cli.json {
         eprintln!("note: built without feature `peers`; only `ours` is measured");
     }
-    let json = opts.json;
-    let on_row = |row: &Row| {
-        if json {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{}", row.to_json());
-            let _ = out.flush();
-        } else {
-            eprintln!(
-                "  {}/{}/{}: {:.3} us ({} samples x {} iters)",
-                row.scenario.name(),
-                row.case,
-                row.imp.name(),
-                row.measurement.median_us,
-                row.measurement.samples,
-                row.measurement.iters_per_sample
-            );
-        }
-    };
-    for scenario in opts.scenarios {
-        let rows = match runner::run(scenario, &cfg, on_row) {
-            Ok(rows) => rows,
-            Err(e) => {
-                eprintln!("ecs-bench: check failed: {e}");
-                return 1;
+    for scenario in target.scenarios() {
+        let cases = scenario.case_names(opts).len();
+        let mut progress = Progress::new(cases, scenario.long && !cli.json);
+        progress.running(scenario.name());
+        let mut on_row = |row: &Row| {
+            progress.row(row);
+            if cli.json {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", row.to_json());
+                let _ = out.flush();
+            } else {
+                progress.line(&format!(
+                    "  {}/{}/{}: {:.3} us ({} samples x {} iters)",
+                    row.scenario.name(),
+                    row.case,
+                    row.imp.name(),
+                    row.measurement.median_us,
+                    row.measurement.samples,
+                    row.measurement.iters_per_sample
+                ));
             }
         };
-        if !json {
-            let _ = writeln!(std::io::stdout(), "{}", runner::table(scenario, &rows));
+        let rows = scenario.run(&cfg, opts, &mut on_row);
+        progress.finish();
+        let rows = rows.map_err(|e| format!("check failed: {e}"))?;
+        if !cli.json {
+            let _ = writeln!(std::io::stdout(), "{}", (scenario.table)(&rows));
         }
     }
-    0
+    Ok(())
 }
 
-/// The scenarios `all` runs, in order.
-pub fn all_scenarios() -> Vec<Scenario> {
-    match parse(["all"]) {
-        Ok(Command::Run(opts)) => opts.scenarios,
-        _ => unreachable!("`all` always parses to a run"),
-    }
-}
-
-/// `ecs-bench report`: measures every scenario (or reads `--from`), writes the
-/// page; returns the exit code.
-fn report(opts: &ReportOptions) -> i32 {
+/// `ecs-bench report`: measures every scenario (or reads `--from`), writes
+/// the page.
+fn report(opts: &ReportOptions) -> Result<(), String> {
     let out = opts.out.clone().unwrap_or_else(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| "target".into(), std::path::PathBuf::from);
+        let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| "target".into(), PathBuf::from);
         target.join("ecs-report")
     });
-    let (lines, about) = match &opts.from {
-        Some(path) => match std::fs::File::open(path).map_err(|e| e.to_string()).and_then(crate::report::read_lines) {
-            Ok(lines) => (lines, format!("Drawn from {}.", path.display())),
-            Err(e) => {
-                eprintln!("ecs-bench: reading {}: {e}", path.display());
-                return 1;
-            }
-        },
+    let (rows, about) = match &opts.from {
+        Some(path) => {
+            let rows = std::fs::File::open(path)
+                .map_err(|e| e.to_string())
+                .and_then(crate::report::read_rows)
+                .map_err(|e| format!("reading {}: {e}", path.display()))?;
+            (rows, format!("Drawn from {}.", path.display()))
+        }
         None => {
             let cfg = if opts.quick { Config::quick() } else { Config::full() };
+            let run_opts = RunOptions { skip_1m: opts.skip_1m };
             if !cfg!(feature = "peers") {
                 eprintln!("note: built without feature `peers`; only `ours` is measured");
             }
-            let mut lines = Vec::new();
-            for scenario in all_scenarios() {
-                eprintln!("report: running {}", scenario.name());
-                let on_row = |row: &Row| {
-                    eprintln!(
-                        "  {}/{}/{}: {:.3} us",
-                        row.scenario.name(),
-                        row.case,
-                        row.imp.name(),
-                        row.measurement.median_us
-                    );
+            let cases = SCENARIOS.iter().map(|s| s.case_names(run_opts).len()).sum();
+            let mut progress = Progress::new(cases, true);
+            let mut rows = Vec::new();
+            for scenario in &SCENARIOS {
+                progress.running(scenario.name());
+                if !progress.is_drawn() {
+                    eprintln!("report: running {}", scenario.name());
+                }
+                let mut on_row = |row: &Row| {
+                    progress.row(row);
+                    if !progress.is_drawn() {
+                        eprintln!(
+                            "  {}/{}/{}: {:.3} us",
+                            row.scenario.name(),
+                            row.case,
+                            row.imp.name(),
+                            row.measurement.median_us
+                        );
+                    }
                 };
-                match runner::run(scenario, &cfg, on_row) {
-                    Ok(rows) => lines.extend(rows.iter().map(Row::to_json)),
+                match scenario.run(&cfg, run_opts, &mut on_row) {
+                    Ok(r) => rows.extend(r),
                     Err(e) => {
-                        eprintln!("ecs-bench: check failed: {e}");
-                        return 1;
+                        progress.finish();
+                        return Err(format!("check failed: {e}"));
                     }
                 }
             }
+            progress.finish();
             let peers = if cfg!(feature = "peers") { "with peers" } else { "without peers (ours only)" };
             let threads = std::thread::available_parallelism().map_or(1, usize::from);
             let mode = if opts.quick { "quick" } else { "full" };
-            (lines, format!("Measured {peers}, {mode} run, {threads} hardware threads."))
+            let skipped = if opts.skip_1m { ", game's 1M case left out" } else { "" };
+            (rows, format!("Measured {peers}, {mode} run{skipped}, {threads} hardware threads."))
         }
     };
-    match crate::report::write_report(&out, &lines, &about) {
-        Ok(page) => {
-            let _ = writeln!(std::io::stdout(), "wrote {}", page.display());
-            0
-        }
-        Err(e) => {
-            eprintln!("ecs-bench: report: {e}");
-            1
-        }
-    }
+    let page = crate::report::write_report(&out, &rows, &about).map_err(|e| format!("report: {e}"))?;
+    let _ = writeln!(std::io::stdout(), "wrote {}", page.display());
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn parses_scenarios_and_flags() {
-        assert_eq!(
-            parse(["suite", "--json"]),
-            Ok(Command::Run(Options { scenarios: vec![Scenario::Suite], json: true, quick: false }))
-        );
-        assert_eq!(
-            parse(["--quick", "all"]),
-            Ok(Command::Run(Options {
-                scenarios: vec![
-                    Scenario::Suite,
-                    Scenario::Skip,
-                    Scenario::Schedule,
-                    Scenario::Transform,
-                    Scenario::Spatial,
-                    Scenario::Replication
-                ],
-                json: false,
-                quick: true
-            }))
-        );
-        assert_eq!(
-            parse(["schedule", "--quick", "--json"]),
-            Ok(Command::Run(Options { scenarios: vec![Scenario::Schedule], json: true, quick: true }))
-        );
-        assert_eq!(
-            parse(["transform", "--quick"]),
-            Ok(Command::Run(Options { scenarios: vec![Scenario::Transform], json: false, quick: true }))
-        );
-        assert_eq!(
-            parse(["spatial", "--json"]),
-            Ok(Command::Run(Options { scenarios: vec![Scenario::Spatial], json: true, quick: false }))
-        );
-        assert_eq!(
-            parse(["game", "--quick"]),
-            Ok(Command::Run(Options { scenarios: vec![Scenario::Game { skip_1m: false }], json: false, quick: true }))
-        );
-        assert_eq!(
-            parse(["--skip-1m", "game"]),
-            Ok(Command::Run(Options { scenarios: vec![Scenario::Game { skip_1m: true }], json: false, quick: false }))
-        );
-        assert_eq!(parse(["--help"]), Ok(Command::Help));
-        assert_eq!(
-            parse(["report", "--quick", "--out", "r", "--from", "x.jsonl"]),
-            Ok(Command::Report(ReportOptions { quick: true, out: Some("r".into()), from: Some("x.jsonl".into()) }))
-        );
-        assert_eq!(parse(["report"]), Ok(Command::Report(ReportOptions { quick: false, out: None, from: None })));
+    fn run_of(args: &[&str]) -> (Option<Target>, bool, bool, bool) {
+        let cli = parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert_eq!(cli.command, None);
+        (cli.scenario, cli.json, cli.quick, cli.skip_1m)
     }
 
     #[test]
-    fn rejects_bad_input() {
-        assert!(parse(Vec::<String>::new()).is_err());
-        assert!(parse(["nope"]).is_err());
-        assert!(parse(["suite", "--fast"]).is_err());
-        assert!(parse(["suite", "skip"]).is_err());
-        assert!(parse(["schedule", "all"]).is_err());
-        assert!(parse(["Schedule"]).is_err());
-        assert!(parse(["spatial", "transform"]).is_err());
-        assert!(parse(["spatial", "--peers"]).is_err());
-        assert!(parse(["report", "--json"]).is_err());
-        assert!(parse(["report", "--out"]).is_err());
-        assert!(parse(["suite", "report"]).is_err());
-        assert!(parse(["suite", "--skip-1m"]).is_err());
-        assert!(parse(["all", "--skip-1m"]).is_err());
-        assert!(parse(["game", "game"]).is_err());
+    fn the_command_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_scenarios_and_flags() {
+        use ScenarioId::*;
+        assert_eq!(run_of(&["suite", "--json"]), (Some(Target::One(Suite)), true, false, false));
+        assert_eq!(run_of(&["--quick", "all"]), (Some(Target::All), false, true, false));
+        assert_eq!(run_of(&["schedule", "--quick", "--json"]), (Some(Target::One(Schedule)), true, true, false));
+        assert_eq!(run_of(&["transform"]).0, Some(Target::One(Transform)));
+        assert_eq!(run_of(&["spatial"]).0, Some(Target::One(Spatial)));
+        assert_eq!(run_of(&["replication"]).0, Some(Target::One(Replication)));
+        assert_eq!(run_of(&["skip"]).0, Some(Target::One(Skip)));
+        assert_eq!(run_of(&["--skip-1m", "game"]), (Some(Target::One(Game)), false, false, true));
+        assert_eq!(run_of(&["all", "--skip-1m"]), (Some(Target::All), false, false, true));
+        assert_eq!(
+            parse(["report", "--quick", "--out", "r", "--from", "x.jsonl"]).unwrap().command,
+            Some(Command::Report(ReportOptions {
+                quick: true,
+                skip_1m: false,
+                out: Some("r".into()),
+                from: Some("x.jsonl".into())
+            }))
+        );
+        assert_eq!(
+            parse(["report", "--skip-1m"]).unwrap().command,
+            Some(Command::Report(ReportOptions { quick: false, skip_1m: true, out: None, from: None }))
+        );
+    }
+
+    #[test]
+    fn all_runs_every_scenario_game_included() {
+        let names: Vec<&str> = Target::All.scenarios().iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["suite", "skip", "schedule", "transform", "spatial", "replication", "game"]);
+        assert_eq!(Target::One(ScenarioId::Game).scenarios()[0].name(), "game");
+    }
+
+    #[test]
+    fn rejects_bad_input_as_usage_errors() {
+        for bad in [
+            &[][..],
+            &["nope"],
+            &["suite", "--fast"],
+            &["suite", "skip"],
+            &["schedule", "all"],
+            &["Schedule"],
+            &["spatial", "--peers"],
+            &["report", "--json"],
+            &["report", "--out"],
+            &["suite", "report"],
+            &["suite", "--skip-1m"],
+            &["game", "game"],
+            &["--json"],
+            &["--quick", "report"],
+            &["help"],
+        ] {
+            let e = parse(bad).expect_err(&format!("{bad:?} parsed"));
+            assert_eq!(e.exit_code(), i32::from(cli::USAGE_ERROR), "{bad:?}: {e}");
+            assert_eq!(main_with_args(bad), ExitCode::from(cli::USAGE_ERROR), "{bad:?}");
+        }
+        let e = parse(["suite", "--skip-1m"]).unwrap_err().to_string();
+        assert!(e.contains("`--skip-1m` applies to `game` and `all` only"), "{e}");
+        let e = parse(["suite", "report"]).unwrap_err().to_string();
+        assert!(e.contains("`report` takes no SCENARIO"), "{e}");
+        let e = parse(["suite", "skip"]).unwrap_err().to_string();
+        assert!(e.contains("unexpected argument 'skip'"), "{e}");
+        let e = parse(["sutie"]).unwrap_err().to_string();
+        assert!(e.contains("invalid value 'sutie'") && e.contains("suite"), "{e}");
+    }
+
+    #[test]
+    fn help_lists_every_scenario_with_its_description() {
+        let help = parse(["--help"]).unwrap_err();
+        assert_eq!(help.kind(), ErrorKind::DisplayHelp);
+        let text = help.to_string();
+        for s in &SCENARIOS {
+            assert!(text.contains(&format!("{}:", s.name())), "help lacks {}:\n{text}", s.name());
+            let first_words: String = s.about.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+            assert!(text.contains(&first_words), "help lacks {first_words:?}:\n{text}");
+        }
+        assert!(text.contains("all:") && text.contains("report"), "{text}");
+        assert_eq!(main_with_args(["--help"]), ExitCode::SUCCESS);
+        assert_eq!(main_with_args(["report", "--help"]), ExitCode::SUCCESS);
     }
 
     #[cfg(unix)]
@@ -365,7 +357,26 @@ mod tests {
         // and writes nothing.
         let out = std::env::temp_dir().join(format!("ecs-bench-report-zero-{}", std::process::id()));
         let code = main_with_args(["report", "--from", "/dev/zero", "--out", out.to_str().unwrap_or("x")]);
-        assert_eq!(code, 1);
+        assert_eq!(code, ExitCode::FAILURE);
         assert!(!out.exists());
+    }
+
+    #[test]
+    fn report_from_saved_rows_writes_the_page() {
+        let dir = std::env::temp_dir().join(format!("ecs-bench-report-from-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let saved = dir.join("saved.jsonl");
+        std::fs::write(
+            &saved,
+            "{\"scenario\":\"game\",\"case\":\"active_5pct\",\"impl\":\"ours\",\"median_us\":1000}\n\
+             {\"scenario\":\"game\",\"case\":\"active_5pct\",\"impl\":\"bevy\",\"median_us\":4000}\n",
+        )
+        .unwrap();
+        let out = dir.join("out");
+        let code = main_with_args(["report", "--from", saved.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert_eq!(code, ExitCode::SUCCESS);
+        let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+        assert!(page.contains("active_5pct") && page.contains("0.25"), "{page}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,8 +1,10 @@
-//! `ecs-bench SCENARIO [--json] [--quick]`: see [`ecs_bench::cli::USAGE`].
+//! `ecs-bench SCENARIO [--json] [--quick] [--skip-1m]` and `ecs-bench
+//! report`: see `ecs-bench --help` and [`ecs_bench::cli`].
 
 #![forbid(unsafe_code)]
 
-fn main() {
-    let code = ecs_bench::cli::main_with_args(std::env::args().skip(1));
-    std::process::exit(code);
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    ecs_bench::cli::main_with_args(std::env::args_os().skip(1))
 }

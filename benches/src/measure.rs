@@ -48,17 +48,22 @@ impl Config {
 }
 
 /// The result of measuring one case.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Measurement {
     /// Median time of one iteration, in microseconds.
+    #[serde(with = "crate::row::figure")]
     pub median_us: f64,
     /// Fastest sample (per iteration), in microseconds.
+    #[serde(with = "crate::row::figure", default = "crate::row::figure::missing")]
     pub min_us: f64,
     /// Slowest sample (per iteration), in microseconds.
+    #[serde(with = "crate::row::figure", default = "crate::row::figure::missing")]
     pub max_us: f64,
     /// Number of samples taken.
+    #[serde(default)]
     pub samples: usize,
     /// Number of iterations per sample (the last batch size used).
+    #[serde(default)]
     pub iters_per_sample: u64,
 }
 

@@ -12,11 +12,10 @@
 use std::fmt::Write as _;
 
 use crate::measure::{self, Config, Measurement};
-use crate::runner::{Impl, Row, Scenario};
+use crate::row::{Impl, Row, ScenarioId};
 
-/// The scenes (the cube stream, the encode world).
-#[path = "scenes/replication/mod.rs"]
-pub mod scenes;
+/// The scenes (the cube stream, the encode world): [`crate::scenes::replication`].
+pub use crate::scenes::replication as scenes;
 
 use scenes::backlog::{BACKLOG_LINK_DELAY, BacklogFigures, BacklogRun, backlog_case};
 use scenes::game::{ArenaFigures, ArenaRun};
@@ -57,6 +56,9 @@ fn note(line: String) {
     m.push_str(&line);
     m.push('\n');
 }
+
+/// The client-tick cases of the arena: with and without prediction.
+pub const CLIENT_TICK_CASES: [&str; 2] = ["client_tick_predicted", "client_tick_unpredicted"];
 
 /// The cube cases: name, loss each way, player moving.
 pub const CUBE_CASES: [(&str, f64, bool); 4] = [
@@ -137,8 +139,8 @@ pub fn run_replication(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec
     for (name, loss, moving) in CUBE_CASES {
         let figures = cube_case(loss, moving, ticks).map_err(|e| format!("replication/{name}: {e}"))?;
         let row = Row {
-            scenario: Scenario::Replication,
-            case: name,
+            scenario: ScenarioId::Replication,
+            case: name.into(),
             imp: Impl::Ours,
             measurement: measurement_of(&figures.update_us, 1),
             chunks: None,
@@ -165,8 +167,8 @@ pub fn run_replication(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec
         );
         let kbps = bytes as f64 * 8.0 * scenes::TICK_RATE / ticks.max(1) as f64 / 1000.0;
         let row = Row {
-            scenario: Scenario::Replication,
-            case: name,
+            scenario: ScenarioId::Replication,
+            case: name.into(),
             imp: Impl::Ours,
             measurement: m,
             chunks: None,
@@ -195,8 +197,8 @@ pub fn run_replication(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec
             )
         });
         let row = Row {
-            scenario: Scenario::Replication,
-            case: name,
+            scenario: ScenarioId::Replication,
+            case: name.into(),
             imp: Impl::Ours,
             measurement: m,
             chunks: None,
@@ -227,8 +229,8 @@ fn backlog(quick: bool, on_row: &mut impl FnMut(&Row)) -> Result<Vec<Row>, Strin
     let mut rows = Vec::new();
     for (name, phase) in BACKLOG_ROWS.into_iter().zip([&f.steady, &f.loss, &f.after]) {
         let row = Row {
-            scenario: Scenario::Replication,
-            case: name,
+            scenario: ScenarioId::Replication,
+            case: name.into(),
             imp: Impl::Ours,
             measurement: measurement_of(&phase.tick_us, 1),
             chunks: None,
@@ -316,8 +318,8 @@ fn multiplayer(quick: bool, on_row: &mut impl FnMut(&Row)) -> Result<Vec<Row>, S
         let f = run.measure(frames)?;
         note(arena_line(name, &f));
         let row = Row {
-            scenario: Scenario::Replication,
-            case: name,
+            scenario: ScenarioId::Replication,
+            case: name.into(),
             imp: Impl::Ours,
             measurement: measurement_of(&run.client_us, 1),
             chunks: None,
@@ -352,10 +354,10 @@ fn multiplayer(quick: bool, on_row: &mut impl FnMut(&Row)) -> Result<Vec<Row>, S
         after.mispredictions - before.mispredictions,
         after.comparisons - before.comparisons
     ));
-    for (name, us) in [("client_tick_predicted", &predicted_us), ("client_tick_unpredicted", &plain_us)] {
+    for (name, us) in CLIENT_TICK_CASES.into_iter().zip([&predicted_us, &plain_us]) {
         let row = Row {
-            scenario: Scenario::Replication,
-            case: name,
+            scenario: ScenarioId::Replication,
+            case: name.into(),
             imp: Impl::Ours,
             measurement: measurement_of(us, 1),
             chunks: None,
@@ -385,7 +387,7 @@ pub fn table(rows: &[Row]) -> String {
         "{:<22} {:>12} {:>14} {:>8} {:>8} {:>12}",
         "case", "us/tick", "us/client/tick", "clients", "changed", "kbps/client"
     );
-    for r in rows.iter().filter(|r| r.scenario == Scenario::Replication) {
+    for r in rows.iter().filter(|r| r.scenario == ScenarioId::Replication) {
         let clients = if r.case.starts_with("cubes") || r.case.starts_with("client_tick") || r.case.starts_with("arena")
         {
             1

@@ -2,8 +2,14 @@
 //! charts of time per frame against the share of entities changed, ours
 //! against each peer, next to the raw JSON lines the charts are drawn from.
 //!
-//! The charts are built from the JSON lines alone ([`Record::parse_line`]),
-//! so a report can be re-drawn from a saved `results.jsonl`
+//! The page opens with a summary of every goal of [`SCENARIOS`]
+//! ([`crate::scenarios::Goal`]): its figure from the rows of this run, met
+//! or not met. Then, per scenario, the charts and a table of the rows. The
+//! page says plainly when the rows hold no peer (a build without feature
+//! `peers`): the charts then show ours alone.
+//!
+//! Everything is drawn from the rows alone ([`Row`], read back with
+//! [`read_rows`]), so a report can be re-drawn from a saved `results.jsonl`
 //! (`ecs-bench report --from FILE`) without measuring again.
 //!
 //! A case name carries its share of changed entities as one `_`-separated
@@ -15,59 +21,17 @@
 //! rebuild every frame) is drawn as that peer's cost at every share of the
 //! chart. Rows with a `kbps` figure and a `loss_N` token in their case
 //! (replication's cube scene) make a second kind of chart: bandwidth per
-//! client against packet loss, with the `at_rest` case beside it.
+//! client against packet loss, with the `at_rest` case beside it. The
+//! `game` scenario's chart is the whole frame against the share of rigs and
+//! boids active (the 100k-entity cases), ours and bevy.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
-use serde_json::Value;
 
-/// One measured row, read back from its JSON line.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Record {
-    /// Scenario name (`skip`, `transform`, ...).
-    pub scenario: String,
-    /// Case name.
-    pub case: String,
-    /// Implementation name (`ours`, `bevy`, ...).
-    pub imp: String,
-    /// Median time in microseconds.
-    pub median_us: f64,
-    /// Every other numeric field of the line (`chunks_skipped`, `kbps`, ...).
-    pub numbers: BTreeMap<String, f64>,
-}
-
-impl Record {
-    /// Parses one line written by [`crate::runner::Row::to_json`].
-    ///
-    /// # Errors
-    ///
-    /// A message when the line is not a JSON object or lacks `scenario`,
-    /// `case`, `impl` or a numeric `median_us`.
-    pub fn parse_line(line: &str) -> Result<Record, String> {
-        let value: Value = serde_json::from_str(line).map_err(|e| format!("not a JSON line ({e}): {line}"))?;
-        let obj = value.as_object().ok_or_else(|| format!("not a JSON object: {line}"))?;
-        let text = |key: &str| {
-            obj.get(key)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| format!("no string `{key}` in: {line}"))
-        };
-        let median_us = obj
-            .get("median_us")
-            .and_then(Value::as_f64)
-            .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| format!("no non-negative number `median_us` in: {line}"))?;
-        let numbers = obj
-            .iter()
-            .filter(|(k, _)| k.as_str() != "median_us")
-            .filter_map(|(k, v)| v.as_f64().map(|n| (k.clone(), n)))
-            .collect();
-        Ok(Record { scenario: text("scenario")?, case: text("case")?, imp: text("impl")?, median_us, numbers })
-    }
-}
+use crate::row::{Impl, Row, ScenarioId};
+use crate::scenarios::{SCENARIOS, all_goals};
 
 /// Splits a case name into its chart name and share of changed entities in
 /// percent, by the rule in the module docs; `None` when the name carries no
@@ -128,12 +92,12 @@ impl Chart {
     }
 }
 
-/// The scenarios of `records`, in order of first appearance.
-fn scenarios_of(records: &[Record]) -> Vec<&str> {
-    let mut scenarios: Vec<&str> = Vec::new();
-    for r in records {
-        if !scenarios.contains(&r.scenario.as_str()) {
-            scenarios.push(&r.scenario);
+/// The scenarios of `rows`, in order of first appearance.
+fn scenarios_of(rows: &[Row]) -> Vec<ScenarioId> {
+    let mut scenarios: Vec<ScenarioId> = Vec::new();
+    for r in rows {
+        if !scenarios.contains(&r.scenario) {
+            scenarios.push(r.scenario);
         }
     }
     scenarios
@@ -143,14 +107,20 @@ fn scenarios_of(records: &[Record]) -> Vec<&str> {
 type Line = (String, Vec<(f64, f64)>);
 
 /// Builds the charts of `records`, in scenario order of first appearance.
-pub fn charts(records: &[Record]) -> Vec<Chart> {
+pub fn charts(records: &[Row]) -> Vec<Chart> {
     let scenarios = scenarios_of(records);
     let mut out = Vec::new();
-    for scenario in scenarios {
+    for id in scenarios {
+        if id == ScenarioId::Game {
+            out.extend(game_chart(records));
+            continue;
+        }
+        let scenario = id.name();
         // chart -> implementation -> points, in first-appearance order.
         let mut table: Vec<(String, Vec<Line>)> = Vec::new();
-        for r in records.iter().filter(|r| r.scenario == scenario) {
+        for r in records.iter().filter(|r| r.scenario == id) {
             let Some((chart, share)) = split_share(&r.case) else { continue };
+            let (imp, us) = (r.imp.name(), r.measurement.median_us);
             let ci = match table.iter().position(|(c, _)| *c == chart) {
                 Some(i) => i,
                 None => {
@@ -159,9 +129,9 @@ pub fn charts(records: &[Record]) -> Vec<Chart> {
                 }
             };
             let series = &mut table[ci].1;
-            match series.iter_mut().find(|(imp, _)| *imp == r.imp) {
-                Some((_, points)) => points.push((share, r.median_us)),
-                None => series.push((r.imp.clone(), vec![(share, r.median_us)])),
+            match series.iter_mut().find(|(name, _)| name == imp) {
+                Some((_, points)) => points.push((share, us)),
+                None => series.push((imp.to_owned(), vec![(share, us)])),
             }
         }
         // A chart whose every point is at 0 % is the baseline of the others.
@@ -186,9 +156,9 @@ pub fn charts(records: &[Record]) -> Vec<Chart> {
             shares.sort_by(f64::total_cmp);
             shares.dedup();
             let build = format!("{chart}_build");
-            for r in records.iter().filter(|r| r.scenario == scenario && r.case == build && r.imp != "ours") {
-                let points = shares.iter().map(|&s| (s, r.median_us)).collect();
-                series.push((format!("{} (rebuild)", r.imp), points));
+            for r in records.iter().filter(|r| r.scenario == id && r.case == build && r.imp != Impl::Ours) {
+                let points = shares.iter().map(|&s| (s, r.measurement.median_us)).collect();
+                series.push((format!("{} (rebuild)", r.imp.name()), points));
             }
         }
         for (chart, series) in table {
@@ -207,7 +177,7 @@ pub fn charts(records: &[Record]) -> Vec<Chart> {
                 series,
             });
         }
-        if let Some(chart) = bandwidth_chart(scenario, records) {
+        if let Some(chart) = bandwidth_chart(id, records) {
             out.push(chart);
         }
     }
@@ -221,11 +191,11 @@ pub const TIME_AXIS: &str = "median us per frame (log)";
 
 /// The bandwidth chart of `scenario`: `kbps` of the `..._loss_N_...` cases
 /// against N, and of the `..._at_rest` cases at 0 % loss.
-fn bandwidth_chart(scenario: &str, records: &[Record]) -> Option<Chart> {
+fn bandwidth_chart(scenario: ScenarioId, records: &[Row]) -> Option<Chart> {
     let mut moving = Vec::new();
     let mut rest = Vec::new();
     for r in records.iter().filter(|r| r.scenario == scenario) {
-        let Some(&kbps) = r.numbers.get("kbps") else { continue };
+        let Some(kbps) = r.kbps else { continue };
         let tokens: Vec<&str> = r.case.split('_').collect();
         if let Some(i) = tokens.iter().position(|&t| t == "loss")
             && let Some(loss) = tokens.get(i + 1).and_then(|t| t.parse::<f64>().ok())
@@ -247,10 +217,48 @@ fn bandwidth_chart(scenario: &str, records: &[Record]) -> Option<Chart> {
         series.push(Series { name: "all at rest".into(), points: rest });
     }
     Some(Chart {
-        scenario: scenario.to_owned(),
+        scenario: scenario.name().to_owned(),
         name: "bandwidth".into(),
         x_desc: "packet loss",
         y_desc: "kbps per client (log)",
+        series,
+    })
+}
+
+/// x axis of the game chart.
+pub const ACTIVE_AXIS: &str = "share of rigs and boids active";
+
+/// The `game` chart: the whole frame against the share of rigs and boids
+/// active, one series per implementation, from the cases of the most
+/// common entity count (the 100k cases; the 1M case has one share only).
+fn game_chart(records: &[Row]) -> Option<Chart> {
+    use crate::scenes::game::GAME_CASES;
+    let game: Vec<(&Row, &crate::scenes::game::GameCase)> = records
+        .iter()
+        .filter(|r| r.scenario == ScenarioId::Game)
+        .filter_map(|r| GAME_CASES.iter().find(|c| c.name == r.case).map(|c| (r, c)))
+        .collect();
+    let entities =
+        GAME_CASES.iter().map(|c| c.entities).max_by_key(|&n| GAME_CASES.iter().filter(|c| c.entities == n).count())?;
+    let mut series: Vec<Series> = Vec::new();
+    for (r, case) in game.into_iter().filter(|(_, c)| c.entities == entities) {
+        let point = (case.active * 100.0, r.measurement.median_us);
+        match series.iter_mut().find(|s| s.name == r.imp.name()) {
+            Some(s) => s.points.push(point),
+            None => series.push(Series { name: r.imp.name().to_owned(), points: vec![point] }),
+        }
+    }
+    if series.is_empty() {
+        return None;
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    Some(Chart {
+        scenario: ScenarioId::Game.name().to_owned(),
+        name: format!("whole frame, {}k entities", entities / 1000),
+        x_desc: ACTIVE_AXIS,
+        y_desc: "median us per whole frame (log)",
         series,
     })
 }
@@ -337,25 +345,111 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// The HTML page: for each scenario its charts (inline SVG) and a table of
-/// every row with the ratio ours / that implementation; `about` is a line
-/// describing the run.
-pub fn render_html(records: &[Record], charts: &[(Chart, String)], about: &str) -> String {
+/// Whether `rows` hold a peer's row (the build had feature `peers`).
+pub fn has_peers(rows: &[Row]) -> bool {
+    rows.iter().any(|r| r.imp != Impl::Ours)
+}
+
+/// The summary table: every goal of every scenario, its figure in `rows`,
+/// met or not met (or no figure: its scenario, case or peer is not in the
+/// rows).
+pub fn summary_html(rows: &[Row]) -> String {
+    let mut html = String::from(
+        "<h2 id=\"goals\">Goals</h2>\n<table class=\"goals\"><tr><th>scenario</th><th>case</th><th>goal</th>\
+<th>figure</th><th>result</th><th>from</th></tr>\n",
+    );
+    let (mut met, mut missed, mut absent) = (0, 0, 0);
+    for (id, goal) in all_goals() {
+        let (figure, result) = match goal.figure(id, rows) {
+            Some(f) if f.met => {
+                met += 1;
+                (format_figure(f.value), "<td class=\"met\">met</td>")
+            }
+            Some(f) => {
+                missed += 1;
+                (format_figure(f.value), "<td class=\"missed\">not met</td>")
+            }
+            None => {
+                absent += 1;
+                ("-".to_owned(), "<td>no figure</td>")
+            }
+        };
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{figure}</td>{result}<td>{}</td></tr>",
+            id.name(),
+            escape(goal.case),
+            escape(&goal.text()),
+            escape(goal.source)
+        );
+    }
+    let _ = writeln!(
+        html,
+        "</table>\n<p>{met} goals met, {missed} not met, {absent} without a figure in these rows \
+(a scenario not run, or a peer not built in).</p>"
+    );
+    html
+}
+
+fn format_figure(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// A row's figures besides the time, as text.
+fn other_figures(r: &Row) -> String {
+    let mut out = Vec::new();
+    if let Some(c) = r.chunks {
+        out.push(format!("chunks skipped {}/{}", c.skipped, c.total));
+    }
+    if let Some(n) = r.rows {
+        out.push(format!("rows {n}"));
+    }
+    if let Some(n) = r.count {
+        out.push(format!("count {n}"));
+    }
+    if let Some(k) = r.kbps {
+        out.push(format!("kbps {k:.1}"));
+    }
+    if !r.systems.is_empty() {
+        out.push(format!("{} systems", r.systems.len()));
+    }
+    out.join(", ")
+}
+
+/// The HTML page: the goals' summary ([`summary_html`]), a plain note when
+/// the rows hold no peer, then for each scenario its charts (inline SVG)
+/// and a table of every row with the ratio ours / that implementation;
+/// `about` is a line describing the run.
+pub fn render_html(records: &[Row], charts: &[(Chart, String)], about: &str) -> String {
     let mut html = String::new();
     let _ = writeln!(
         html,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ecs-bench report</title>\n<style>\
 body{{font-family:sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse;margin:1em 0}}\
 td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}\
+.goals td{{text-align:left}}.met{{background:#dfd}}.missed{{background:#fdd}}.nopeers{{border:2px solid #c00;padding:8px}}\
 .charts{{display:flex;flex-wrap:wrap;gap:8px}}</style></head><body>\n<h1>ecs-bench report</h1>\n<p>{}</p>\n\
 <p>Median microseconds per frame; ratio = ours / that implementation, measured in the same process run \
 (&lt; 1 means ours is faster). Raw rows: <a href=\"results.jsonl\">results.jsonl</a>.</p>",
         escape(about)
     );
-    let scenarios = scenarios_of(records);
-    for scenario in scenarios {
-        let _ = writeln!(html, "<h2>{}</h2>\n<div class=\"charts\">", escape(scenario));
-        for (chart, svg) in charts.iter().filter(|(c, _)| c.scenario == scenario) {
+    if !has_peers(records) {
+        html.push_str(
+            "<p class=\"nopeers\"><strong>No peers in this run.</strong> These rows hold ours only (a build \
+without <code>--features peers</code>): the charts show no peer, and the goals against a peer have no figure.</p>\n",
+        );
+    }
+    html.push_str(&summary_html(records));
+    for scenario in scenarios_of(records) {
+        let about = SCENARIOS.iter().find(|s| s.id == scenario).map_or("", |s| s.about);
+        let _ = writeln!(html, "<h2>{}</h2>\n<p>{}</p>\n<div class=\"charts\">", scenario.name(), escape(about));
+        for (chart, svg) in charts.iter().filter(|(c, _)| c.scenario == scenario.name()) {
             let _ = writeln!(html, "<figure id=\"{}\">{svg}</figure>", chart.stem());
         }
         let _ = writeln!(
@@ -363,19 +457,20 @@ td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}td:first-child,th
             "</div>\n<table><tr><th>case</th><th>impl</th><th>median us</th><th>ours / impl</th><th>other figures</th></tr>"
         );
         for r in records.iter().filter(|r| r.scenario == scenario) {
-            let ours = records.iter().find(|o| o.scenario == r.scenario && o.case == r.case && o.imp == "ours");
+            let ours = records.iter().find(|o| o.scenario == r.scenario && o.case == r.case && o.imp == Impl::Ours);
             let ratio = match ours {
-                Some(o) if r.imp != "ours" && r.median_us > 0.0 => format!("{:.2}x", o.median_us / r.median_us),
+                Some(o) if r.imp != Impl::Ours && r.measurement.median_us > 0.0 => {
+                    format!("{:.2}x", o.measurement.median_us / r.measurement.median_us)
+                }
                 _ => String::new(),
             };
-            let others: Vec<String> = r.numbers.iter().map(|(k, v)| format!("{k} {v}")).collect();
             let _ = writeln!(
                 html,
                 "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{ratio}</td><td>{}</td></tr>",
                 escape(&r.case),
-                escape(&r.imp),
-                r.median_us,
-                escape(&others.join(", "))
+                r.imp.name(),
+                r.measurement.median_us,
+                escape(&other_figures(r))
             );
         }
         let _ = writeln!(html, "</table>");
@@ -441,66 +536,66 @@ pub fn read_lines(reader: impl std::io::Read) -> Result<Vec<String>, String> {
     }
 }
 
-/// Writes `results.jsonl` (the lines as given), one SVG per chart and
-/// `index.html` into `dir` (created if missing); returns the page's path.
+/// Reads the rows of a saved `results.jsonl` (`ecs-bench report --from
+/// FILE`) from `reader`: [`read_lines`], then [`Row::from_json`] for each
+/// line that is not blank.
 ///
 /// # Errors
 ///
-/// A message when a line does not parse, no line carries a chartable case,
-/// a chart fails to draw, or a file cannot be written.
-pub fn write_report(dir: &Path, lines: &[String], about: &str) -> Result<PathBuf, String> {
-    let records =
-        lines.iter().filter(|l| !l.trim().is_empty()).map(|l| Record::parse_line(l)).collect::<Result<Vec<_>, _>>()?;
-    let drawn = charts(&records);
-    if drawn.is_empty() {
-        return Err("no row has a case with a share of changed entities: nothing to chart".to_owned());
+/// [`read_lines`]' errors, or the first line that is not a row, with its
+/// number.
+pub fn read_rows(reader: impl std::io::Read) -> Result<Vec<Row>, String> {
+    let lines = read_lines(reader)?;
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| Row::from_json(l).map_err(|e| format!("line {}: {e}", i + 1)))
+        .collect()
+}
+
+/// Writes `results.jsonl` (one [`Row::to_json`] line per row), one SVG per
+/// chart and `index.html` into `dir` (created if missing); returns the
+/// page's path.
+///
+/// # Errors
+///
+/// A message when there is no row, a chart fails to draw, or a file cannot
+/// be written; nothing is written then.
+pub fn write_report(dir: &Path, rows: &[Row], about: &str) -> Result<PathBuf, String> {
+    if rows.is_empty() {
+        return Err("no rows: nothing to report".to_owned());
     }
+    let drawn = charts(rows);
     let svgs = drawn.into_iter().map(|c| render_svg(&c).map(|svg| (c, svg))).collect::<Result<Vec<_>, _>>()?;
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display())).map(|()| path)
     };
-    let mut jsonl = lines.join("\n");
-    jsonl.push('\n');
+    let mut jsonl: String = rows.iter().map(|r| r.to_json() + "\n").collect();
+    if jsonl.is_empty() {
+        jsonl.push('\n');
+    }
     write("results.jsonl", &jsonl)?;
     for (chart, svg) in &svgs {
         write(&format!("{}.svg", chart.stem()), svg)?;
     }
-    write("index.html", &render_html(&records, &svgs, about))
+    write("index.html", &render_html(rows, &svgs, about))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn rec(scenario: &str, case: &str, imp: &str, us: f64) -> Record {
-        Record {
-            scenario: scenario.into(),
-            case: case.into(),
-            imp: imp.into(),
-            median_us: us,
-            numbers: BTreeMap::new(),
-        }
-    }
-
-    #[test]
-    fn parses_lines_and_refuses_bad_ones() {
-        let r = Record::parse_line(
-            r#"{"scenario":"skip","case":"clustered_5pct","impl":"ours","median_us":17.6,"chunks_total":516,"chunks_skipped":489,"systems":[]}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            (r.scenario.as_str(), r.case.as_str(), r.imp.as_str(), r.median_us),
-            ("skip", "clustered_5pct", "ours", 17.6)
-        );
-        assert_eq!(r.numbers.get("chunks_skipped"), Some(&489.0));
-        assert!(!r.numbers.contains_key("median_us"));
-        assert!(Record::parse_line("not json").is_err());
-        assert!(Record::parse_line("[1,2]").is_err());
-        assert!(Record::parse_line(r#"{"scenario":"skip","case":"a","impl":"ours"}"#).is_err());
-        assert!(Record::parse_line(r#"{"scenario":"skip","case":"a","impl":"ours","median_us":-1}"#).is_err());
-        assert!(Record::parse_line(r#"{"scenario":"skip","case":"a","impl":"ours","median_us":null}"#).is_err());
+    fn rec(scenario: &str, case: &'static str, imp: &str, us: f64) -> Row {
+        let id = SCENARIOS.iter().map(|s| s.id).find(|id| id.name() == scenario).unwrap();
+        let imp = [Impl::Ours, Impl::Bevy, Impl::Hecs, Impl::Kiddo, Impl::Rstar]
+            .into_iter()
+            .find(|i| i.name() == imp)
+            .unwrap();
+        let m = crate::measure::Measurement { median_us: us, min_us: us, max_us: us, samples: 5, iters_per_sample: 1 };
+        Row::new(id, case, imp, m)
     }
 
     #[test]
@@ -557,7 +652,7 @@ mod tests {
             [("cubes_loss_0", 150.0), ("cubes_loss_20", 300.0), ("cubes_loss_5", 180.0), ("cubes_at_rest", 9.0)]
         {
             let mut r = rec("replication", case, "ours", 40.0);
-            r.numbers.insert("kbps".into(), kbps);
+            r.kbps = Some(kbps);
             records.push(r);
         }
         records.push(rec("replication", "encode_100k_1pct", "ours", 30.0));
@@ -636,23 +731,73 @@ mod tests {
     }
 
     #[test]
-    fn writes_the_page_the_svgs_and_the_lines() {
+    fn the_game_chart_is_frame_time_against_active_share() {
+        let records = vec![
+            rec("game", "active_0pct", "ours", 500.0),
+            rec("game", "active_0pct", "bevy", 2000.0),
+            rec("game", "active_5pct", "ours", 1000.0),
+            rec("game", "active_5pct", "bevy", 4000.0),
+            rec("game", "active_100pct", "ours", 9000.0),
+            rec("game", "active_5pct_1m", "ours", 20000.0),
+        ];
+        let charts = charts(&records);
+        assert_eq!(charts.len(), 1);
+        let game = &charts[0];
+        assert_eq!(
+            (game.scenario.as_str(), game.name.as_str(), game.x_desc),
+            ("game", "whole frame, 100k entities", ACTIVE_AXIS)
+        );
+        assert_eq!(
+            game.series[0],
+            Series { name: "ours".into(), points: vec![(0.0, 500.0), (5.0, 1000.0), (100.0, 9000.0)] }
+        );
+        assert_eq!(game.series[1], Series { name: "bevy".into(), points: vec![(0.0, 2000.0), (5.0, 4000.0)] });
+        assert!(render_svg(game).unwrap().contains("rigs and boids active"));
+    }
+
+    #[test]
+    fn the_page_opens_with_the_goals() {
+        let records = vec![
+            rec("game", "active_5pct", "ours", 1000.0),
+            rec("game", "active_5pct", "bevy", 4000.0),
+            rec("game", "active_1pct", "ours", 1000.0),
+            rec("game", "active_1pct", "bevy", 2000.0),
+        ];
+        let html = render_html(&records, &[], "run");
+        let goals = html.find("<h2 id=\"goals\">").unwrap();
+        assert!(goals < html.find("<h2>game</h2>").unwrap());
+        // 0.25 <= 0.5: met; 0.5 > 0.25: not met; 100 % has no row.
+        assert!(
+            html.contains("<td>active_5pct</td><td>&lt;= 0.5x bevy</td><td>0.250</td><td class=\"met\">met</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "<td>active_1pct</td><td>&lt;= 0.25x bevy</td><td>0.500</td><td class=\"missed\">not met</td>"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("<td>active_100pct</td><td>&lt;= 1x bevy</td><td>-</td><td>no figure</td>"), "{html}");
+        assert!(!html.contains("No peers in this run"));
+        let ours_only = render_html(&records[..1], &[], "run");
+        assert!(ours_only.contains("No peers in this run"));
+    }
+
+    #[test]
+    fn writes_the_page_the_svgs_and_the_rows() {
         let dir = std::env::temp_dir().join(format!("ecs-report-test-{}", std::process::id()));
-        let lines: Vec<String> = [
-            r#"{"scenario":"skip","case":"changed_0","impl":"ours","median_us":0.4}"#,
-            r#"{"scenario":"skip","case":"clustered_1pct","impl":"ours","median_us":4.1}"#,
-        ]
-        .map(str::to_owned)
-        .to_vec();
-        let page = write_report(&dir, &lines, "about").unwrap();
+        let rows = vec![rec("skip", "changed_0", "ours", 0.4), rec("skip", "clustered_1pct", "ours", 4.1)];
+        let page = write_report(&dir, &rows, "about").unwrap();
         assert_eq!(page, dir.join("index.html"));
         assert!(std::fs::read_to_string(&page).unwrap().contains("skip: clustered"));
         assert!(std::fs::read_to_string(dir.join("skip-clustered.svg")).unwrap().starts_with("<svg"));
-        assert_eq!(std::fs::read_to_string(dir.join("results.jsonl")).unwrap(), lines.join("\n") + "\n");
+        let saved = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+        assert_eq!(read_rows(saved.as_bytes()).unwrap(), rows);
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(write_report(&dir, &["{}".to_owned()], "about").is_err());
-        let no_share = vec![r#"{"scenario":"suite","case":"simple_iter","impl":"ours","median_us":1}"#.to_owned()];
-        assert!(write_report(&dir, &no_share, "about").is_err());
+        assert!(write_report(&dir, &[], "about").is_err());
         assert!(!dir.exists(), "a failed report writes nothing");
+        let e = read_rows(&b"{\"scenario\":\"skip\",\"case\":\"a\",\"impl\":\"ours\",\"median_us\":1}\n\n{}\n"[..])
+            .unwrap_err();
+        assert!(e.starts_with("line 3:"), "{e}");
     }
 }

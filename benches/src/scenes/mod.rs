@@ -19,6 +19,7 @@ use glam::{Mat4, Vec3};
 pub mod app;
 pub mod game;
 pub mod ours;
+pub mod replication;
 
 #[cfg(feature = "peers")]
 pub mod bevy;
@@ -241,23 +242,27 @@ pub fn schedule_samples() -> Vec<usize> {
 
 /// Timing and chunk counters of one system of the last schedule run (only
 /// `ours` reports them).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SystemReport {
     /// The system's name as the schedule reports it.
     pub name: String,
     /// Wall-clock time of its last run, in microseconds (`game`: the
     /// median over the timed frames).
+    #[serde(with = "crate::row::figure")]
     pub last_run_us: f64,
     /// Chunk counters of its queries in the last run.
+    #[serde(flatten)]
     pub chunks: ChunkCounts,
 }
 
 /// Chunk counters of one query run (only `ours` has them).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChunkCounts {
-    /// Chunks the query matched.
+    /// Chunks the query matched (`chunks_total` in a JSON line).
+    #[serde(rename = "chunks_total")]
     pub total: u64,
-    /// Matched chunks skipped without touching their rows.
+    /// Matched chunks skipped without touching their rows (`chunks_skipped`).
+    #[serde(rename = "chunks_skipped")]
     pub skipped: u64,
 }
 

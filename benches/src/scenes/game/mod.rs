@@ -53,7 +53,7 @@ mod run;
 #[cfg(feature = "peers")]
 pub mod bevy;
 
-pub use run::{GAME_SYSTEMS, GameResult, SystemKind, run, run_case, scene, table};
+pub use run::{GAME_SYSTEMS, GameResult, SystemKind, cases, run, run_case, scene, table};
 
 /// Game time per frame and the fixed step (one step per frame).
 pub const FRAME: Duration = Duration::from_nanos(16_666_667);
@@ -89,10 +89,6 @@ pub const GAME_CASES: [GameCase; 6] = [
     GameCase { name: "active_100pct", entities: 100_000, active: 1.0 },
     GameCase { name: "active_5pct_1m", entities: 1_000_000, active: 0.05 },
 ];
-
-/// The goals of the scenario: whole frame at most this ratio of bevy's
-/// (`docs`: ANCHORS, "Game layer"), by case name.
-pub const GAME_GOALS: [(&str, f64); 3] = [("active_1pct", 0.25), ("active_5pct", 0.5), ("active_100pct", 1.0)];
 
 /// The battle's rules.
 #[derive(Clone, Copy, Debug, PartialEq)]

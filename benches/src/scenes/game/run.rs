@@ -6,9 +6,10 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use super::{GAME_CASES, GAME_GOALS, GameCase, GameScene, LARGE_ENTITIES, Layout};
+use super::{GAME_CASES, GameCase, GameScene, LARGE_ENTITIES, Layout};
 use crate::measure::{Config, Measurement};
-use crate::runner::{Impl, Row, Scenario};
+use crate::row::{Impl, Row, ScenarioId};
+use crate::scenarios::goals::GAME as GAME_GOALS;
 use crate::scenes::{ChunkCounts, SystemReport};
 
 /// The scene's systems as reported, one row each for both ECSs (a row
@@ -200,6 +201,12 @@ pub fn run_case(case: &GameCase, cfg: &Config) -> Result<Vec<GameResult>, String
     Ok(results)
 }
 
+/// The cases of [`GAME_CASES`] to run: all, or without the ones of
+/// [`LARGE_ENTITIES`] or more when `skip_large`.
+pub fn cases(skip_large: bool) -> impl Iterator<Item = &'static GameCase> {
+    GAME_CASES.iter().filter(move |c| !(skip_large && c.entities >= LARGE_ENTITIES))
+}
+
 /// Runs the `game` scenario (without the 1M case when `skip_large`);
 /// `on_row` is called as each row is measured.
 ///
@@ -210,11 +217,11 @@ pub fn run_case(case: &GameCase, cfg: &Config) -> Result<Vec<GameResult>, String
 /// As [`run_case`].
 pub fn run(cfg: &Config, skip_large: bool, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
-    for case in GAME_CASES.iter().filter(|c| !(skip_large && c.entities >= LARGE_ENTITIES)) {
+    for case in cases(skip_large) {
         for result in run_case(case, cfg)? {
             let row = Row {
-                scenario: Scenario::Game { skip_1m: skip_large },
-                case: case.name,
+                scenario: ScenarioId::Game,
+                case: case.name.into(),
                 imp: result.imp,
                 measurement: result.frame,
                 chunks: result.chunks,
@@ -258,11 +265,11 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 /// the frame spends outside the scene's systems (app, clocks, executor;
 /// negative where systems ran in parallel).
 pub fn table(rows: &[Row]) -> String {
-    let rows: Vec<&Row> = rows.iter().filter(|r| matches!(r.scenario, Scenario::Game { .. })).collect();
-    let mut cases: Vec<&'static str> = Vec::new();
+    let rows: Vec<&Row> = rows.iter().filter(|r| r.scenario == ScenarioId::Game).collect();
+    let mut cases: Vec<&str> = Vec::new();
     for r in &rows {
-        if !cases.contains(&r.case) {
-            cases.push(r.case);
+        if !cases.contains(&r.case.as_ref()) {
+            cases.push(&r.case);
         }
     }
     let get = |case: &str, imp: Impl| rows.iter().copied().find(|r| r.case == case && r.imp == imp);
@@ -279,10 +286,13 @@ pub fn table(rows: &[Row]) -> String {
     for &case in &cases {
         let (o, b) = (get(case, Impl::Ours), get(case, Impl::Bevy));
         let r = ratio(o.map(|r| r.measurement.median_us), b.map(|r| r.measurement.median_us));
-        let goal = GAME_GOALS.iter().find(|(c, _)| *c == case).map_or("-".to_owned(), |&(_, g)| match r {
-            Some(r) if r <= g => format!("<= {g} met"),
-            Some(_) => format!("<= {g} MISSED"),
-            None => format!("<= {g}"),
+        let goal = GAME_GOALS.iter().find(|g| g.case == case).map_or("-".to_owned(), |goal| {
+            let g = goal.bound;
+            match r {
+                Some(r) if r <= g => format!("<= {g} met"),
+                Some(_) => format!("<= {g} MISSED"),
+                None => format!("<= {g}"),
+            }
         });
         let any = o.or(b);
         let _ = writeln!(
@@ -349,8 +359,8 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let row = |imp, us| Row {
-            scenario: Scenario::Game { skip_1m: true },
-            case: "active_5pct",
+            scenario: ScenarioId::Game,
+            case: "active_5pct".into(),
             imp,
             measurement: m(us),
             chunks: None,
