@@ -347,23 +347,31 @@ impl<C: SpatialPosition> BroadPhase<C> {
         let first_run = self.tracked_count == 0 && self.grid.is_empty();
         let share = self.changed.len() as f64 / self.tracked_count.max(1) as f64;
         if !self.changed.is_empty() && (first_run || share > f64::from(self.rebuild_share)) {
-            self.rebuild(present);
+            self.rebuild(present, current);
         } else {
             self.apply_changes(present, current);
         }
         self.stats.entities = current as u64;
     }
 
-    /// Rebuilds the grid and the entity table from every row of `present`.
-    fn rebuild(&mut self, present: &mut Query<'_, '_, (Entity, &C)>) {
+    /// Rebuilds the grid and the entity table from every row of `present`
+    /// (`current` of them).
+    fn rebuild(&mut self, present: &mut Query<'_, '_, (Entity, &C)>, current: usize) {
         self.stats.full_rebuild = true;
         self.all_ids.clear();
         self.all_points.clear();
-        let (ids, points) = (&mut self.all_ids, &mut self.all_points);
-        present.for_each(|(entity, c)| {
-            ids.push(entity);
-            points.push(c.grid_point());
-        });
+        if self.changed.len() == current {
+            // Every row changed (the changed rows are rows of `present`, each
+            // once): they are all the positions, already read.
+            self.all_ids.extend(self.changed.iter().map(|&(entity, _)| entity));
+            self.all_points.extend(self.changed.iter().map(|&(_, point)| point));
+        } else {
+            let (ids, points) = (&mut self.all_ids, &mut self.all_points);
+            present.for_each(|(entity, c)| {
+                ids.push(entity);
+                points.push(c.grid_point());
+            });
+        }
         self.invalid.clear();
         if self.grid.rebuild(&self.all_ids, &self.all_points).is_err() {
             // Some positions have no key: set them aside and build from the rest.
