@@ -127,7 +127,7 @@ pub(crate) fn for_each_passing_row<F: QueryFilter>(
         let n = (end - base).min(64);
         // SAFETY: `base + n <= end`, which the callers keep within the
         // chunk's length.
-        let mut mask = unsafe { F::row_mask(filter, base, n) };
+        let mut mask = unsafe { group_mask::<F>(filter, base, n) };
         if mask == crate::storage::tick::low_bits(n) {
             // A whole block passes (clustered writes): a plain loop.
             (base..base + n).for_each(&mut f);
@@ -260,7 +260,7 @@ impl<'w, Q: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, Q, F> {
                         }
                         let n = (self.len - self.row).min(64);
                         // SAFETY: `row + n` is at most the chunk's length.
-                        self.mask = unsafe { F::row_mask(filter, self.row, n) };
+                        self.mask = unsafe { group_mask::<F>(filter, self.row, n) };
                         self.mask_base = self.row;
                         self.row += n;
                     }
