@@ -11,7 +11,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ecs_bench::row::Impl;
-use ecs_bench::scenes::game::{GameScene, Layout, scene};
+use ecs_bench::scenes::game::{GameScene, Layout, check_agree, scene};
 
 /// The small case: 10k entities, 5 % active.
 const ENTITIES: usize = 10_000;
@@ -21,40 +21,35 @@ fn game(c: &mut Criterion) {
     let layout = Layout::new(ENTITIES, ACTIVE).unwrap_or_else(|e| panic!("game layout: {e}"));
     let mut group = c.benchmark_group("game_10k_5pct");
     group.sample_size(20);
-    let mut ran: Vec<(Impl, Box<dyn GameScene>, u64)> = Vec::new();
+    let mut scenes: Vec<(Impl, Box<dyn GameScene>)> = Vec::new();
+    let mut frames: Vec<u64> = Vec::new();
     for &imp in Impl::compiled() {
         let Some(mut scene) = scene(imp, &layout).unwrap_or_else(|e| panic!("game/{}: setup: {e}", imp.name())) else {
             continue;
         };
-        let mut frames = 0u64;
+        let mut ran = 0u64;
         group.bench_function(imp.name(), |b| {
             b.iter(|| {
                 if let Err(e) = scene.frame() {
                     panic!("game/{}: {e}", imp.name());
                 }
-                frames += 1;
+                ran += 1;
             });
         });
-        ran.push((imp, scene, frames));
+        scenes.push((imp, scene));
+        frames.push(ran);
     }
     group.finish();
-    let most = ran.iter().map(|r| r.2).max().unwrap_or(0);
-    let mut reference = None;
-    for (imp, scene, frames) in &mut ran {
-        for _ in *frames..most {
+    let most = frames.iter().copied().max().unwrap_or(0);
+    for ((imp, scene), ran) in scenes.iter_mut().zip(frames) {
+        for _ in ran..most {
             if let Err(e) = scene.frame() {
                 panic!("game/{}: {e}", imp.name());
             }
         }
-        let snap = scene.snapshot().unwrap_or_else(|e| panic!("game/{}: {e}", imp.name()));
-        match &reference {
-            None => reference = Some((*imp, snap)),
-            Some((first, want)) => {
-                if let Err(e) = want.compare(&snap) {
-                    panic!("game: {} and {} disagree after {most} frames: {e}", first.name(), imp.name());
-                }
-            }
-        }
+    }
+    if let Err(e) = check_agree(&mut scenes, &format!("after {most} frames")) {
+        panic!("game: {e}");
     }
 }
 

@@ -53,7 +53,7 @@ mod run;
 #[cfg(feature = "peers")]
 pub mod bevy;
 
-pub use run::{GAME_SYSTEMS, GameResult, SystemKind, cases, run, run_case, scene, table};
+pub use run::{GAME_SYSTEMS, GameResult, SystemKind, cases, check_agree, run, run_case, scene, table};
 
 /// Game time per frame and the fixed step (one step per frame).
 pub const FRAME: Duration = Duration::from_nanos(16_666_667);

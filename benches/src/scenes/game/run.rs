@@ -113,8 +113,13 @@ fn run_frames(scenes: &mut [(Impl, Box<dyn GameScene>)], frames: usize) -> Resul
     Ok(())
 }
 
-/// Compares every scene's world with the first's.
-fn check(scenes: &mut [(Impl, Box<dyn GameScene>)], when: &str) -> Result<(), String> {
+/// Compares every scene's world with the first's; `when` says when, for
+/// the message.
+///
+/// # Errors
+/// The first implementation whose world differs from the first's (or
+/// whose snapshot fails), naming both.
+pub fn check_agree(scenes: &mut [(Impl, Box<dyn GameScene>)], when: &str) -> Result<(), String> {
     let mut first = None;
     for (imp, scene) in scenes.iter_mut() {
         let snap = scene.snapshot().map_err(|e| format!("{} {when}: {e}", imp.name()))?;
@@ -148,10 +153,10 @@ pub fn run_case(case: &GameCase, cfg: &Config) -> Result<Vec<GameResult>, String
     drop(layout);
     // The first frame sees every spawn (and runs ours' startup schedules).
     run_frames(&mut scenes, 1).map_err(fail)?;
-    check(&mut scenes, "after the first frame").map_err(fail)?;
+    check_agree(&mut scenes, "after the first frame").map_err(fail)?;
     let warmup = (cfg.samples / 2).max(2);
     run_frames(&mut scenes, warmup - 1).map_err(fail)?;
-    check(&mut scenes, &format!("after {warmup} warm-up frames")).map_err(fail)?;
+    check_agree(&mut scenes, &format!("after {warmup} warm-up frames")).map_err(fail)?;
 
     let mut frame_us: Vec<Vec<f64>> = vec![Vec::with_capacity(cfg.samples); scenes.len()];
     let mut system_us: Vec<Vec<[f64; GAME_SYSTEMS.len()]>> = vec![Vec::with_capacity(cfg.samples); scenes.len()];
@@ -171,7 +176,7 @@ pub fn run_case(case: &GameCase, cfg: &Config) -> Result<Vec<GameResult>, String
         }
     }
     let timed = frame_us.first().map_or(0, Vec::len);
-    check(&mut scenes, &format!("after {warmup} + {timed} frames")).map_err(fail)?;
+    check_agree(&mut scenes, &format!("after {warmup} + {timed} frames")).map_err(fail)?;
 
     let mut results = Vec::new();
     for (i, (imp, scene)) in scenes.iter_mut().enumerate() {
