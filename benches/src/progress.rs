@@ -42,9 +42,11 @@ impl Progress {
         self.bar.set_message(what.to_owned());
     }
 
-    /// Counts `row`'s case as done (once per scenario and case).
+    /// Counts `row`'s case as done (once per scenario and case) and shows
+    /// it as the last one measured.
     pub fn row(&mut self, row: &Row) {
         if self.seen.insert((row.scenario, row.case.to_string())) {
+            self.bar.set_message(format!("{} {} done", row.scenario.name(), row.case));
             if self.bar.length().is_some_and(|len| self.bar.position() >= len) {
                 self.bar.inc_length(1);
             }

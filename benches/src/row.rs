@@ -103,6 +103,17 @@ impl Impl {
 /// One measured (scenario, case, implementation): a table line, or one JSON
 /// line (`{"scenario":"skip","case":"clustered_5pct","impl":"ours","median_us":17.6,...}`;
 /// absent figures are left out, times are rounded to the nanosecond).
+///
+/// ```
+/// use ecs_bench::measure::Measurement;
+/// use ecs_bench::row::{Impl, Row, ScenarioId};
+///
+/// let m = Measurement { median_us: 17.6, min_us: 17.0, max_us: 19.25, samples: 60, iters_per_sample: 40 };
+/// let row = Row { rows: Some(5000), ..Row::new(ScenarioId::Skip, "clustered_5pct", Impl::Ours, m) };
+/// let line = row.to_json();
+/// assert!(line.starts_with(r#"{"scenario":"skip","case":"clustered_5pct","impl":"ours","median_us":17.6,"#));
+/// assert_eq!(Row::from_json(&line), Ok(row));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// The scenario.
