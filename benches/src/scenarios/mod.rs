@@ -350,6 +350,16 @@ mod tests {
     }
 
     #[test]
+    fn rows_name_scenarios_and_implementations_as_the_command_line_does() {
+        for s in &SCENARIOS {
+            assert_eq!(serde_json::to_string(&s.id).unwrap(), format!("\"{}\"", s.name()));
+        }
+        for imp in [Impl::Ours, Impl::Bevy, Impl::Hecs, Impl::Kiddo, Impl::Rstar] {
+            assert_eq!(serde_json::to_string(&imp).unwrap(), format!("\"{}\"", imp.name()));
+        }
+    }
+
+    #[test]
     fn skip_1m_leaves_out_only_the_large_game_case() {
         let game = scenario(ScenarioId::Game);
         let all = game.case_names(RunOptions { skip_1m: false });
