@@ -486,11 +486,6 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         self.matched.get(index as usize).map(|m| m.data)
     }
 
-    /// The column cache and location of `entity`, if it matches. Inlined
-    /// into every `get`: lookups by entity sit in per-entity loops; the
-    /// rare paths (an archetype newer than the last refresh, errors) are
-    /// out of line.
-    #[inline]
     fn matched_cache(&self, world: &World, entity: Entity) -> Result<(Q::Cache, crate::EntityLocation), QueryError> {
         self.check_world(world)?;
         let loc = world.location(entity).map_err(|_| QueryError::NoSuchEntity(entity))?;
@@ -502,19 +497,6 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
                 None => Err(QueryError::NoMatch(entity)),
             };
         }
-        self.unseen_archetype_cache(world, entity, loc)
-    }
-
-    /// [`QueryState::matched_cache`] for an archetype this state has not
-    /// listed yet.
-    #[cold]
-    #[inline(never)]
-    fn unseen_archetype_cache(
-        &self,
-        world: &World,
-        entity: Entity,
-        loc: crate::EntityLocation,
-    ) -> Result<(Q::Cache, crate::EntityLocation), QueryError> {
         let archetype = &world.archetypes()[loc.archetype.index()];
         if !self.matches(archetype) {
             return Err(QueryError::NoMatch(entity));
@@ -529,7 +511,6 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// [`QueryError::NoSuchEntity`] for a stale or never-issued handle,
     /// [`QueryError::NoMatch`] if the entity does not match,
     /// [`QueryError::WrongWorld`] if this state was made for another world.
-    #[inline]
     pub fn get<'w>(&self, world: &'w World, entity: Entity) -> Result<Q::Item<'w>, QueryError>
     where
         Q: ReadOnlyQueryData,
@@ -550,7 +531,6 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// # Safety
     /// As [`QueryState::iter_unchecked`], and no other item for the entity's
     /// row is alive.
-    #[inline]
     pub(crate) unsafe fn get_unchecked<'w>(
         &self,
         world: &'w World,
@@ -568,7 +548,6 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
 
     /// Mutable form of [`QueryState::get`]; writes are stamped with the
     /// world's current tick. Errors as [`QueryState::get`].
-    #[inline]
     pub fn get_mut<'w>(&self, world: &'w mut World, entity: Entity) -> Result<Q::Item<'w>, QueryError> {
         let (cache, loc) = self.matched_cache(world, entity)?;
         let window = TickWindow::new(self.last_run, world.change_tick());
