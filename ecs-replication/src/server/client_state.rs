@@ -14,6 +14,20 @@
 //! ones it does not name (the client applies only packets newer than the
 //! newest it applied, so a packet it skipped never will be): their
 //! entries that are still the newest queue again, due at once.
+//!
+//! A lost packet's acknowledgement never comes, and the one that shows it
+//! lost comes only after a later packet got through and its
+//! acknowledgement came back. So a packet also counts as lost once it
+//! waited [`TIMEOUT_MARGIN`] ticks longer than any acknowledgement took
+//! lately (the largest of the last [`RTT_SAMPLES`] round trips, in
+//! ticks), or as soon as that largest round trip passed if the packet
+//! being built has room for it under the steady budget and nothing else
+//! waits. Its entries that are still the newest queue again, due at once,
+//! and the packet stays in the ring, so an acknowledgement that names it
+//! after all still settles it. On a link whose round trip does not grow,
+//! nothing goes twice; after loss, what was lost goes again one round
+//! trip (plus at most the margin) after it was sent, whatever became of
+//! the acknowledgements.
 
 use std::collections::VecDeque;
 
@@ -36,6 +50,19 @@ use super::{ClientStats, IdMap};
 /// packet was lost, due at once) also starts catch-up at once, before the
 /// next tick would (see `packet`).
 const WAIT_THRESHOLD: f32 = 2.0;
+
+/// Round-trip samples kept per client: a packet counts as lost once it
+/// waited [`TIMEOUT_MARGIN`] ticks longer than the largest of them.
+const RTT_SAMPLES: usize = 16;
+
+/// Ticks past the largest recent round trip after which an unacknowledged
+/// packet counts as lost. The client acknowledges each tick it applies a
+/// packet, so the margin lets later acknowledgements (each naming the
+/// packets before it) bring the news when the first was lost: under loss
+/// on the way back, a shorter wait sends what had arrived again. (With
+/// room in the packet under the steady budget, a packet goes again as
+/// soon as the round trip passed: see `time_out_early`.)
+const TIMEOUT_MARGIN: i32 = 2;
 
 /// Deadline units per tick (deadlines are finer than ticks, so priority
 /// orders entries due within the same tick).
@@ -99,8 +126,36 @@ pub(super) enum Fate {
     InFlight,
     /// Acknowledged.
     Acked,
+    /// Not acknowledged within the round-trip timeout: its entries were
+    /// queued again, but an acknowledgement may still settle it.
+    TimedOut,
     /// Known lost (or given up: it left the ring unacknowledged).
     Lost,
+}
+
+/// The round trips of a client's recent acknowledgements, in ticks: from
+/// the tick a packet was built to the tick that settled the
+/// acknowledgement naming it as the newest applied.
+#[derive(Default)]
+pub(super) struct RoundTrips {
+    samples: [u8; RTT_SAMPLES],
+    next: usize,
+    len: usize,
+}
+
+impl RoundTrips {
+    fn push(&mut self, ticks: u32) {
+        self.samples[self.next] = ticks.clamp(1, u8::MAX as u32) as u8;
+        self.next = (self.next + 1) % RTT_SAMPLES;
+        self.len = (self.len + 1).min(RTT_SAMPLES);
+    }
+
+    /// The largest recent round trip (`None` before the first one): by
+    /// then the acknowledgement of a packet that arrived has come, unless
+    /// it was lost.
+    pub(super) fn largest(&self) -> Option<u32> {
+        self.samples[..self.len].iter().max().map(|&t| t as u32)
+    }
 }
 
 /// One sent packet.
@@ -108,6 +163,8 @@ pub(super) struct Sent {
     pub(super) tick: u32,
     pub(super) fate: Fate,
     pub(super) entries: Vec<SentEntry>,
+    /// Its size in bytes.
+    pub(super) bytes: usize,
 }
 
 /// Everything the server keeps for one client.
@@ -146,6 +203,8 @@ pub(super) struct ClientState {
     pub(super) controlled: Vec<Entity>,
     /// Acknowledgements received since the previous tick, oldest first.
     pub(super) acks: Vec<Ack>,
+    /// Recent round trips: the loss timeout.
+    pub(super) round_trips: RoundTrips,
 }
 
 /// Acknowledgements a client holds between two ticks.
@@ -189,6 +248,7 @@ impl ClientState {
             input_lead: 0,
             controlled: Vec::new(),
             acks: Vec::new(),
+            round_trips: RoundTrips::default(),
         }
     }
 
@@ -403,33 +463,102 @@ impl ClientState {
     }
 
     /// Settles the acknowledgements received since the previous tick (at
-    /// the start of a tick, on the client's own thread: the entities they
+    /// the start of `tick`, on the client's own thread: the entities they
     /// touch are the ones this tick's changes touch next, so they are in
     /// cache then). Packets an acknowledgement names are settled: spawns
     /// become live, despawns are forgotten, sent components stop being
     /// resent unless written again since. Older packets it does not name
-    /// are lost: their entries that are still the newest queue again.
-    pub(super) fn settle_acks(&mut self) {
+    /// are lost: their entries that are still the newest queue again. Then
+    /// packets unacknowledged for longer than the round-trip timeout count
+    /// as lost too ([`ClientState::time_out`]).
+    pub(super) fn settle_acks(&mut self, tick: u32) {
         let acks = std::mem::take(&mut self.acks);
         for ack in &acks {
-            self.settle(*ack);
+            self.settle(*ack, tick);
         }
         self.acks = acks;
         self.acks.clear();
+        self.time_out(tick);
     }
 
-    fn settle(&mut self, ack: Ack) {
+    fn settle(&mut self, ack: Ack, tick: u32) {
+        // The round trip of the packet it names as the newest: the
+        // client sent it on applying that packet.
+        let round_trip = tick_diff(tick, ack.newest);
+        if round_trip > 0 && self.ring.iter().any(|s| s.tick == ack.newest) {
+            self.round_trips.push(round_trip as u32);
+        }
         for i in 0..self.ring.len() {
             let sent = &self.ring[i];
-            if sent.fate != Fate::InFlight || tick_newer(sent.tick, ack.newest) {
+            if matches!(sent.fate, Fate::Acked | Fate::Lost) || tick_newer(sent.tick, ack.newest) {
                 continue;
             }
             if ack.contains(sent.tick) {
+                if sent.fate == Fate::TimedOut {
+                    self.stats.spurious_timeouts += 1;
+                }
                 self.settle_acked(i);
             } else {
                 self.settle_lost(i);
             }
         }
+    }
+
+    /// Packets with entries that waited for an acknowledgement
+    /// [`TIMEOUT_MARGIN`] ticks longer than the largest recent round trip
+    /// count as lost: their entries that are still their entity's newest
+    /// queue again, due now. They stay in the ring ([`Fate::TimedOut`]): a
+    /// late acknowledgement still settles them. Not while the client
+    /// acknowledged none of the ring (after a full resync, until an
+    /// acknowledgement comes): a client that went silent gets its work
+    /// again as packets leave the ring, not every round trip.
+    fn time_out(&mut self, tick: u32) {
+        let Some(round_trip) = self.round_trips.largest() else { return };
+        if self.resynced {
+            return;
+        }
+        // The ring is in tick order: stop at the first packet too young.
+        for i in 0..self.ring.len() {
+            let sent = &self.ring[i];
+            if tick_diff(tick, sent.tick) < round_trip as i32 + TIMEOUT_MARGIN {
+                break;
+            }
+            if sent.fate != Fate::InFlight || sent.entries.is_empty() {
+                continue;
+            }
+            self.stats.packets_timed_out += 1;
+            self.requeue_lost(i, Fate::TimedOut);
+        }
+    }
+
+    /// Takes for lost, before the margin, the oldest packet in flight that
+    /// waited the largest recent round trip for its acknowledgement, if it
+    /// is at most `room` bytes: its entries queue again, due now. For a
+    /// packet with room left under the steady budget and nothing waiting:
+    /// what the acknowledgement that did not come may mean lost goes again
+    /// at once, at no more than a steady packet's cost. Returns whether one
+    /// was.
+    pub(super) fn time_out_early(&mut self, tick: u32, room: usize) -> bool {
+        let Some(round_trip) = self.round_trips.largest() else { return false };
+        if self.resynced {
+            return false;
+        }
+        for i in 0..self.ring.len() {
+            let sent = &self.ring[i];
+            if tick_diff(tick, sent.tick) < round_trip as i32 {
+                return false;
+            }
+            if sent.fate != Fate::InFlight || sent.entries.is_empty() {
+                continue;
+            }
+            if sent.bytes > room {
+                return false;
+            }
+            self.stats.packets_timed_out += 1;
+            self.requeue_lost(i, Fate::TimedOut);
+            return true;
+        }
+        false
     }
 
     fn settle_acked(&mut self, index: usize) {
@@ -480,17 +609,24 @@ impl ClientState {
     /// A packet known lost (or given up on): its entries that are still
     /// their entity's newest queue again, due now.
     pub(super) fn settle_lost(&mut self, index: usize) {
-        let sent = &mut self.ring[index];
-        sent.fate = Fate::Lost;
-        let tick = sent.tick;
-        let entries = std::mem::take(&mut sent.entries);
-        if !entries.is_empty() {
+        if !self.ring[index].entries.is_empty() {
             self.stats.packets_lost += 1;
         }
+        self.requeue_lost(index, Fate::Lost);
+    }
+
+    /// Queues again, due now, the entries of a packet taken for lost that
+    /// are still their entity's newest, and gives the packet `fate`.
+    fn requeue_lost(&mut self, index: usize, fate: Fate) {
+        let sent = &mut self.ring[index];
+        sent.fate = fate;
+        let tick = sent.tick;
+        let entries = std::mem::take(&mut sent.entries);
         for e in &entries {
             let Some(t) = self.tracked.get_mut(&e.net_id) else { continue };
             if t.epoch != e.epoch || t.in_flight != tick {
-                // Superseded by a newer entry (or a newer incarnation).
+                // Superseded by a newer entry (or a newer incarnation), or
+                // queued again when the packet timed out.
                 continue;
             }
             t.in_flight = 0;

@@ -36,7 +36,11 @@
 //! queue again, due at once (a packet that left the ring unacknowledged
 //! counts as lost). While a packet with entries is in flight, the client
 //! gets a packet every tick, so an acknowledgement showing a loss comes
-//! within a round trip. Work stays pending until acknowledged, so loss
+//! within a round trip. A packet whose acknowledgement is two ticks later
+//! than the largest recent round trip counts as lost too (or as soon as
+//! that round trip passed, when the packet being built has room for it
+//! under the budget): its entries queue again, and a late acknowledgement
+//! still settles it. Work stays pending until acknowledged, so loss
 //! delays but never loses it, and an entity is only forgotten once its
 //! despawn is acknowledged: no ghosts. A client whose newest
 //! acknowledgement is older than the ring of sent packets gets full state
@@ -201,11 +205,19 @@ pub struct ClientStats {
     /// summed over ticks.
     pub entries_deferred: u64,
     /// Entries queued again because the packet holding them was lost (an
-    /// acknowledgement named newer packets but not it, or it left the ring
-    /// unacknowledged) and they were still their entity's newest.
+    /// acknowledgement named newer packets but not it, it waited longer
+    /// than the round-trip timeout, or it left the ring unacknowledged)
+    /// and they were still their entity's newest.
     pub entries_resent: u64,
     /// Packets with entries known lost.
     pub packets_lost: u64,
+    /// Packets with entries not acknowledged within the round-trip
+    /// timeout (the largest recent round trip): taken for lost, their
+    /// entries queued again.
+    pub packets_timed_out: u64,
+    /// Of these, packets an acknowledgement named after all (they had
+    /// arrived; their acknowledgement was lost or late).
+    pub spurious_timeouts: u64,
     /// Packets that grew past the steady budget to catch up on a backlog.
     pub catch_up_packets: u64,
     /// Entries taken from the send queue, stale ones included, summed over
@@ -571,7 +583,7 @@ impl Server {
         let all_components = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
         let (registry, config) = (&self.registry, &self.config);
         let per_client = |client: &mut ClientState| -> Result<(), ServerError> {
-            client.settle_acks();
+            client.settle_acks(tick);
             // Changes of this tick go to the entities this client tracks.
             client.mark_changed(&changed_masks, tick);
             // No acknowledgement of any packet in the ring: full state.

@@ -1,6 +1,7 @@
 //! Packet building for one client: the entities it controls first, then
 //! the send queue in deadline order under the byte budget (up to the
-//! catch-up ceiling for entries past their deadline), deltas sized by the
+//! catch-up ceiling while a backlog exists), then, with room left under
+//! the budget, entries whose acknowledgement is late; deltas sized by the
 //! codec.
 
 use ecs_core::Entity;
@@ -107,9 +108,11 @@ fn entry_for(
 /// send queue in deadline order, while the packet is under
 /// [`ServerConfig::budget_bytes`], or, while a backlog exists (work the
 /// previous packet left waiting, or an entry past its deadline: after
-/// loss, a join, a burst), under [`ServerConfig::catch_up_budget_bytes`]. The selection touches only the
-/// entries it takes (plus at most [`MAX_MISSES`] that did not fit), never
-/// the whole backlog.
+/// loss, a join, a burst), under [`ServerConfig::catch_up_budget_bytes`].
+/// Once nothing waits, room left under the steady budget takes the
+/// entries of packets whose acknowledgement is due and has not come (see
+/// `client_state`). The selection touches only the entries it takes (plus
+/// at most [`MAX_MISSES`] that did not fit), never the whole backlog.
 pub(super) fn build_packet(
     client: &mut ClientState,
     records: &IdMap<NetId, Record>,
@@ -150,7 +153,18 @@ pub(super) fn build_packet(
     // waiting, not only the overdue ones (fresh changes do not wait behind
     // the backlog).
     let mut first = true;
-    while let Some((waiting, due)) = client.next_waiting() {
+    let mut full = false;
+    loop {
+        let Some((waiting, due)) = client.next_waiting() else {
+            // Nothing waits. Room left under the steady budget goes to the
+            // oldest packet whose acknowledgement is late (it may be lost):
+            // its entries queue again and go in this packet.
+            let room = budget.saturating_sub(encoder.byte_len());
+            if !full && client.time_out_early(tick, room) {
+                continue;
+            }
+            break;
+        };
         let net = waiting.net_id;
         if std::mem::take(&mut first) && due {
             client.catching_up = true;
@@ -182,6 +196,7 @@ pub(super) fn build_packet(
             scratch.components = entry.components;
             missed.push(waiting);
             misses += 1;
+            full = true;
             if misses >= MAX_MISSES {
                 break;
             }
@@ -216,8 +231,8 @@ pub(super) fn build_packet(
     client.stats.last_packet_bytes = bytes.len();
     client.stats.bytes_sent += bytes.len() as u64;
     client.stats.packets += 1;
+    client.ring.push_back(Sent { tick, fate: Fate::InFlight, entries: sent, bytes: bytes.len() });
     client.packet = bytes;
-    client.ring.push_back(Sent { tick, fate: Fate::InFlight, entries: sent });
     while client.ring.len() > config.ring_len as usize {
         if client.ring.front().is_some_and(|s| s.fate == Fate::InFlight) {
             // Never acknowledged nor shown lost within the ring: given up
