@@ -316,6 +316,12 @@ impl World {
         self.entities.location(entity)
     }
 
+    /// [`World::location`] as an `Option` (see `Entities::get_location`).
+    #[inline]
+    pub(crate) fn get_location(&self, entity: Entity) -> Option<EntityLocation> {
+        self.entities.get_location(entity)
+    }
+
     /// The archetype `id` names, without a bounds check.
     ///
     /// # Safety

@@ -486,9 +486,12 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         self.matched.get(index as usize).map(|m| m.data)
     }
 
+    #[inline]
     fn matched_cache(&self, world: &World, entity: Entity) -> Result<(Q::Cache, crate::EntityLocation), QueryError> {
         self.check_world(world)?;
-        let loc = world.location(entity).map_err(|_| QueryError::NoSuchEntity(entity))?;
+        let Some(loc) = world.get_location(entity) else {
+            return Err(QueryError::NoSuchEntity(entity));
+        };
         // Archetypes this state has seen: one lookup. Newer ones (the state
         // was not refreshed since they appeared): test them directly.
         if let Some(&index) = self.matched_index.get(loc.archetype.index()) {
@@ -511,6 +514,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// [`QueryError::NoSuchEntity`] for a stale or never-issued handle,
     /// [`QueryError::NoMatch`] if the entity does not match,
     /// [`QueryError::WrongWorld`] if this state was made for another world.
+    #[inline]
     pub fn get<'w>(&self, world: &'w World, entity: Entity) -> Result<Q::Item<'w>, QueryError>
     where
         Q: ReadOnlyQueryData,
@@ -531,6 +535,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// # Safety
     /// As [`QueryState::iter_unchecked`], and no other item for the entity's
     /// row is alive.
+    #[inline]
     pub(crate) unsafe fn get_unchecked<'w>(
         &self,
         world: &'w World,
@@ -548,6 +553,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
 
     /// Mutable form of [`QueryState::get`]; writes are stamped with the
     /// world's current tick. Errors as [`QueryState::get`].
+    #[inline]
     pub fn get_mut<'w>(&self, world: &'w mut World, entity: Entity) -> Result<Q::Item<'w>, QueryError> {
         let (cache, loc) = self.matched_cache(world, entity)?;
         let window = TickWindow::new(self.last_run, world.change_tick());

@@ -200,6 +200,19 @@ impl Entities {
         Ok(location)
     }
 
+    /// Where a live entity's row is, `None` for a stale or never-issued
+    /// handle. Lookups in loops use this form: a small `Option` stays in
+    /// registers once inlined, where the `Result` of
+    /// [`Entities::location`] (with its large error) was copied through
+    /// the stack in pieces, and the loads that read those pieces back
+    /// waited for the stores (no store forwarding across pieces), which
+    /// serialised the cache misses of consecutive lookups.
+    #[inline]
+    pub(crate) fn get_location(&self, entity: Entity) -> Option<EntityLocation> {
+        let slot = self.slots.get(entity.index as usize)?;
+        if slot.generation == entity.generation { slot.location() } else { None }
+    }
+
     /// Where a live entity's row is.
     #[inline]
     pub(crate) fn location(&self, entity: Entity) -> Result<EntityLocation, StoreError> {
