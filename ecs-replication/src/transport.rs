@@ -142,7 +142,9 @@ pub struct ClientStep {
 }
 
 /// One client step through a transport: snapshots in, one acknowledgement
-/// out (when anything was applied).
+/// out, every step once anything was applied (an acknowledgement that
+/// names nothing new repeats one that may have been lost, so the server
+/// learns what arrived within a tick or two whatever the way back loses).
 pub fn pump_client<T: ClientTransport>(
     client: &mut Client,
     world: &mut World,
@@ -158,7 +160,7 @@ pub fn pump_client<T: ClientTransport>(
             Err(_) => step.refused += 1,
         }
     }
-    if step.applied > 0 && transport.is_connected() {
+    if client.has_ack() && transport.is_connected() {
         transport.send(&client.ack().to_bytes());
     }
     transport.flush()?;

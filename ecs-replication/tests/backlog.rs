@@ -303,8 +303,8 @@ fn an_entry_in_flight_is_not_resent_before_its_fate_is_known() {
     assert_eq!(seen[&d.net(1)].len(), 1, "{seen:?}");
     assert!(d.in_sync(0));
     assert_eq!(d.stats(0).pending, 0);
-    // Lost: it goes again once its acknowledgement is late (the largest
-    // recent round trip passed without it).
+    // Lost: it goes again once its acknowledgement is late (the recent
+    // round trip passed without it).
     d.sent.clear();
     d.move_entity(1, Vec3::Y);
     let lost_tick = d.server.tick() + 1;

@@ -19,8 +19,8 @@
 //! lost comes only after a later packet got through and its
 //! acknowledgement came back. So a packet also counts as lost once it
 //! waited [`TIMEOUT_MARGIN`] ticks longer than any acknowledgement took
-//! lately (the largest of the last [`RTT_SAMPLES`] round trips, in
-//! ticks), or as soon as that largest round trip passed if the packet
+//! lately (the smallest of the last [`RTT_SAMPLES`] round trips, in
+//! ticks: the link's own), or as soon as that round trip passed if the packet
 //! being built has room for it under the steady budget and nothing else
 //! waits. Its entries that are still the newest queue again, due at once,
 //! and the packet stays in the ring, so an acknowledgement that names it
@@ -52,14 +52,16 @@ use super::{ClientStats, IdMap};
 const WAIT_THRESHOLD: f32 = 2.0;
 
 /// Round-trip samples kept per client: a packet counts as lost once it
-/// waited [`TIMEOUT_MARGIN`] ticks longer than the largest of them.
+/// waited [`TIMEOUT_MARGIN`] ticks longer than the smallest of them.
 const RTT_SAMPLES: usize = 16;
 
-/// Ticks past the largest recent round trip after which an unacknowledged
-/// packet counts as lost. The client acknowledges each tick it applies a
-/// packet, so the margin lets later acknowledgements (each naming the
-/// packets before it) bring the news when the first was lost: under loss
-/// on the way back, a shorter wait sends what had arrived again. (With
+/// Ticks past the smallest recent round trip after which an
+/// unacknowledged packet counts as lost. A client acknowledges every step
+/// (`transport::pump_client`; sessions send their upstream datagram every
+/// tick), so the margin lets later acknowledgements (each naming the 32
+/// packets before its newest) bring the news when the first was lost, or
+/// when the round trip varies by up to the margin: under loss on the way
+/// back, a shorter wait sends again what had arrived. (With
 /// room in the packet under the steady budget, a packet goes again as
 /// soon as the round trip passed: see `time_out_early`.)
 const TIMEOUT_MARGIN: i32 = 2;
@@ -150,11 +152,13 @@ impl RoundTrips {
         self.len = (self.len + 1).min(RTT_SAMPLES);
     }
 
-    /// The largest recent round trip (`None` before the first one): by
+    /// The smallest recent round trip (`None` before the first one): by
     /// then the acknowledgement of a packet that arrived has come, unless
-    /// it was lost.
-    pub(super) fn largest(&self) -> Option<u32> {
-        self.samples[..self.len].iter().max().map(|&t| t as u32)
+    /// it was lost or late. (An acknowledgement repeated after one was
+    /// lost, or a client that applied late, makes a longer sample; the
+    /// smallest is the link's.)
+    pub(super) fn smallest(&self) -> Option<u32> {
+        self.samples[..self.len].iter().min().map(|&t| t as u32)
     }
 }
 
@@ -505,7 +509,7 @@ impl ClientState {
     }
 
     /// Packets with entries that waited for an acknowledgement
-    /// [`TIMEOUT_MARGIN`] ticks longer than the largest recent round trip
+    /// [`TIMEOUT_MARGIN`] ticks longer than the smallest recent round trip
     /// count as lost: their entries that are still their entity's newest
     /// queue again, due now. They stay in the ring ([`Fate::TimedOut`]): a
     /// late acknowledgement still settles them. Not while the client
@@ -513,7 +517,7 @@ impl ClientState {
     /// acknowledgement comes): a client that went silent gets its work
     /// again as packets leave the ring, not every round trip.
     fn time_out(&mut self, tick: u32) {
-        let Some(round_trip) = self.round_trips.largest() else { return };
+        let Some(round_trip) = self.round_trips.smallest() else { return };
         if self.resynced {
             return;
         }
@@ -532,14 +536,14 @@ impl ClientState {
     }
 
     /// Takes for lost, before the margin, the oldest packet in flight that
-    /// waited the largest recent round trip for its acknowledgement, if it
+    /// waited the smallest recent round trip for its acknowledgement, if it
     /// is at most `room` bytes: its entries queue again, due now. For a
     /// packet with room left under the steady budget and nothing waiting:
     /// what the acknowledgement that did not come may mean lost goes again
     /// at once, at no more than a steady packet's cost. Returns whether one
     /// was.
     pub(super) fn time_out_early(&mut self, tick: u32, room: usize) -> bool {
-        let Some(round_trip) = self.round_trips.largest() else { return false };
+        let Some(round_trip) = self.round_trips.smallest() else { return false };
         if self.resynced {
             return false;
         }

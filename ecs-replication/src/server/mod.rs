@@ -37,7 +37,7 @@
 //! counts as lost). While a packet with entries is in flight, the client
 //! gets a packet every tick, so an acknowledgement showing a loss comes
 //! within a round trip. A packet whose acknowledgement is two ticks later
-//! than the largest recent round trip counts as lost too (or as soon as
+//! than the smallest recent round trip counts as lost too (or as soon as
 //! that round trip passed, when the packet being built has room for it
 //! under the budget): its entries queue again, and a late acknowledgement
 //! still settles it. Work stays pending until acknowledged, so loss
@@ -212,7 +212,7 @@ pub struct ClientStats {
     /// Packets with entries known lost.
     pub packets_lost: u64,
     /// Packets with entries not acknowledged within the round-trip
-    /// timeout (the largest recent round trip): taken for lost, their
+    /// timeout (the smallest recent round trip + 2 ticks): taken for lost, their
     /// entries queued again.
     pub packets_timed_out: u64,
     /// Of these, packets an acknowledgement named after all (they had
