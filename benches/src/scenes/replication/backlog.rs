@@ -207,6 +207,22 @@ impl BacklogRun {
         Ok(())
     }
 
+    /// Whether every client applied a packet the server built at `tick` or
+    /// later, and holds the server's state at the tick it applied (a client
+    /// that applied nothing since `tick` is not caught up, however well it
+    /// matches its older tick).
+    pub fn caught_up_since(&self, tick: u32) -> Result<(), String> {
+        if let Some((id, _, client)) = self.clients.iter().find(|(_, _, c)| c.last_applied() < tick) {
+            return Err(format!("client {id:?} applied tick {} last, before tick {tick}", client.last_applied()));
+        }
+        self.in_sync()
+    }
+
+    /// The server's newest tick.
+    pub fn server_tick(&self) -> u32 {
+        self.server.tick()
+    }
+
     /// Clients.
     pub fn clients(&self) -> usize {
         self.clients.len()
@@ -229,14 +245,16 @@ pub struct BacklogFigures {
     pub after: PhaseFigures,
     /// The backlog when it cleared.
     pub backlog: Backlog,
-    /// Ticks from the first clean tick until every client held the
-    /// server's state (at the tick it applied).
+    /// Ticks from the first clean tick until every client had applied a
+    /// packet built after the link cleared and held the server's state at
+    /// the tick it applied.
     pub ticks_to_converge: usize,
 }
 
 /// Runs the case: `steady` clean ticks, `lossy` ticks at `loss` both ways,
-/// then the link clears and ticks run until every client is in sync
-/// (checked after each tick), and `after` more.
+/// then the link clears and ticks run until every client has applied a
+/// packet built after the clear and is in sync (checked after each tick),
+/// and `after` more.
 pub fn backlog_case(
     run: &mut BacklogRun,
     steady: usize,
@@ -263,13 +281,14 @@ pub fn backlog_case(
     let loss_phase = run.phase(lossy)?;
     let backlog = run.backlog(&loss_phase);
     run.set_loss(0.0);
+    let clear = run.server_tick() + 1;
     let mut converge = PhaseFigures::default();
     let mut ticks = 0;
     loop {
         let part = run.phase(1)?;
         converge.tick_us.extend(part.tick_us);
         ticks += 1;
-        if run.in_sync().is_ok() {
+        if run.caught_up_since(clear).is_ok() {
             break;
         }
         if ticks > 2000 {
