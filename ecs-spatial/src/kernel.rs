@@ -12,6 +12,8 @@
 //! sum of squares changes nothing), so a hit here is a hit of
 //! [`GridPoint::distance_squared`](crate::GridPoint::distance_squared).
 
+use std::ops::Range;
+
 use glam::{Vec3, Vec4};
 
 /// Lanes per chunk.
@@ -146,8 +148,9 @@ pub(crate) struct Candidates<I> {
     z: Vec<f32>,
     ids: Vec<I>,
     len: usize,
-    /// Indices of one group of hits ([`hits_into`](Self::hits_into)).
-    found: Box<[u32; GROUP * LANES + 4]>,
+    /// Offsets of one group's hits from the group's first candidate
+    /// ([`hits_into`](Self::hits_into)).
+    found: Box<[u8; GROUP * LANES + LANES]>,
 }
 
 impl<I> Default for Candidates<I> {
@@ -158,7 +161,7 @@ impl<I> Default for Candidates<I> {
             z: Vec::new(),
             ids: Vec::new(),
             len: 0,
-            found: Box::new([0; GROUP * LANES + 4]),
+            found: Box::new([0; GROUP * LANES + LANES]),
         }
     }
 }
@@ -227,10 +230,11 @@ impl<I: Copy> Candidates<I> {
     /// Appends the ids of the candidates that lie within `sqrt(r2)` of `c`
     /// to `out`, in order.
     ///
-    /// Branch-free per lane: each half chunk writes the indices of its hits
-    /// as one block of four from a table indexed by its 4-bit mask into a
-    /// small buffer, and the write position advances by the half's hit
-    /// count; every [`GROUP`] chunks the buffer's ids go to `out`.
+    /// Branch-free per lane: each chunk writes the offsets of its hits
+    /// (within a group of [`GROUP`] chunks, so they fit a byte) as one
+    /// 8-byte word from a table indexed by its 8-bit mask into a small
+    /// buffer, and the write position advances by the chunk's hit count;
+    /// every [`GROUP`] chunks the buffer's ids go to `out`.
     #[inline(always)]
     pub(crate) fn hits_into(&mut self, c: Vec3, r2: f32, out: &mut Vec<I>) {
         let (xs, ys, zs) = chunks_of(&self.x, &self.y, &self.z, self.len);
@@ -240,24 +244,9 @@ impl<I: Copy> Candidates<I> {
         let mut k = 0;
         while k < chunks {
             let end = (k + GROUP).min(chunks);
-            let mut found = 0usize;
-            for k in k..end {
-                let mask = block_mask(&xs[k], &ys[k], &zs[k], centre);
-                for half in 0..2 {
-                    let m = ((mask >> (4 * half)) & 0xF) as usize;
-                    let base = (k * LANES + 4 * half) as u32;
-                    let lanes = COMPACT[m];
-                    let block: [u32; 4] = std::array::from_fn(|l| base + lanes[l]);
-                    // At most 4 * 63 hits come before the last half of a
-                    // group, so the mask never changes `found` here; it
-                    // only lets the compiler see the bound.
-                    let at = found & (GROUP * LANES - 1);
-                    buffer[at..at + 4].copy_from_slice(&block);
-                    found += COUNT[m] as usize;
-                }
-            }
-            let ids = &*self.ids;
-            out.extend(buffer[..found.min(GROUP * LANES)].iter().map(|&i| ids[i as usize]));
+            let found = compact_group(xs, ys, zs, k..end, 0xFF, centre, buffer);
+            let ids = &self.ids[k * LANES..];
+            out.extend(buffer[..found].iter().map(|&i| ids[i as usize]));
             k = end;
         }
     }
@@ -273,31 +262,56 @@ impl<I: Copy> Candidates<I> {
         let centre = (Vec4::splat(c.x), Vec4::splat(c.y), Vec4::splat(c.z), Vec4::splat(r2));
         let buffer = &mut *self.found;
         let chunks = xs.len().min(ys.len()).min(zs.len());
-        let first = from / LANES;
-        let first_lanes = 0xFFu32 << (from % LANES);
-        let mut k = first;
+        let mut k = from / LANES;
+        let mut first_lanes = 0xFFu32 << (from % LANES);
         while k < chunks {
             let end = (k + GROUP).min(chunks);
-            let mut found = 0usize;
-            for k in k..end {
-                let mut mask = block_mask(&xs[k], &ys[k], &zs[k], centre);
-                mask &= if k == first { first_lanes } else { 0xFF };
-                for half in 0..2 {
-                    let m = ((mask >> (4 * half)) & 0xF) as usize;
-                    let base = (k * LANES + 4 * half) as u32;
-                    let lanes = COMPACT[m];
-                    let block: [u32; 4] = std::array::from_fn(|l| base + lanes[l]);
-                    let at = found & (GROUP * LANES - 1);
-                    buffer[at..at + 4].copy_from_slice(&block);
-                    found += COUNT[m] as usize;
-                }
-            }
-            for &i in &buffer[..found.min(GROUP * LANES)] {
-                f(self.ids[i as usize]);
+            let found = compact_group(xs, ys, zs, k..end, first_lanes, centre, buffer);
+            first_lanes = 0xFF;
+            let ids = &self.ids[k * LANES..];
+            for &i in &buffer[..found] {
+                f(ids[i as usize]);
             }
             k = end;
         }
     }
+}
+
+/// Writes to `buffer`, in order, the offsets (from the group's first
+/// candidate) of the hits of the chunks `group` (at most [`GROUP`]),
+/// with the first chunk's lanes masked by `first_lanes`, and returns how
+/// many. Each chunk is one 8-byte store of [`COMPACT8`]'s entry for its
+/// hit mask plus the chunk's offset in every byte (at most
+/// `8 * (GROUP - 1) + 7 = 255`, so no byte carries), and an add of its hit
+/// count: no branch per lane or per chunk.
+#[inline(always)]
+fn compact_group(
+    xs: &[[f32; LANES]],
+    ys: &[[f32; LANES]],
+    zs: &[[f32; LANES]],
+    group: Range<usize>,
+    first_lanes: u32,
+    centre: (Vec4, Vec4, Vec4, Vec4),
+    buffer: &mut [u8; GROUP * LANES + LANES],
+) -> usize {
+    debug_assert!(group.len() <= GROUP);
+    let first = group.start;
+    let mut found = 0usize;
+    for k in group {
+        let (Some(x), Some(y), Some(z)) = (xs.get(k), ys.get(k), zs.get(k)) else {
+            break; // not reached: callers pass chunks of the arrays
+        };
+        let lanes = if k == first { first_lanes } else { 0xFF };
+        let m = (block_mask(x, y, z, centre) & lanes & 0xFF) as usize;
+        let word = COMPACT8[m] + ((k - first) as u64 * LANES as u64) * 0x0101_0101_0101_0101;
+        // At most 8 * 31 hits come before the last chunk of a group, so
+        // the mask never changes `found` here; it only lets the compiler
+        // see the bound.
+        let at = found & (GROUP * LANES - 1);
+        buffer[at..at + LANES].copy_from_slice(&word.to_le_bytes());
+        found += COUNT8[m] as usize;
+    }
+    found.min(GROUP * LANES)
 }
 
 /// Coordinate arrays as blocks of [`LANES`]: `x`, `y`, `z`.
@@ -348,7 +362,40 @@ const COMPACT: [[u32; 4]; 16] = {
     t
 };
 
-/// Chunks whose hits [`Candidates::hits_into`] buffers at a time.
+/// For each 8-bit hit mask, the lanes of its set bits in order, one per
+/// byte from the lowest (the rest of the word is zero: filler, overwritten
+/// or past the end).
+const COMPACT8: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut m = 0;
+    while m < 256 {
+        let mut n = 0;
+        let mut l = 0;
+        while l < 8 {
+            if m >> l & 1 == 1 {
+                t[m] |= (l as u64) << (8 * n);
+                n += 1;
+            }
+            l += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
+/// Set bits of each 8-bit mask (no `popcnt` on baseline x86-64).
+const COUNT8: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut m = 0;
+    while m < 256 {
+        t[m] = (m as u32).count_ones() as u8;
+        m += 1;
+    }
+    t
+};
+
+/// Chunks whose hits [`Candidates::hits_into`] buffers at a time (their
+/// offsets from the group's first candidate fit a byte).
 const GROUP: usize = 32;
 
 /// Set bits of each 4-bit mask (no `popcnt` on baseline x86-64).
