@@ -298,6 +298,10 @@ pub struct NetFrame {
     /// Wall time of the tick: the server's change scan and encode, the UDP
     /// sends, and every client's receive, apply and acknowledgement.
     pub time: Duration,
+    /// The server's part of [`NetFrame::time`]: receiving acknowledgements,
+    /// the change scan, encoding and the UDP sends (the rest is the
+    /// in-process clients receiving and applying).
+    pub server_time: Duration,
     /// Snapshot payload bytes sent, averaged over the clients.
     pub bytes_per_client: f64,
     /// The server's change scan: chunks of replicated archetypes and how
@@ -472,13 +476,16 @@ impl Showcase {
             let start = Instant::now();
             let step = net
                 .link
-                .tick(&mut net.server, self.app.world_mut(), FRAME, Some(view))
+                .serve(&mut net.server, self.app.world_mut(), FRAME, Some(view))
                 .map_err(ShowcaseError::Transport)?;
+            let server_time = start.elapsed();
+            net.link.pump_clients(FRAME).map_err(ShowcaseError::Transport)?;
             let time = start.elapsed();
             let stats = net.server.tick_stats();
             let sent: usize = step.bytes.iter().map(|&(_, b)| b).sum();
             self.net_frame = Some(NetFrame {
                 time,
+                server_time,
                 bytes_per_client: sent as f64 / net.clients as f64,
                 chunks: ChunkStats {
                     chunks_total: stats.chunks_total,
@@ -559,6 +566,7 @@ mod tests {
         }
         let frame = show.net_frame.unwrap();
         assert_eq!(frame.connected, 2);
+        assert!(frame.server_time <= frame.time, "the server's part lies within the tick");
         let net = show.network.as_ref().unwrap();
         let server = net.server();
         let want = server.entities().filter(|(n, _, _)| server.in_interest(ClientId(1), *n)).count();

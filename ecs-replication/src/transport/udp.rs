@@ -400,7 +400,8 @@ impl Loopback {
     /// One network tick: the server serves `world` (new clients get
     /// `view`), then every client receives and acknowledges. `dt` is the
     /// time since the previous tick (the transports' timers run on it).
-    /// The step lists the bytes sent to each client.
+    /// The step lists the bytes sent to each client. The same as
+    /// [`Loopback::serve`] then [`Loopback::pump_clients`].
     pub fn tick(
         &mut self,
         server: &mut Server,
@@ -408,11 +409,31 @@ impl Loopback {
         dt: Duration,
         view: Option<View>,
     ) -> Result<ServerStep, TransportError> {
-        let step = serve(server, world, &mut self.server, dt, view)?;
+        let step = self.serve(server, world, dt, view)?;
+        self.pump_clients(dt)?;
+        Ok(step)
+    }
+
+    /// The server's half of a tick: receives acknowledgements and inputs,
+    /// then encodes and sends one snapshot per client over UDP (to time the
+    /// server apart from the in-process clients).
+    pub fn serve(
+        &mut self,
+        server: &mut Server,
+        world: &mut World,
+        dt: Duration,
+        view: Option<View>,
+    ) -> Result<ServerStep, TransportError> {
+        serve(server, world, &mut self.server, dt, view)
+    }
+
+    /// The clients' half of a tick: every client receives, applies and
+    /// acknowledges what reached its socket.
+    pub fn pump_clients(&mut self, dt: Duration) -> Result<(), TransportError> {
         for (world, client, udp) in &mut self.clients {
             pump_client(client, world, udp, dt)?;
         }
-        Ok(step)
+        Ok(())
     }
 
     /// The clients: their worlds and replication state, by id order.

@@ -110,10 +110,12 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     show.step()?;
     let mut totals: Vec<Totals> = Vec::new();
     let mut net = Totals {
-        name: format!("replication ({} clients)", config.clients),
+        name: format!("replication server ({} clients)", config.clients),
         bytes: Some(Vec::new()),
         ..Totals::default()
     };
+    let mut receive =
+        Totals { name: format!("replication clients ({}, in-process)", config.clients), ..Totals::default() };
     let mut frame_times = Vec::with_capacity(options.frames);
     for frame in 1..=options.frames {
         let start = Instant::now();
@@ -130,7 +132,9 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         }
         let mut connected = String::new();
         if let Some(n) = show.net_frame {
-            net.times.push(n.time);
+            net.times.push(n.server_time);
+            receive.times.push(n.time.saturating_sub(n.server_time));
+            receive.frames += 1;
             net.chunks.add(n.chunks);
             net.entities += n.chunks.entities;
             net.frames += 1;
@@ -166,6 +170,7 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     }
     if net.frames > 0 {
         println!("{}", net.row());
+        println!("{}", receive.row());
     }
     frame_times.sort();
     println!(
@@ -178,7 +183,7 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(network) = &show.network {
         let held: Vec<String> = network.clients().map(|(world, _)| world.len().to_string()).collect();
         println!(
-            "Replication: {} replicated entities; each client sees those within {} units of the flock's centre and holds [{}] of them; bytes/tick/client is median / worst snapshot payload (UDP and netcode headers not counted).",
+            "Replication: {} replicated entities; each client sees those within {} units of the flock's centre and holds [{}] of them; bytes/tick/client is median / worst snapshot payload (UDP and netcode headers not counted); the server row is its acknowledgement receive, change scan, encode and UDP sends, the clients row their receive, apply and acknowledgement.",
             network.server().entities().count(),
             ecs_examples::showcase::VIEW_RADIUS,
             held.join(", ")
