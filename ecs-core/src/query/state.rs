@@ -486,7 +486,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         self.matched.get(index as usize).map(|m| m.data)
     }
 
-    #[inline]
+    #[inline(always)]
     fn matched_cache(&self, world: &World, entity: Entity) -> Result<(Q::Cache, crate::EntityLocation), QueryError> {
         self.check_world(world)?;
         let Some(loc) = world.get_location(entity) else {
@@ -514,7 +514,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// [`QueryError::NoSuchEntity`] for a stale or never-issued handle,
     /// [`QueryError::NoMatch`] if the entity does not match,
     /// [`QueryError::WrongWorld`] if this state was made for another world.
-    #[inline]
+    #[inline(always)]
     pub fn get<'w>(&self, world: &'w World, entity: Entity) -> Result<Q::Item<'w>, QueryError>
     where
         Q: ReadOnlyQueryData,
@@ -535,7 +535,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// # Safety
     /// As [`QueryState::iter_unchecked`], and no other item for the entity's
     /// row is alive.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn get_unchecked<'w>(
         &self,
         world: &'w World,
@@ -553,7 +553,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
 
     /// Mutable form of [`QueryState::get`]; writes are stamped with the
     /// world's current tick. Errors as [`QueryState::get`].
-    #[inline]
+    #[inline(always)]
     pub fn get_mut<'w>(&self, world: &'w mut World, entity: Entity) -> Result<Q::Item<'w>, QueryError> {
         let (cache, loc) = self.matched_cache(world, entity)?;
         let window = TickWindow::new(self.last_run, world.change_tick());
