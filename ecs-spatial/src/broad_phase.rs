@@ -235,6 +235,10 @@ impl EntityTable {
 pub struct BroadPhase<C: SpatialPosition> {
     grid: SparseGrid<C::Point, Entity>,
     tracked: EntityTable,
+    /// The table does not describe the grid yet: the latest rebuild left
+    /// it to the next incremental run, which fills it before reading it (a
+    /// world whose entities all move rebuilds every run and never needs it).
+    table_stale: bool,
     /// Entities that are `InCell` or `Invalid`.
     tracked_count: usize,
     invalid: Vec<(Entity, EncodeError)>,
@@ -273,6 +277,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
         Ok(BroadPhase {
             grid: SparseGrid::new(origin, cell_size)?,
             tracked: EntityTable::new(),
+            table_stale: false,
             tracked_count: 0,
             invalid: Vec::new(),
             rebuild_share: DEFAULT_REBUILD_SHARE,
@@ -354,8 +359,8 @@ impl<C: SpatialPosition> BroadPhase<C> {
         self.stats.entities = current as u64;
     }
 
-    /// Rebuilds the grid and the entity table from every row of `present`
-    /// (`current` of them).
+    /// Rebuilds the grid from every row of `present` (`current` of them);
+    /// the entity table is filled when an incremental run next needs it.
     fn rebuild(&mut self, present: &mut Query<'_, '_, (Entity, &C)>, current: usize) {
         self.stats.full_rebuild = true;
         self.all_ids.clear();
@@ -393,6 +398,17 @@ impl<C: SpatialPosition> BroadPhase<C> {
                 unreachable_after_filter(e);
             }
         }
+        self.table_stale = true;
+        self.tracked_count = self.grid.len() + self.invalid.len();
+    }
+
+    /// Fills the entity table from the grid and the invalid list if the
+    /// latest rebuild left it stale.
+    fn ensure_table(&mut self) {
+        if !self.table_stale {
+            return;
+        }
+        self.table_stale = false;
         self.tracked.clear_all();
         let grid = &self.grid;
         for cell in grid.cells() {
@@ -404,12 +420,12 @@ impl<C: SpatialPosition> BroadPhase<C> {
         for &(entity, _) in &self.invalid {
             self.tracked.set(entity, Known::Invalid);
         }
-        self.tracked_count = self.grid.len() + self.invalid.len();
     }
 
     /// Re-keys the changed rows, sweeps for despawns when the counts say so,
     /// and edits the grid.
     fn apply_changes(&mut self, present: &mut Query<'_, '_, (Entity, &C)>, current: usize) {
+        self.ensure_table();
         self.removed.clear();
         self.inserted.clear();
         // Despawned or lost the component (and not given it back since).
