@@ -254,22 +254,26 @@ pub fn add_melee(app: &mut App, config: &MeleeConfig) -> Result<Vec<Entity>, Mel
 /// stop on it. Steering by the centre rather than straight along `x` makes
 /// survivors that broke through turn back: a battle ends with one team
 /// wiped out instead of units walking away for ever.
-pub fn march(mut units: Query<(&mut UnitPosition, &Team, &Engaged)>, settings: Res<MeleeSettings>, time: Res<Time>) {
+#[expect(clippy::type_complexity, reason = "the set spells out its two queries")]
+pub fn march(
+    mut units: ParamSet<(Query<(&UnitPosition, &Team)>, Query<(&mut UnitPosition, &Team, &Engaged)>)>,
+    settings: Res<MeleeSettings>,
+    time: Res<Time>,
+) {
     let step = settings.move_speed * time.delta_secs();
     if step == 0.0 {
         return;
     }
     let mut sum = [glam::DVec3::ZERO; 2];
     let mut count = [0u32; 2];
-    // Reading through `Mut` does not mark the row changed.
-    units.for_each_mut(|(position, team, _)| {
+    units.p0().for_each(|(position, team)| {
         let t = usize::from(team.0.min(1));
         sum[t] += position.0.as_dvec3();
         count[t] += 1;
     });
     let centre = |t: usize| (count[t] > 0).then(|| (sum[t] / f64::from(count[t])).as_vec3());
     let targets = [centre(1), centre(0)];
-    units.for_each_mut(|(mut position, team, engaged)| {
+    units.p1().for_each_mut(|(mut position, team, engaged)| {
         if engaged.0 {
             return;
         }
