@@ -7,27 +7,8 @@ use ecs_core::prelude::*;
 use ecs_spatial::{BroadPhase, Position, update_broad_phase};
 use glam::Vec3;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// Multiples of 1/4 in [-40, 40), so cell borders (cell 4) are hit often.
-    fn coord(&mut self) -> f32 {
-        (self.below(320) as f32 - 160.0) * 0.25
-    }
-    fn point(&mut self) -> Vec3 {
-        Vec3::new(self.coord(), self.coord(), self.coord())
-    }
-}
+mod common;
+use common::Rng;
 
 /// Another component, so entities move between archetypes.
 #[derive(Component)]

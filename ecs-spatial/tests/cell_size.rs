@@ -9,30 +9,8 @@
 use ecs_spatial::{BatchWork, NeighborLists, SparseGrid, cell_probes, suggest_cell_size};
 use glam::{Vec2, Vec3};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn in_box(&mut self, side: f32) -> Vec3 {
-        Vec3::new(self.unit(), self.unit(), self.unit()) * side
-    }
-    fn gauss3(&mut self) -> Vec3 {
-        let mut g = || {
-            let (u, v) = (self.unit().max(1e-7), self.unit());
-            (-2.0 * u.ln()).sqrt() * (std::f32::consts::TAU * v).cos()
-        };
-        Vec3::new(g(), g(), g())
-    }
-}
+mod common;
+use common::Rng;
 
 /// More than the helper walks (16 384), so its partial walk is what is tested.
 const N: usize = 24_000;

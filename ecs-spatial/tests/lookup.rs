@@ -9,27 +9,8 @@ use ecs_spatial::{
 use glam::{Vec2, Vec3};
 use proptest::prelude::*;
 
-/// SplitMix64, for deterministic point sets.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-
-    fn gaussian(&mut self) -> f32 {
-        let (u, v) = (self.unit().max(1e-7), self.unit());
-        (-2.0 * u.ln()).sqrt() * (std::f32::consts::TAU * v).cos()
-    }
-}
+mod common;
+use common::Rng;
 
 fn uniform(n: usize, side: f32, seed: u64) -> Vec<Vec3> {
     let mut r = Rng(seed);
