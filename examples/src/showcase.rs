@@ -309,6 +309,9 @@ pub struct NetFrame {
     pub chunks: ChunkStats,
     /// Clients connected to the server.
     pub connected: usize,
+    /// Replicated entities the change scan found with a changed value
+    /// this tick (every client's books and packet work scale with it).
+    pub changed: usize,
 }
 
 /// On entering [`ShowcaseState::Summary`]: records the [`ShowcaseSummary`].
@@ -493,6 +496,7 @@ impl Showcase {
                     entities: net.server.entities().count() as u64,
                 },
                 connected: net.server.clients().count(),
+                changed: stats.changed,
             });
         }
         Ok(())
@@ -579,7 +583,22 @@ mod tests {
         // only heartbeats go out.
         assert!(frame.chunks.chunks_total > 0);
         assert_eq!(frame.chunks.chunks_skipped, frame.chunks.chunks_total);
+        assert_eq!(frame.changed, 0);
         assert!(frame.bytes_per_client < 64.0);
+    }
+
+    #[test]
+    fn counts_the_replicated_entities_that_changed() {
+        let config = ShowcaseConfig { entities: 3_000, active: 1.0, seed: 5, clients: 1 };
+        let mut show = Showcase::new(&config).unwrap();
+        for _ in 0..5 {
+            show.step().unwrap();
+        }
+        let frame = show.net_frame.unwrap();
+        let replicated = show.network.as_ref().unwrap().server().entities().count();
+        // Every rig spins and every boid flies: some, not all, of the
+        // replicated entities (the scenery stands still) changed.
+        assert!(frame.changed > 0 && frame.changed < replicated, "{} of {replicated}", frame.changed);
     }
 
     #[test]

@@ -71,12 +71,23 @@ impl Totals {
             }
             _ => "-".to_owned(),
         };
+        // A row that reads no chunks (the in-process clients) has no skip
+        // ratio to show.
+        let (entities, chunks, skipped) = if self.chunks.chunks_total == 0 && self.entities == 0 {
+            ("-".to_owned(), "-".to_owned(), "-".to_owned())
+        } else {
+            (
+                (self.entities / frames).to_string(),
+                (self.chunks.chunks_total / frames).to_string(),
+                format!("{:.1}%", 100.0 * self.chunks.skip_ratio()),
+            )
+        };
         format!(
-            "{:<34} {:>9} {:>8} {:>9.1}% {:>10.1} {:>10.1} {:>17}",
+            "{:<34} {:>9} {:>8} {:>10} {:>10.1} {:>10.1} {:>17}",
             self.name,
-            self.entities / frames,
-            self.chunks.chunks_total / frames,
-            100.0 * self.chunks.skip_ratio(),
+            entities,
+            chunks,
+            skipped,
             median.as_secs_f64() * 1e6,
             worst.as_secs_f64() * 1e6,
             bytes,
@@ -116,6 +127,7 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut receive =
         Totals { name: format!("replication clients ({}, in-process)", config.clients), ..Totals::default() };
+    let mut changed = Vec::with_capacity(options.frames);
     let mut frame_times = Vec::with_capacity(options.frames);
     for frame in 1..=options.frames {
         let start = Instant::now();
@@ -138,6 +150,7 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
             net.chunks.add(n.chunks);
             net.entities += n.chunks.entities;
             net.frames += 1;
+            changed.push(n.changed);
             if let Some(b) = &mut net.bytes {
                 b.push(n.bytes_per_client);
             }
@@ -181,6 +194,11 @@ fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("Chunks whose ticks are older than a system's last run are skipped without reading their rows.");
     if let Some(network) = &show.network {
+        changed.sort_unstable();
+        println!(
+            "Replication work: a median of {} replicated entities changed a tick; the server's books, send queue and packet for each client scale with them.",
+            changed.get(changed.len() / 2).copied().unwrap_or(0)
+        );
         let held: Vec<String> = network.clients().map(|(world, _)| world.len().to_string()).collect();
         println!(
             "Replication: {} replicated entities; each client sees those within {} units of the flock's centre and holds [{}] of them; bytes/tick/client is median / worst snapshot payload (UDP and netcode headers not counted); the server row is its acknowledgement receive, change scan, encode and UDP sends, the clients row their receive, apply and acknowledgement.",
