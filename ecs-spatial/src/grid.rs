@@ -1027,16 +1027,26 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let mut positions = std::mem::take(&mut self.positions_back);
         let mut ids = std::mem::take(&mut self.ids_back);
         let mut soa = std::mem::take(&mut self.soa_back);
-        apply_ops(&ops, &self.positions, &mut positions, |i| inserted[i].2);
-        apply_ops(&ops, &self.ids, &mut ids, |i| inserted[i].1);
-        let old_n = self.positions.len();
-        apply_ops(&ops, &self.soa.x[..old_n], &mut soa.x, |i| inserted[i].2.to_vec3().x);
-        apply_ops(&ops, &self.soa.y[..old_n], &mut soa.y, |i| inserted[i].2.to_vec3().y);
-        apply_ops(&ops, &self.soa.z[..old_n], &mut soa.z, |i| inserted[i].2.to_vec3().z);
-        for v in [&mut soa.x, &mut soa.y, &mut soa.z] {
-            v.extend_from_slice(&[f32::NAN; LANES]);
+        // Filler values for growth only; every slot is written below.
+        let fill = self.positions.first().copied().zip(self.ids.first().copied());
+        match fill.or_else(|| inserted.first().map(|e| (e.2, e.1))) {
+            Some((p, i)) => {
+                positions.resize(n_new, p);
+                ids.resize(n_new, i);
+            }
+            None => {
+                positions.clear();
+                ids.clear();
+            }
         }
-        debug_assert_eq!(positions.len(), n_new);
+        soa.resize(n_new);
+        let old_n = self.positions.len();
+        let old =
+            (&self.positions[..], &self.ids[..], &self.soa.x[..old_n], &self.soa.y[..old_n], &self.soa.z[..old_n]);
+        let new =
+            (&mut positions[..n_new], &mut ids[..n_new], &mut soa.x[..n_new], &mut soa.y[..n_new], &mut soa.z[..n_new]);
+        apply_ops_all(&ops, old, new, inserted);
+        soa.pad(n_new);
 
         // 3. Swap the new arrays in, keep the old ones as back buffers.
         self.positions_back = std::mem::replace(&mut self.positions, positions);
@@ -1683,27 +1693,43 @@ fn gather<P: GridPoint, I: Copy>(
     }
 }
 
-/// `out` = `old` with the edit's operations applied (`value(i)` is the
-/// value of inserted point `i`).
-fn apply_ops<T: Copy>(ops: &[EditOp], old: &[T], out: &mut Vec<T>, value: impl Fn(usize) -> T) {
-    out.clear();
-    let mut from = 0usize;
-    for &op in ops {
-        match op {
-            EditOp::Remove(slot) => {
-                let slot = slot as usize;
-                out.extend_from_slice(&old[from..slot]);
-                from = slot + 1;
-            }
-            EditOp::Insert { before, index } => {
-                let before = before as usize;
-                out.extend_from_slice(&old[from..before]);
-                from = before;
-                out.push(value(index as usize));
-            }
+/// The new point arrays (positions, ids, x, y, z; each of the new length)
+/// = the old ones with the edit's operations applied, in one pass over the
+/// operations: each kept run is copied into all five arrays at once.
+#[allow(clippy::type_complexity, reason = "the five arrays of an edit, old and new, side by side")]
+fn apply_ops_all<P: GridPoint, I: Copy>(
+    ops: &[EditOp],
+    (op, oi, ox, oy, oz): (&[P], &[I], &[f32], &[f32], &[f32]),
+    (np, ni, nx, ny, nz): (&mut [P], &mut [I], &mut [f32], &mut [f32], &mut [f32]),
+    inserted: &[(CellKey, I, P)],
+) {
+    let (mut from, mut to) = (0usize, 0usize);
+    // Each step: the kept run `from..end`, then the inserted point, if any.
+    let steps = ops
+        .iter()
+        .map(|&e| match e {
+            EditOp::Remove(slot) => (slot as usize, slot as usize + 1, None),
+            EditOp::Insert { before, index } => (before as usize, before as usize, Some(index as usize)),
+        })
+        .chain(std::iter::once((op.len(), op.len(), None)));
+    for (end, next, insert) in steps {
+        let n = end - from;
+        np[to..to + n].copy_from_slice(&op[from..end]);
+        ni[to..to + n].copy_from_slice(&oi[from..end]);
+        nx[to..to + n].copy_from_slice(&ox[from..end]);
+        ny[to..to + n].copy_from_slice(&oy[from..end]);
+        nz[to..to + n].copy_from_slice(&oz[from..end]);
+        to += n;
+        from = next;
+        if let Some(i) = insert {
+            let (_, id, p) = inserted[i];
+            let v = p.to_vec3();
+            np[to] = p;
+            ni[to] = id;
+            (nx[to], ny[to], nz[to]) = (v.x, v.y, v.z);
+            to += 1;
         }
     }
-    out.extend_from_slice(&old[from..]);
 }
 
 #[cfg(test)]
