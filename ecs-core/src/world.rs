@@ -759,7 +759,7 @@ impl World {
     /// completes before the panic leaves this call: every replaced value was
     /// dropped once and the entity holds all of `bundle`.
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), StoreError> {
-        let loc = self.entities.location(entity)?;
+        let Some(loc) = self.entities.get_location(entity) else { return Err(StoreError::NoSuchEntity(entity)) };
         let plan_index = self.insert_plan::<B>(loc.archetype)?;
         // SAFETY: the location and the plan are this world's.
         let lifecycle = unsafe {
@@ -897,7 +897,7 @@ impl World {
     /// Removes the components of `B` from a live entity and returns them.
     /// Fails, changing nothing, if the entity lacks any of them.
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, StoreError> {
-        let loc = self.entities.location(entity)?;
+        let Some(loc) = self.entities.get_location(entity) else { return Err(StoreError::NoSuchEntity(entity)) };
         let plan_index = self.remove_plan::<B>(entity, loc.archetype)?;
         // SAFETY: the location is this world's.
         if unsafe { self.archetype_unchecked(loc.archetype) }.lifecycle != 0 {

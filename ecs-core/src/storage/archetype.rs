@@ -498,6 +498,24 @@ impl Archetype {
         }
     }
 
+    /// [`Archetype::commit_rows`] of one row, without the bounds check.
+    ///
+    /// # Safety
+    /// As [`Archetype::commit_rows`] with `count == 1`.
+    #[inline(always)]
+    unsafe fn commit_row_unchecked(&mut self, chunk: usize) {
+        debug_assert!((self.chunks[chunk].len as usize) < self.capacity);
+        debug_assert_eq!(self.open.last().map(|&c| c as usize), Some(chunk));
+        // SAFETY: `chunk` is the chunk `open_chunk` returned (the caller's
+        // contract), so it exists.
+        let c = unsafe { self.chunks.get_unchecked_mut(chunk) };
+        c.len += 1;
+        self.len += 1;
+        if c.len as usize == self.capacity {
+            self.open.pop();
+        }
+    }
+
     /// Stamps rows `start..start + count` of `chunk` added and changed at
     /// `now` in every column, and raises their block and chunk ticks to
     /// `now`.
@@ -577,7 +595,7 @@ impl Archetype {
         // reads it; nothing in between can fail.
         unsafe {
             dst_chunk.entities_ptr().add(dr).write(*src_chunk.entities_ptr().add(row));
-            dst.commit_rows(dc, 1);
+            dst.commit_row_unchecked(dc);
         }
         let (si, di, db) = (self.tick_index(chunk, row), dst.tick_index(dc, dr), dst.block_index(dc, dr));
         for shared in plan.shared.iter() {

@@ -23,6 +23,13 @@ impl EdgeMap {
 
     #[inline]
     pub(crate) fn get(&self, key: &TypeId) -> Option<u32> {
+        // Most archetypes have one edge per bundle they met: the first is
+        // tested without setting up the search.
+        if let Some(&(k, plan)) = self.few.first()
+            && k == *key
+        {
+            return Some(plan);
+        }
         if let Some(&(_, plan)) = self.few.iter().find(|(k, _)| k == key) {
             return Some(plan);
         }
