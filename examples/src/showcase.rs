@@ -670,7 +670,11 @@ mod tests {
         let rows = show.system_rows();
         let propagate = rows.iter().find(|r| r.name == "propagate_transforms").unwrap();
         let grid = rows.iter().find(|r| r.name == "update_broad_phase<Position>").unwrap();
-        assert_eq!(grid.chunks.chunks_total, stats.chunks_total);
+        // The system's row counts the change walk's chunks, and when this
+        // share of movers (about 15 %, at the rebuild threshold) makes the
+        // run rebuild, the read of every position's chunks once more.
+        let reads = if stats.full_rebuild { 2 } else { 1 };
+        assert_eq!(grid.chunks.chunks_total, reads * stats.chunks_total);
         assert!(propagate.chunks.chunks_skipped > 0 && propagate.chunks.chunks_skipped < propagate.chunks.chunks_total);
         // Every entity with a position sits where its global transform says.
         let world = show.world_mut();
