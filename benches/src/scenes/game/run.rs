@@ -1,7 +1,8 @@
 //! Running the `game` scenario: per case a setup (both worlds from one
 //! [`Layout`], checked equal), timed frames (one `App::update` each, the
-//! implementations in turns of a few frames, each frame's per-system times recorded
-//! outside the timed part), and a check after (the worlds still agree).
+//! implementations in turns of a few frames, each frame's per-system times
+//! recorded outside the timed part), and a check after (the worlds still
+//! agree).
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -141,9 +142,9 @@ pub fn check_agree(scenes: &mut [(Impl, Box<dyn GameScene>)], when: &str) -> Res
 /// Measures one case: setup, `cfg.samples / 2` warm-up frames (checked
 /// after the first and the last), then turns of `RUN_FRAMES` (4) frames per
 /// implementation, all but the first of each timed, until `cfg.samples`
-/// timed frames per implementation (fewer, at
-/// least `MIN_TIMED_FRAMES` (10), when [`Config::max_total_time`] per
-/// implementation runs out), and a check after.
+/// timed frames per implementation (fewer, at least `MIN_TIMED_FRAMES`
+/// (10), when [`Config::max_total_time`] per implementation runs out), and a
+/// check after.
 ///
 /// # Errors
 /// A message naming the case when a scene fails to build or run, or when
@@ -170,11 +171,13 @@ pub fn run_case(case: &GameCase, cfg: &Config) -> Result<Vec<GameResult>, String
     let budget = cfg.max_total_time * scenes.len().max(1) as u32;
     let phase = Instant::now();
     let wanted = cfg.samples.max(MIN_TIMED_FRAMES);
+    // Timed frames per implementation so far (every turn adds the same).
+    let mut timed = 0;
     // In turns of `RUN_FRAMES` frames each: the first of a turn follows the
     // other ECS's frames (caches and the other's thread pool still warm from
     // them), which a game, running one world frame after frame, never
     // sees; it runs untimed, the rest are timed.
-    while frame_us.first().map_or(0, Vec::len) < wanted {
+    while timed < wanted {
         for (i, (imp, scene)) in scenes.iter_mut().enumerate() {
             scene.frame().map_err(|e| fail(format!("{}: frame: {e}", imp.name())))?;
             for _ in 1..RUN_FRAMES {
@@ -186,11 +189,11 @@ pub fn run_case(case: &GameCase, cfg: &Config) -> Result<Vec<GameResult>, String
                 system_us[i].push(scene.system_times());
             }
         }
-        if frame_us.first().map_or(0, Vec::len) >= MIN_TIMED_FRAMES && phase.elapsed() >= budget {
+        timed += RUN_FRAMES - 1;
+        if timed >= MIN_TIMED_FRAMES && phase.elapsed() >= budget {
             break;
         }
     }
-    let timed = frame_us.first().map_or(0, Vec::len);
     let ran = timed / (RUN_FRAMES - 1) * RUN_FRAMES;
     check_agree(&mut scenes, &format!("after {warmup} + {ran} frames")).map_err(fail)?;
 
