@@ -1542,7 +1542,7 @@ fn compact_keys<P: GridPoint>(
     let mut chunks = points.chunks_exact(4);
     let mut out = keys.chunks_exact_mut(4);
     for (ps, ks) in (&mut chunks).zip(&mut out) {
-        let [a, b, e, f] = [0, 1, 2, 3].map(|l| ps[l].to_vec3());
+        let (a, b, e, f) = (ps[0].to_vec3(), ps[1].to_vec3(), ps[2].to_vec3(), ps[3].to_vec3());
         let qx = (Vec4::new(a.x, b.x, e.x, f.x) - ox) / c;
         let qy = (Vec4::new(a.y, b.y, e.y, f.y) - oy) / c;
         let qz = (Vec4::new(a.z, b.z, e.z, f.z) - oz) / c;
@@ -1594,7 +1594,7 @@ fn count_cells<P: GridPoint>(
             r - Vec4::select(q.cmplt(r), Vec4::ONE, Vec4::ZERO)
         };
         for (ps, ds) in (&mut chunks).zip(&mut out) {
-            let [a, b, e, f] = [0, 1, 2, 3].map(|l| ps[l].to_vec3());
+            let (a, b, e, f) = (ps[0].to_vec3(), ps[1].to_vec3(), ps[2].to_vec3(), ps[3].to_vec3());
             let qx = (Vec4::new(a.x, b.x, e.x, f.x) - ox) / c;
             let qy = (Vec4::new(a.y, b.y, e.y, f.y) - oy) / c;
             let qz = (Vec4::new(a.z, b.z, e.z, f.z) - oz) / c;
@@ -1609,7 +1609,7 @@ fn count_cells<P: GridPoint>(
         let (ox, oy, oz, c) =
             (Vec4::splat(origin.x), Vec4::splat(origin.y), Vec4::splat(origin.z), Vec4::splat(cell_size));
         for (ps, ds) in (&mut chunks).zip(&mut out) {
-            let [a, b, e, f] = [0, 1, 2, 3].map(|l| ps[l].to_vec3());
+            let (a, b, e, f) = (ps[0].to_vec3(), ps[1].to_vec3(), ps[2].to_vec3(), ps[3].to_vec3());
             let qx = (Vec4::new(a.x, b.x, e.x, f.x) - ox) / c;
             let qy = (Vec4::new(a.y, b.y, e.y, f.y) - oy) / c;
             let qz = (Vec4::new(a.z, b.z, e.z, f.z) - oz) / c;
