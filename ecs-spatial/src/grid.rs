@@ -650,20 +650,24 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 counts[p * buckets + ((c >> (p as u32 * width)) & digit_mask) as usize] += 1;
             }
         };
-        let narrow = total_bits <= 32;
+        // The input index takes the low `index_bits` of a 64-bit item when
+        // the key fits above it (8-byte items: half the traffic of a pass).
+        let index_bits = usize::BITS - (n - 1).leading_zeros();
+        let index_mask = (1u64 << index_bits) - 1;
+        let narrow = total_bits + index_bits <= 64;
         if narrow {
             self.narrow.clear();
             self.narrow.extend(self.point_keys.iter().enumerate().map(|(i, &k)| {
                 let c = compact(k);
                 count_digits(c);
-                (c << 32) | i as u64
+                (c << index_bits) | i as u64
             }));
             self.narrow_scratch.resize(n, 0);
             radix_passes(&mut self.narrow, &mut self.narrow_scratch, &mut self.counts, buckets, |&v, shift| {
-                ((v >> (32 + shift)) & digit_mask) as usize
+                ((v >> (index_bits + shift)) & digit_mask) as usize
             });
             for (slot, &v) in self.narrow.iter().enumerate() {
-                self.order[slot] = v as u32;
+                self.order[slot] = (v & index_mask) as u32;
             }
         } else {
             self.wide.clear();
@@ -694,7 +698,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         };
         if narrow {
             for (slot, &v) in self.narrow.iter().enumerate() {
-                on_sorted(slot, v >> 32);
+                on_sorted(slot, v >> index_bits);
             }
         } else {
             for (slot, &(c, _)) in self.wide.iter().enumerate() {

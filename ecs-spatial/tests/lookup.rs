@@ -136,6 +136,40 @@ fn each_point_set_picks_its_lookup_and_equals_brute_force() {
     }
 }
 
+/// Keys of up to 63 bits (points near the eight corners of the key range):
+/// the radix build packs each key with its input index into one 64-bit item
+/// while both fit (2 points: 63 + 1 bits) and uses 16-byte items beyond
+/// (200 points: 63 + 8 bits). Both sort the cells by key, keep input order
+/// within a cell and equal brute force.
+#[test]
+fn radix_items_with_and_without_room_for_the_input_index() {
+    let corners = |n: usize| -> Vec<Vec3> {
+        let mut r = Rng(11);
+        (0..n)
+            .map(|i| {
+                // Corners 0 and 7 first (opposite: every axis varies), then the rest.
+                let corner = i * 7 % 8;
+                let side = |bit: usize| if (corner >> bit) & 1 == 1 { 1_000_000.0 } else { -1_000_000.0 };
+                Vec3::new(side(0), side(1), side(2)) + Vec3::new(r.unit(), r.unit(), r.unit()) * 3.0
+            })
+            .collect()
+    };
+    for n in [2, 200] {
+        let ps = corners(n);
+        let g = check(Vec3::ZERO, 1.0, CellLookup::Auto, &ps, 2.0);
+        match g.stats().build {
+            BuildKind::Radix { key_bits, .. } => assert!(key_bits >= 60, "{n} points: {key_bits} bits"),
+            other => panic!("{n} points: {other:?}"),
+        }
+        assert!(g.cells().windows(2).all(|w| w[0].key < w[1].key), "{n} points: cells out of key order");
+        for c in g.cells() {
+            let ids = &g.ids()[c.start as usize..(c.start + c.count) as usize];
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "{n} points: input order lost in {:?}", c.key);
+        }
+        assert_eq!(g.len(), n);
+    }
+}
+
 #[test]
 fn forced_lookups_equal_the_automatic_one() {
     let sets = [uniform(1500, 15.0, 4), clustered_sparse(1500, 20, 1.0, 500.0, 5), with_outliers(1500, 6)];
