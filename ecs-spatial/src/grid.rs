@@ -138,8 +138,15 @@ fn dense_fits(volume: Option<u64>, points: usize, cells: usize) -> bool {
 /// its run of cells; a longer row is searched.
 const HASH_SCAN_MAX: usize = 8;
 
-/// Radix digits are at most this many bits (2048 counters, 8 KiB, in L1).
-const RADIX_DIGIT_MAX: u32 = 11;
+/// Radix digits are at most this many bits (4096 counters, 16 KiB, in L1)
+/// when the counters are at most a quarter of the items, so a pass costs
+/// about its items; with fewer items, one bit less.
+const RADIX_DIGIT_MAX: u32 = 12;
+
+/// The widest digit for sorting `n` items (see [`RADIX_DIGIT_MAX`]).
+fn radix_digit_max(n: usize) -> u32 {
+    if n >= 4 << RADIX_DIGIT_MAX { RADIX_DIGIT_MAX } else { RADIX_DIGIT_MAX - 1 }
+}
 
 /// Parallel work is split into blocks of this many points.
 pub(crate) const PAR_BLOCK: usize = 4096;
@@ -624,7 +631,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let (min, span) = (self.min, self.span);
         let bits = radix_bits(span);
         let total_bits = bits[0] + bits[1] + bits[2];
-        let passes = total_bits.div_ceil(RADIX_DIGIT_MAX).max(1);
+        let passes = total_bits.div_ceil(radix_digit_max(n)).max(1);
         let width = total_bits.div_ceil(passes).max(1);
         let buckets = 1usize << width;
         let digit_mask = (buckets - 1) as u64;

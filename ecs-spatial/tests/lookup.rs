@@ -170,6 +170,49 @@ fn radix_items_with_and_without_room_for_the_input_index() {
     }
 }
 
+/// Builds of at least 16384 points sort with 12-bit radix digits: sparse
+/// clusters in a box of 24 key bits (two passes) and far outliers (wide
+/// keys). Each is checked whole (cells in key order, each point once, in
+/// its own cell, input order within a cell, as `par_rebuild` has it) and by
+/// radius queries against brute force.
+#[test]
+fn large_radix_builds_keep_order_keys_and_points() {
+    let sets = [("sparse", clustered_sparse(20_000, 300, 1.5, 200.0, 21)), ("outliers", with_outliers(20_000, 22))];
+    for (name, ps) in &sets {
+        let ids: Vec<u32> = (0..ps.len() as u32).collect();
+        let mut g = SparseGrid::<Vec3>::new(Vec3::ZERO, 1.0).unwrap();
+        g.rebuild(&ids, ps).unwrap();
+        match g.stats().build {
+            BuildKind::Radix { key_bits, passes } if *name == "sparse" => {
+                assert!(key_bits <= 24 && passes == 2, "{name}: {key_bits} bits in {passes} passes")
+            }
+            BuildKind::Radix { .. } => {}
+            other => panic!("{name}: {other:?}"),
+        }
+        let mut par = SparseGrid::<Vec3>::new(Vec3::ZERO, 1.0).unwrap();
+        par.par_rebuild(&ids, ps).unwrap();
+        assert_eq!((par.ids(), par.cells()), (g.ids(), g.cells()), "{name}");
+        assert!(g.cells().windows(2).all(|w| w[0].key < w[1].key), "{name}: cells out of key order");
+        let mut seen = vec![false; ps.len()];
+        for c in g.cells() {
+            let slots = c.start as usize..(c.start + c.count) as usize;
+            let cell_ids = &g.ids()[slots.clone()];
+            assert!(cell_ids.windows(2).all(|w| w[0] < w[1]), "{name}: input order lost in {:?}", c.key);
+            for (&id, &p) in cell_ids.iter().zip(&g.positions()[slots]) {
+                assert_eq!(p, ps[id as usize], "{name}");
+                assert_eq!(g.cell_key_of(p).unwrap(), c.key, "{name}");
+                assert!(!std::mem::replace(&mut seen[id as usize], true), "{name}: {id} twice");
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "{name}: a point is missing");
+        let mut out = Vec::new();
+        for &q in ps.iter().step_by(997) {
+            g.query_radius(q, 1.5, &mut out);
+            assert_eq!(sorted(out.clone()), brute_radius(ps, q, 1.5), "{name}: radius around {q:?}");
+        }
+    }
+}
+
 #[test]
 fn forced_lookups_equal_the_automatic_one() {
     let sets = [uniform(1500, 15.0, 4), clustered_sparse(1500, 20, 1.0, 500.0, 5), with_outliers(1500, 6)];
