@@ -693,15 +693,24 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
         self.build = BuildKind::Radix { key_bits: total_bits, passes };
 
-        // The cell table from runs of equal keys, read in sorted order.
+        // The cell table from runs of equal keys, read in sorted order:
+        // every slot writes an entry, at the next position where its key
+        // starts a run and at a spare position past the end otherwise (no
+        // branch to mispredict on keys that change every point or two).
+        let spare = n;
+        self.cells.resize(n + 1, Cell { key: CellKey::from_raw_unchecked(0), start: 0, count: 0 });
+        self.cell_keys.resize(n + 1, 0);
+        let (table, table_keys) = (&mut self.cells[..=spare], &mut self.cell_keys[..=spare]);
+        let mut next = 0usize;
         let mut previous = u64::MAX;
         let mut on_sorted = |slot: usize, c: u64| {
-            if c != previous {
-                let key = expand(c);
-                self.cells.push(Cell { key: CellKey::from_raw_unchecked(key), start: slot as u32, count: 0 });
-                self.cell_keys.push(key);
-                previous = c;
-            }
+            let starts = c != previous;
+            let at = if starts { next } else { spare };
+            let key = expand(c);
+            table[at] = Cell { key: CellKey::from_raw_unchecked(key), start: slot as u32, count: 0 };
+            table_keys[at] = key;
+            next += usize::from(starts);
+            previous = c;
         };
         if narrow {
             for (slot, &v) in self.narrow.iter().enumerate() {
@@ -712,6 +721,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 on_sorted(slot, c);
             }
         }
+        self.cells.truncate(next);
+        self.cell_keys.truncate(next);
         let cell_count = self.cells.len();
         for c in 0..cell_count {
             let end = if c + 1 < cell_count { self.cells[c + 1].start } else { n as u32 };
