@@ -693,36 +693,18 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
         self.build = BuildKind::Radix { key_bits: total_bits, passes };
 
-        // The cell table from runs of equal keys, read in sorted order:
-        // every slot writes an entry, at the next position where its key
-        // starts a run and at a spare position past the end otherwise (no
-        // branch to mispredict on keys that change every point or two).
-        let spare = n;
-        self.cells.resize(n + 1, Cell { key: CellKey::from_raw_unchecked(0), start: 0, count: 0 });
-        self.cell_keys.resize(n + 1, 0);
-        let (table, table_keys) = (&mut self.cells[..=spare], &mut self.cell_keys[..=spare]);
-        let mut next = 0usize;
-        let mut previous = u64::MAX;
-        let mut on_sorted = |slot: usize, c: u64| {
-            let starts = c != previous;
-            let at = if starts { next } else { spare };
+        // The cell table from runs of equal keys, read in sorted order.
+        let (cells, cell_keys) = (&mut self.cells, &mut self.cell_keys);
+        let mut push = |slot: usize, c: u64| {
             let key = expand(c);
-            table[at] = Cell { key: CellKey::from_raw_unchecked(key), start: slot as u32, count: 0 };
-            table_keys[at] = key;
-            next += usize::from(starts);
-            previous = c;
+            cells.push(Cell { key: CellKey::from_raw_unchecked(key), start: slot as u32, count: 0 });
+            cell_keys.push(key);
         };
         if narrow {
-            for (slot, &v) in self.narrow.iter().enumerate() {
-                on_sorted(slot, v >> index_bits);
-            }
+            for_each_run_start(&self.narrow, |&v| v >> index_bits, &mut push);
         } else {
-            for (slot, &(c, _)) in self.wide.iter().enumerate() {
-                on_sorted(slot, c);
-            }
+            for_each_run_start(&self.wide, |&(c, _)| c, &mut push);
         }
-        self.cells.truncate(next);
-        self.cell_keys.truncate(next);
         let cell_count = self.cells.len();
         for c in 0..cell_count {
             let end = if c + 1 < cell_count { self.cells[c + 1].start } else { n as u32 };
@@ -1693,6 +1675,31 @@ fn radix_passes<T: Copy>(
             *slot += 1;
         }
         std::mem::swap(items, scratch);
+    }
+}
+
+/// Calls `on_start(i, key(&items[i]))` for each `i` whose key differs from
+/// the previous item's (the first item included), in order. Per 64 items a
+/// mask of the run starts is made with compares only, then one call per
+/// set bit: no branch per item to mispredict when keys change every item or
+/// two, and no work per item beyond the compare when runs are long.
+#[inline(always)]
+fn for_each_run_start<T>(items: &[T], key: impl Fn(&T) -> u64, mut on_start: impl FnMut(usize, u64)) {
+    let mut previous = None;
+    for (block, chunk) in items.chunks(64).enumerate() {
+        let mut starts = 0u64;
+        for (j, item) in chunk.iter().enumerate() {
+            let c = Some(key(item));
+            starts |= u64::from(c != previous) << j;
+            previous = c;
+        }
+        while starts != 0 {
+            let j = starts.trailing_zeros() as usize;
+            starts &= starts - 1;
+            if let Some(item) = chunk.get(j) {
+                on_start(block * 64 + j, key(item));
+            }
+        }
     }
 }
 
