@@ -136,6 +136,16 @@ fn each_point_set_picks_its_lookup_and_equals_brute_force() {
     }
 }
 
+/// The cells of `g` are in key order and each keeps its points in input
+/// order (ids are input indices), as the stable sorts promise.
+fn assert_sorted_cells(g: &SparseGrid<Vec3>, what: &str) {
+    assert!(g.cells().windows(2).all(|w| w[0].key < w[1].key), "{what}: cells out of key order");
+    for c in g.cells() {
+        let ids = &g.ids()[c.start as usize..(c.start + c.count) as usize];
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{what}: input order lost in {:?}", c.key);
+    }
+}
+
 /// Keys of up to 63 bits (points near the eight corners of the key range):
 /// the radix build packs each key with its input index into one 64-bit item
 /// while both fit (2 points: 63 + 1 bits) and uses 16-byte items beyond
@@ -161,11 +171,7 @@ fn radix_items_with_and_without_room_for_the_input_index() {
             BuildKind::Radix { key_bits, .. } => assert!(key_bits >= 60, "{n} points: {key_bits} bits"),
             other => panic!("{n} points: {other:?}"),
         }
-        assert!(g.cells().windows(2).all(|w| w[0].key < w[1].key), "{n} points: cells out of key order");
-        for c in g.cells() {
-            let ids = &g.ids()[c.start as usize..(c.start + c.count) as usize];
-            assert!(ids.windows(2).all(|w| w[0] < w[1]), "{n} points: input order lost in {:?}", c.key);
-        }
+        assert_sorted_cells(&g, &format!("{n} points"));
         assert_eq!(g.len(), n);
     }
 }
@@ -192,13 +198,11 @@ fn large_radix_builds_keep_order_keys_and_points() {
         let mut par = SparseGrid::<Vec3>::new(Vec3::ZERO, 1.0).unwrap();
         par.par_rebuild(&ids, ps).unwrap();
         assert_eq!((par.ids(), par.cells()), (g.ids(), g.cells()), "{name}");
-        assert!(g.cells().windows(2).all(|w| w[0].key < w[1].key), "{name}: cells out of key order");
+        assert_sorted_cells(&g, name);
         let mut seen = vec![false; ps.len()];
         for c in g.cells() {
             let slots = c.start as usize..(c.start + c.count) as usize;
-            let cell_ids = &g.ids()[slots.clone()];
-            assert!(cell_ids.windows(2).all(|w| w[0] < w[1]), "{name}: input order lost in {:?}", c.key);
-            for (&id, &p) in cell_ids.iter().zip(&g.positions()[slots]) {
+            for (&id, &p) in g.ids()[slots.clone()].iter().zip(&g.positions()[slots]) {
                 assert_eq!(p, ps[id as usize], "{name}");
                 assert_eq!(g.cell_key_of(p).unwrap(), c.key, "{name}");
                 assert!(!std::mem::replace(&mut seen[id as usize], true), "{name}: {id} twice");
