@@ -19,9 +19,15 @@ use glam::{Vec3, Vec4};
 /// Lanes per chunk.
 pub(crate) const LANES: usize = 8;
 
-/// Sorted positions as three coordinate arrays, each padded with [`LANES`]
-/// NaNs past the last point so a chunk may start at any slot (padding lanes
-/// are masked out, and a NaN never passes a distance test anyway).
+/// Points [`Candidates::gather`] copies per step: two chunks, so the rows
+/// of a typical scan box (a handful of cells of a few points each) take one
+/// step, and the step loop's exit is the same branch outcome row after row.
+const COPY: usize = 2 * LANES;
+
+/// Sorted positions as three coordinate arrays, each padded with [`COPY`]
+/// NaNs past the last point so a chunk or a gather step may start at any
+/// slot (padding lanes are masked out, and a NaN never passes a distance
+/// test anyway).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Soa {
     pub(crate) x: Vec<f32>,
@@ -41,14 +47,14 @@ impl Soa {
     /// values are left to the caller.
     pub(crate) fn resize(&mut self, n: usize) {
         for v in [&mut self.x, &mut self.y, &mut self.z] {
-            v.resize(n + LANES, f32::NAN);
+            v.resize(n + COPY, f32::NAN);
         }
     }
 
-    /// Writes the padding after `n` points (the arrays must hold `n + LANES`).
+    /// Writes the padding after `n` points (the arrays must hold `n + COPY`).
     pub(crate) fn pad(&mut self, n: usize) {
         for v in [&mut self.x, &mut self.y, &mut self.z] {
-            v[n..n + LANES].fill(f32::NAN);
+            v[n..n + COPY].fill(f32::NAN);
         }
     }
 
@@ -84,7 +90,7 @@ impl Soa {
         let (Some(x), Some(y), Some(z)) =
             (self.x.get(i..i + LANES), self.y.get(i..i + LANES), self.z.get(i..i + LANES))
         else {
-            return 0; // not reached: the arrays are padded by LANES
+            return 0; // not reached: the arrays are padded by COPY >= LANES
         };
         let (cx, cy, cz, r2) = (Vec4::splat(c.x), Vec4::splat(c.y), Vec4::splat(c.z), Vec4::splat(r2));
         let half = |h: usize| {
@@ -168,18 +174,25 @@ impl<I> Default for Candidates<I> {
 
 impl<I: Copy> Candidates<I> {
     /// Replaces the candidates with the points of the sorted slot ranges
-    /// `rows` (in order), copied in whole blocks of [`LANES`] (the grid's
+    /// `rows` (in order), copied in whole blocks of [`COPY`] (the grid's
     /// coordinate arrays are padded, so a block may run past a range's end;
     /// the next range overwrites the excess, and the end is sealed with
     /// NaNs).
+    ///
+    /// A block is two chunks, not one: most rows of a scan box hold 1 to 16
+    /// points, so each takes exactly one block, where blocks of [`LANES`]
+    /// took one or two and the copy loop's exit mispredicted on about
+    /// every other row.
     #[inline(always)]
     pub(crate) fn gather(&mut self, soa: &Soa, ids: &[I], rows: &[(u32, u32)]) {
         let total: usize = rows.iter().map(|&(s, e)| (e - s) as usize).sum();
-        let cap = total + 2 * LANES;
-        if self.x.len() < cap
+        let cap = total + COPY;
+        // Room past the end for `hits_into`'s fixed blocks too: a byte of
+        // `found` may index up to `GROUP * LANES - 1` past a group's start.
+        if self.x.len() < cap + GROUP * LANES
             && let Some(&fill) = ids.first()
         {
-            self.grow(cap, fill);
+            self.grow(cap + GROUP * LANES, fill);
         }
         let (Some(x), Some(y), Some(z), Some(cand_ids)) =
             (self.x.get_mut(..cap), self.y.get_mut(..cap), self.z.get_mut(..cap), self.ids.get_mut(..cap))
@@ -196,20 +209,20 @@ impl<I: Copy> Candidates<I> {
             let mut i = 0;
             while i < n {
                 let (a, b) = (s + i, to + i);
-                if a + LANES > m || b + LANES > cap {
+                if a + COPY > m || b + COPY > cap {
                     break; // not reached: the grid's arrays are padded, `cap` has room
                 }
-                x[b..b + LANES].copy_from_slice(&sx[a..a + LANES]);
-                y[b..b + LANES].copy_from_slice(&sy[a..a + LANES]);
-                z[b..b + LANES].copy_from_slice(&sz[a..a + LANES]);
-                match ids.get(a..a + LANES) {
-                    Some(block) => cand_ids[b..b + LANES].copy_from_slice(block),
+                x[b..b + COPY].copy_from_slice(&sx[a..a + COPY]);
+                y[b..b + COPY].copy_from_slice(&sy[a..a + COPY]);
+                z[b..b + COPY].copy_from_slice(&sz[a..a + COPY]);
+                match ids.get(a..a + COPY) {
+                    Some(block) => cand_ids[b..b + COPY].copy_from_slice(block),
                     None => {
                         let tail = &ids[a.min(ids.len())..];
                         cand_ids[b..b + tail.len()].copy_from_slice(tail);
                     }
                 }
-                i += LANES;
+                i += COPY;
             }
             to += n;
         }
@@ -234,7 +247,10 @@ impl<I: Copy> Candidates<I> {
     /// (within a group of [`GROUP`] chunks, so they fit a byte) as one
     /// 8-byte word from a table indexed by its 8-bit mask into a small
     /// buffer, and the write position advances by the chunk's hit count;
-    /// every [`GROUP`] chunks the buffer's ids go to `out`.
+    /// every [`GROUP`] chunks the buffer's ids go to `out`. A group of at
+    /// most [`HIT_BLOCK`] hits (the usual case: a query finds a few to a
+    /// dozen neighbours) goes as one fixed block of [`HIT_BLOCK`] ids, the
+    /// excess cut off again, so no loop's exit depends on the hit count.
     #[inline(always)]
     pub(crate) fn hits_into(&mut self, c: Vec3, r2: f32, out: &mut Vec<I>) {
         let (xs, ys, zs) = chunks_of(&self.x, &self.y, &self.z, self.len);
@@ -246,7 +262,16 @@ impl<I: Copy> Candidates<I> {
             let end = (k + GROUP).min(chunks);
             let found = compact_group(xs, ys, zs, k..end, 0xFF, centre, buffer);
             let ids = &self.ids[k * LANES..];
-            out.extend(buffer[..found].iter().map(|&i| ids[i as usize]));
+            if found <= HIT_BLOCK {
+                // Entries past `found` are leftovers, offsets below
+                // `GROUP * LANES`, which `gather` keeps in bounds.
+                let block: [I; HIT_BLOCK] = std::array::from_fn(|j| ids[usize::from(buffer[j])]);
+                let len = out.len();
+                out.extend_from_slice(&block);
+                out.truncate(len + found);
+            } else {
+                out.extend(buffer[..found].iter().map(|&i| ids[i as usize]));
+            }
             k = end;
         }
     }
@@ -397,6 +422,10 @@ const COUNT8: [u8; 256] = {
 /// Chunks whose hits [`Candidates::hits_into`] buffers at a time (their
 /// offsets from the group's first candidate fit a byte).
 const GROUP: usize = 32;
+
+/// Ids [`Candidates::hits_into`] copies as one block when a group has at
+/// most this many hits.
+const HIT_BLOCK: usize = 16;
 
 /// Set bits of each 4-bit mask (no `popcnt` on baseline x86-64).
 const COUNT: [u8; 16] = [0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4];

@@ -350,3 +350,50 @@ fn larger_set_matches_brute_force() {
     let qs = lcg_points(20, 8, 45.0);
     both_lookups(Vec3::ZERO, 5.0, &ps, &qs, &[5.0, 2.0, 11.0]);
 }
+
+/// All radius queries give, for each sorted point, exactly the ids within
+/// the radius in grid order (sorted slot order), at every hit count: sparse
+/// points with a few neighbours, and a dense ball whose rows hold far more
+/// than 16 points, whose lists hold hundreds of hits and whose candidates
+/// fill several groups of the kernel's hit buffer. All pairs of the same
+/// grid equal brute force too.
+#[test]
+fn radius_lists_are_exact_in_grid_order_at_every_hit_count() {
+    let mut ps = lcg_points(2000, 11, 30.0);
+    ps.extend(lcg_points(700, 12, 1.5).into_iter().map(|p| p + Vec3::new(4.0, -3.0, 2.0)));
+    let ids: Vec<u64> = (0..ps.len() as u64).map(|i| i * 7 + 5).collect();
+    for lookup in [CellLookup::Auto, CellLookup::BinarySearch] {
+        let mut grid = SparseGrid::<Vec3, u64>::new(Vec3::ZERO, 2.5).unwrap().with_lookup(lookup);
+        grid.rebuild(&ids, &ps).unwrap();
+        let (sorted_ps, sorted_ids) = (grid.positions().to_vec(), grid.ids().to_vec());
+        let mut lists = NeighborLists::new();
+        let (mut most, mut fewest) = (0, usize::MAX);
+        for r in [0.4, 1.0, 2.5, 4.0] {
+            grid.query_radius_all(r, &mut lists);
+            assert_eq!(lists.len(), ps.len());
+            for (s, &p) in sorted_ps.iter().enumerate() {
+                let want: Vec<u64> = (0..sorted_ps.len())
+                    .filter(|&t| sorted_ps[t].distance_squared(p) <= r * r)
+                    .map(|t| sorted_ids[t])
+                    .collect();
+                let (id, hits) = lists.get(s);
+                assert_eq!(id, sorted_ids[s]);
+                assert_eq!(hits, &want[..], "list of slot {s}, radius {r}, {lookup:?}");
+                most = most.max(hits.len());
+                fewest = fewest.min(hits.len());
+            }
+            let mut pairs = Vec::new();
+            grid.for_each_pair_within(r, |a, b| pairs.push((a.min(b), a.max(b))));
+            assert_eq!(sorted_pairs(pairs), brute_pairs(&ids, &ps, r), "pairs within {r}, {lookup:?}");
+        }
+        // Both sides of the 16-hit block and of a 256-candidate group.
+        assert!(fewest == 1 && most > 300, "hit counts {fewest}..={most}");
+        let longest_cell = grid.cells().iter().map(|c| c.count).max().unwrap();
+        assert!(longest_cell > 32, "densest cell {longest_cell}");
+    }
+}
+
+fn sorted_pairs(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.sort_unstable();
+    v
+}
