@@ -157,6 +157,10 @@ pub(crate) struct Candidates<I> {
     /// Offsets of one group's hits from the group's first candidate
     /// ([`hits_into`](Self::hits_into)).
     found: Box<[u8; GROUP * LANES + LANES]>,
+    /// A unit's pending pairs ([`unit_pairs`](Self::unit_pairs)): the
+    /// candidate index of each pair's later point, and of its earlier one.
+    later: Box<[u8; PAIRS + LANES]>,
+    earlier: Box<[u8; PAIRS + LANES]>,
 }
 
 impl<I> Default for Candidates<I> {
@@ -168,6 +172,8 @@ impl<I> Default for Candidates<I> {
             ids: Vec::new(),
             len: 0,
             found: Box::new([0; GROUP * LANES + LANES]),
+            later: Box::new([0; PAIRS + LANES]),
+            earlier: Box::new([0; PAIRS + LANES]),
         }
     }
 }
@@ -276,6 +282,67 @@ impl<I: Copy> Candidates<I> {
         }
     }
 
+    /// Calls `f(a, b)` for each pair of a unit whose `n` points are the
+    /// first `n` candidates (as the half scan box gathers them): point `p`
+    /// (id `a`) with each later candidate `b` within `sqrt(r2)`, in the
+    /// order of `p`, then of `b`, as `n` calls of
+    /// [`for_each_hit`](Self::for_each_hit) from `p + 1` would.
+    ///
+    /// With at most 256 candidates, the hits of all the unit's points are
+    /// collected first (per chunk, one 8-byte word of candidate indices
+    /// from [`COMPACT8`] and one of the point's index, as in
+    /// [`compact_group`]) and `f` runs in one loop per unit, not one per
+    /// point: a point has a few pairs, a varying number, and the exit of a
+    /// loop per point mispredicted about once a point. Larger candidate
+    /// sets (dense cells) take the per-point path.
+    #[inline(always)]
+    pub(crate) fn unit_pairs(
+        &mut self,
+        n: usize,
+        points: &Soa,
+        slots: Range<usize>,
+        r2: f32,
+        f: &mut impl FnMut(I, I),
+    ) {
+        let (xs, ys, zs) = chunks_of(&self.x, &self.y, &self.z, self.len);
+        let chunks = xs.len().min(ys.len()).min(zs.len());
+        if self.len > GROUP * LANES || n > GROUP * LANES {
+            for (p, s) in slots.enumerate() {
+                let a = self.ids[p];
+                self.for_each_hit(p + 1, points.point(s), r2, |b| f(a, b));
+            }
+            return;
+        }
+        let (later, earlier) = (&mut *self.later, &mut *self.earlier);
+        let mut pending = 0usize;
+        for (p, s) in slots.enumerate() {
+            let first = (p + 1) / LANES;
+            // Room for every lane of this point's chunks, or hand the
+            // pending pairs over first (rare: about a hundred pairs fit).
+            if pending + (chunks - first.min(chunks)) * LANES > PAIRS {
+                flush_pairs(&self.ids, &later[..pending], &earlier[..pending], f);
+                pending = 0;
+            }
+            let c = points.point(s);
+            let centre = (Vec4::splat(c.x), Vec4::splat(c.y), Vec4::splat(c.z), Vec4::splat(r2));
+            let own = (p as u64) * 0x0101_0101_0101_0101;
+            let mut lanes = 0xFFu32 << ((p + 1) % LANES);
+            for k in first..chunks {
+                let (Some(x), Some(y), Some(z)) = (xs.get(k), ys.get(k), zs.get(k)) else {
+                    break; // not reached: `k < chunks`
+                };
+                let m = (block_mask(x, y, z, centre) & lanes & 0xFF) as usize;
+                lanes = 0xFF;
+                let word = COMPACT8[m] + (k * LANES) as u64 * 0x0101_0101_0101_0101;
+                let at = pending & (PAIRS - 1);
+                later[at..at + LANES].copy_from_slice(&word.to_le_bytes());
+                earlier[at..at + LANES].copy_from_slice(&own.to_le_bytes());
+                pending += COUNT8[m] as usize;
+            }
+        }
+        flush_pairs(&self.ids, &later[..pending.min(PAIRS)], &earlier[..pending.min(PAIRS)], f);
+    }
+
     /// Calls `f(id)` for each candidate from index `from` on that lies
     /// within `sqrt(r2)` of `c`, in order. The hits of up to [`GROUP`]
     /// chunks are compacted branch-free first (as in
@@ -299,6 +366,15 @@ impl<I: Copy> Candidates<I> {
             }
             k = end;
         }
+    }
+}
+
+/// Calls `f(ids[e], ids[l])` for each pending pair `(e, l)` of
+/// [`Candidates::unit_pairs`], in order.
+#[inline(always)]
+fn flush_pairs<I: Copy>(ids: &[I], later: &[u8], earlier: &[u8], f: &mut impl FnMut(I, I)) {
+    for (&e, &l) in earlier.iter().zip(later) {
+        f(ids[usize::from(e)], ids[usize::from(l)]);
     }
 }
 
@@ -422,6 +498,10 @@ const COUNT8: [u8; 256] = {
 /// Chunks whose hits [`Candidates::hits_into`] buffers at a time (their
 /// offsets from the group's first candidate fit a byte).
 const GROUP: usize = 32;
+
+/// Pairs [`Candidates::unit_pairs`] collects before handing them over (a
+/// power of two, at least `GROUP * LANES` so one point's chunks always fit).
+const PAIRS: usize = 1024;
 
 /// Ids [`Candidates::hits_into`] copies as one block when a group has at
 /// most this many hits.

@@ -576,11 +576,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let r2 = r * r;
         let probes = self.for_each_unit(cells, r, true, scratch, |candidates, rows, slots| {
             candidates.gather(&self.soa, &self.ids, rows);
-            let s0 = slots.start;
-            for s in slots {
-                let a = self.ids[s];
-                candidates.for_each_hit(s - s0 + 1, self.soa.point(s), r2, |b| f(a, b));
-            }
+            candidates.unit_pairs(slots.len(), &self.soa, slots, r2, f);
         });
         probes.unwrap_or(0)
     }
