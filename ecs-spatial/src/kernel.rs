@@ -282,31 +282,24 @@ impl<I: Copy> Candidates<I> {
         }
     }
 
-    /// Calls `f(a, b)` for each pair of a unit whose `n` points are the
-    /// first `n` candidates (as the half scan box gathers them): point `p`
-    /// (id `a`) with each later candidate `b` within `sqrt(r2)`, in the
-    /// order of `p`, then of `b`, as `n` calls of
+    /// Calls `f(a, b)` for each pair of a unit whose points (sorted slots
+    /// `slots`) are the first candidates (as the half scan box gathers
+    /// them): point `p` (id `a`) with each later candidate `b` within
+    /// `sqrt(r2)`, in the order of `p`, then of `b`, as one call per point of
     /// [`for_each_hit`](Self::for_each_hit) from `p + 1` would.
     ///
     /// With at most 256 candidates, the hits of all the unit's points are
-    /// collected first (per chunk, one 8-byte word of candidate indices
-    /// from [`COMPACT8`] and one of the point's index, as in
-    /// [`compact_group`]) and `f` runs in one loop per unit, not one per
+    /// collected first (per chunk, the word of candidate indices of
+    /// [`chunk_hits`] and one of the point's index) and `f` runs in one
+    /// loop per unit, not one per
     /// point: a point has a few pairs, a varying number, and the exit of a
     /// loop per point mispredicted about once a point. Larger candidate
     /// sets (dense cells) take the per-point path.
     #[inline(always)]
-    pub(crate) fn unit_pairs(
-        &mut self,
-        n: usize,
-        points: &Soa,
-        slots: Range<usize>,
-        r2: f32,
-        f: &mut impl FnMut(I, I),
-    ) {
+    pub(crate) fn unit_pairs(&mut self, points: &Soa, slots: Range<usize>, r2: f32, f: &mut impl FnMut(I, I)) {
         let (xs, ys, zs) = chunks_of(&self.x, &self.y, &self.z, self.len);
         let chunks = xs.len().min(ys.len()).min(zs.len());
-        if self.len > GROUP * LANES || n > GROUP * LANES {
+        if self.len > GROUP * LANES || slots.len() > GROUP * LANES {
             for (p, s) in slots.enumerate() {
                 let a = self.ids[p];
                 self.for_each_hit(p + 1, points.point(s), r2, |b| f(a, b));
@@ -331,13 +324,12 @@ impl<I: Copy> Candidates<I> {
                 let (Some(x), Some(y), Some(z)) = (xs.get(k), ys.get(k), zs.get(k)) else {
                     break; // not reached: `k < chunks`
                 };
-                let m = (block_mask(x, y, z, centre) & lanes & 0xFF) as usize;
+                let (word, count) = chunk_hits(x, y, z, centre, lanes, k * LANES);
                 lanes = 0xFF;
-                let word = COMPACT8[m] + (k * LANES) as u64 * 0x0101_0101_0101_0101;
                 let at = pending & (PAIRS - 1);
                 later[at..at + LANES].copy_from_slice(&word.to_le_bytes());
                 earlier[at..at + LANES].copy_from_slice(&own.to_le_bytes());
-                pending += COUNT8[m] as usize;
+                pending += count;
             }
         }
         flush_pairs(&self.ids, &later[..pending.min(PAIRS)], &earlier[..pending.min(PAIRS)], f);
@@ -381,10 +373,10 @@ fn flush_pairs<I: Copy>(ids: &[I], later: &[u8], earlier: &[u8], f: &mut impl Fn
 /// Writes to `buffer`, in order, the offsets (from the group's first
 /// candidate) of the hits of the chunks `group` (at most [`GROUP`]),
 /// with the first chunk's lanes masked by `first_lanes`, and returns how
-/// many. Each chunk is one 8-byte store of [`COMPACT8`]'s entry for its
-/// hit mask plus the chunk's offset in every byte (at most
-/// `8 * (GROUP - 1) + 7 = 255`, so no byte carries), and an add of its hit
-/// count: no branch per lane or per chunk.
+/// many. Each chunk is one 8-byte store of its [`chunk_hits`] word (its
+/// offset from the group's first candidate, at most `8 * (GROUP - 1)`, so
+/// no byte carries), and an add of its hit count: no branch per lane or per
+/// chunk.
 #[inline(always)]
 fn compact_group(
     xs: &[[f32; LANES]],
@@ -403,16 +395,34 @@ fn compact_group(
             break; // not reached: callers pass chunks of the arrays
         };
         let lanes = if k == first { first_lanes } else { 0xFF };
-        let m = (block_mask(x, y, z, centre) & lanes & 0xFF) as usize;
-        let word = COMPACT8[m] + ((k - first) as u64 * LANES as u64) * 0x0101_0101_0101_0101;
+        let (word, count) = chunk_hits(x, y, z, centre, lanes, (k - first) * LANES);
         // At most 8 * 31 hits come before the last chunk of a group, so
         // the mask never changes `found` here; it only lets the compiler
         // see the bound.
         let at = found & (GROUP * LANES - 1);
         buffer[at..at + LANES].copy_from_slice(&word.to_le_bytes());
-        found += COUNT8[m] as usize;
+        found += count;
     }
     found.min(GROUP * LANES)
+}
+
+/// The hits of one chunk among its lanes `lanes` (a bit mask), for a
+/// candidate buffer: a word holding, from its lowest byte, each hit's lane
+/// plus `offset` (the chunk's first candidate, counted from wherever the
+/// caller's offsets start; at most 248, so no byte carries), and how many
+/// hits there are. The word is [`COMPACT8`]'s entry for the hit mask with
+/// `offset` added to every byte; bytes past the count are filler.
+#[inline(always)]
+fn chunk_hits(
+    x: &[f32; LANES],
+    y: &[f32; LANES],
+    z: &[f32; LANES],
+    centre: (Vec4, Vec4, Vec4, Vec4),
+    lanes: u32,
+    offset: usize,
+) -> (u64, usize) {
+    let m = (block_mask(x, y, z, centre) & lanes & 0xFF) as usize;
+    (COMPACT8[m] + offset as u64 * 0x0101_0101_0101_0101, COUNT8[m] as usize)
 }
 
 /// Coordinate arrays as blocks of [`LANES`]: `x`, `y`, `z`.

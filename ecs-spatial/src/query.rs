@@ -576,7 +576,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let r2 = r * r;
         let probes = self.for_each_unit(cells, r, true, scratch, |candidates, rows, slots| {
             candidates.gather(&self.soa, &self.ids, rows);
-            candidates.unit_pairs(slots.len(), &self.soa, slots, r2, f);
+            candidates.unit_pairs(&self.soa, slots, r2, f);
         });
         probes.unwrap_or(0)
     }
