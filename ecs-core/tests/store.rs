@@ -152,6 +152,54 @@ fn insert_and_remove_carry_ticks_and_stamp_added() {
     assert!(world.contains(es[5]));
 }
 
+/// The same bundle inserted into and removed from entities of different
+/// archetypes, in turns and in runs: each move follows its own archetype's
+/// plan (the world remembers the latest plan per kind of move, keyed by
+/// source archetype and bundle), the values land where they belong, and a
+/// refused remove is not remembered as a plan.
+#[test]
+fn the_same_bundle_moves_each_archetype_along_its_own_plan() {
+    let mut world = World::new();
+    let plain: Vec<Entity> = (0..40).map(|i| world.spawn((Pos(i as f32),))).collect();
+    let tagged: Vec<Entity> = (0..40).map(|i| world.spawn((Pos(i as f32), Tag))).collect();
+    // In turns (a different source each time), then in runs of one source.
+    let order: Vec<Entity> = plain[..20]
+        .iter()
+        .zip(&tagged[..20])
+        .flat_map(|(&a, &b)| [a, b])
+        .chain(plain[20..].iter().copied())
+        .chain(tagged[20..].iter().copied())
+        .collect();
+    for (n, &e) in order.iter().enumerate() {
+        world.insert(e, (Vel(n as f32),)).unwrap();
+    }
+    for (n, &e) in order.iter().enumerate() {
+        assert_eq!(world.get::<Vel>(e), Ok(&Vel(n as f32)));
+        assert_eq!(world.has::<Tag>(e), Ok(tagged.contains(&e)));
+    }
+    assert_eq!(world.query_filtered::<Entity, (With<Vel>, With<Tag>)>().iter(&world).count(), 40);
+    assert_eq!(world.query_filtered::<Entity, (With<Vel>, Without<Tag>)>().iter(&world).count(), 40);
+    // A remove the entity cannot do fails and changes nothing, also right
+    // after the same remove succeeded on another archetype.
+    assert_eq!(world.remove::<(Vel, Tag)>(tagged[0]), Ok((Vel(1.0), Tag)));
+    assert!(matches!(world.remove::<(Vel, Tag)>(plain[0]), Err(StoreError::MissingComponent { .. })));
+    assert_eq!(world.get::<Vel>(plain[0]), Ok(&Vel(0.0)));
+    assert_eq!(world.remove::<(Vel, Tag)>(tagged[1]), Ok((Vel(3.0), Tag)));
+    for (n, &e) in order.iter().enumerate().rev() {
+        if e == tagged[0] || e == tagged[1] {
+            assert!(matches!(world.remove::<(Vel,)>(e), Err(StoreError::MissingComponent { .. })));
+            continue;
+        }
+        assert_eq!(world.remove::<(Vel,)>(e), Ok((Vel(n as f32),)));
+        assert_eq!(world.has::<Tag>(e), Ok(tagged.contains(&e)));
+    }
+    assert_eq!(world.query_filtered::<Entity, With<Vel>>().iter(&world).count(), 0);
+    assert_eq!(world.query_filtered::<Entity, With<Tag>>().iter(&world).count(), 38);
+    for (i, &e) in plain.iter().chain(&tagged).enumerate() {
+        assert_eq!(world.get::<Pos>(e), Ok(&Pos((i % 40) as f32)));
+    }
+}
+
 #[derive(Component, Clone)]
 struct Counted(Arc<AtomicUsize>);
 impl Drop for Counted {
