@@ -1538,7 +1538,7 @@ fn compact_keys<P: GridPoint>(
     points: &[P],
     keys: &mut [u64],
 ) {
-    let (ox, oy, oz, c) = (Vec4::splat(origin.x), Vec4::splat(origin.y), Vec4::splat(origin.z), Vec4::splat(cell_size));
+    let scale = Scale4::new(origin, cell_size);
     let compact = |x: f32, y: f32, z: f32| -> u64 {
         let (x, y, z) = (floor_in_range(x) - min[0], floor_in_range(y) - min[1], floor_in_range(z) - min[2]);
         x as u64 | ((y as u64) << bits[0]) | ((z as u64) << (bits[0] + bits[1]))
@@ -1546,10 +1546,7 @@ fn compact_keys<P: GridPoint>(
     let mut chunks = points.chunks_exact(4);
     let mut out = keys.chunks_exact_mut(4);
     for (ps, ks) in (&mut chunks).zip(&mut out) {
-        let (a, b, e, f) = (ps[0].to_vec3(), ps[1].to_vec3(), ps[2].to_vec3(), ps[3].to_vec3());
-        let qx = (Vec4::new(a.x, b.x, e.x, f.x) - ox) / c;
-        let qy = (Vec4::new(a.y, b.y, e.y, f.y) - oy) / c;
-        let qz = (Vec4::new(a.z, b.z, e.z, f.z) - oz) / c;
+        let [qx, qy, qz] = cell_coords4(ps, scale);
         for l in 0..4 {
             ks[l] = compact(qx[l], qy[l], qz[l]);
         }
@@ -1586,8 +1583,7 @@ fn count_cells<P: GridPoint>(
         // value on the way (cells, offsets, products, the index) is an
         // integer that `f32` holds exactly, and adding 2^23 leaves the
         // index in the low mantissa bits.
-        let (ox, oy, oz, c) =
-            (Vec4::splat(origin.x), Vec4::splat(origin.y), Vec4::splat(origin.z), Vec4::splat(cell_size));
+        let scale = Scale4::new(origin, cell_size);
         let low = [0, 1, 2].map(|a| Vec4::splat(min[a] as f32));
         let (sx, sy) = (Vec4::splat(span[0] as f32), Vec4::splat(span[1] as f32));
         const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
@@ -1598,10 +1594,7 @@ fn count_cells<P: GridPoint>(
             r - Vec4::select(q.cmplt(r), Vec4::ONE, Vec4::ZERO)
         };
         for (ps, ds) in (&mut chunks).zip(&mut out) {
-            let (a, b, e, f) = (ps[0].to_vec3(), ps[1].to_vec3(), ps[2].to_vec3(), ps[3].to_vec3());
-            let qx = (Vec4::new(a.x, b.x, e.x, f.x) - ox) / c;
-            let qy = (Vec4::new(a.y, b.y, e.y, f.y) - oy) / c;
-            let qz = (Vec4::new(a.z, b.z, e.z, f.z) - oz) / c;
+            let [qx, qy, qz] = cell_coords4(ps, scale);
             let d = (floor(qx) - low[0]) + sx * ((floor(qy) - low[1]) + sy * (floor(qz) - low[2]));
             let bits = (d + Vec4::splat(LOW_BITS)).to_array().map(|v| v.to_bits() - LOW_BITS.to_bits());
             ds.copy_from_slice(&bits);
@@ -1610,13 +1603,9 @@ fn count_cells<P: GridPoint>(
             }
         }
     } else {
-        let (ox, oy, oz, c) =
-            (Vec4::splat(origin.x), Vec4::splat(origin.y), Vec4::splat(origin.z), Vec4::splat(cell_size));
+        let scale = Scale4::new(origin, cell_size);
         for (ps, ds) in (&mut chunks).zip(&mut out) {
-            let (a, b, e, f) = (ps[0].to_vec3(), ps[1].to_vec3(), ps[2].to_vec3(), ps[3].to_vec3());
-            let qx = (Vec4::new(a.x, b.x, e.x, f.x) - ox) / c;
-            let qy = (Vec4::new(a.y, b.y, e.y, f.y) - oy) / c;
-            let qz = (Vec4::new(a.z, b.z, e.z, f.z) - oz) / c;
+            let [qx, qy, qz] = cell_coords4(ps, scale);
             for l in 0..4 {
                 let d = index(qx[l], qy[l], qz[l]);
                 ds[l] = d as u32;
@@ -1631,6 +1620,33 @@ fn count_cells<P: GridPoint>(
         dense_index[done + i] = d as u32;
         counts[d + 1] += 1;
     }
+}
+
+/// The origin and cell size of a grid, splatted for [`cell_coords4`].
+#[derive(Clone, Copy)]
+struct Scale4 {
+    origin: [Vec4; 3],
+    cell: Vec4,
+}
+
+impl Scale4 {
+    #[inline(always)]
+    fn new(origin: Vec3, cell_size: f32) -> Self {
+        Scale4 { origin: [origin.x, origin.y, origin.z].map(Vec4::splat), cell: Vec4::splat(cell_size) }
+    }
+}
+
+/// The cell coordinates (before flooring) of the first four points of
+/// `ps`, one vector per axis: `(p - origin) / cell_size` per lane, as
+/// [`cell_axis`] computes them one point at a time.
+#[inline(always)]
+fn cell_coords4<P: GridPoint>(ps: &[P], scale: Scale4) -> [Vec4; 3] {
+    let (a, b, e, f) = (ps[0].to_vec3(), ps[1].to_vec3(), ps[2].to_vec3(), ps[3].to_vec3());
+    [
+        (Vec4::new(a.x, b.x, e.x, f.x) - scale.origin[0]) / scale.cell,
+        (Vec4::new(a.y, b.y, e.y, f.y) - scale.origin[1]) / scale.cell,
+        (Vec4::new(a.z, b.z, e.z, f.z) - scale.origin[2]) / scale.cell,
+    ]
 }
 
 /// `floor(q)` for `q` in the key range (`|q| <= 2^20`), as [`cell_axis`]
