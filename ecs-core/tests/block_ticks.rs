@@ -237,3 +237,71 @@ fn views_iterators_and_groups_stamp_blocks_themselves() {
     schedule.run(&mut world).unwrap();
     assert_eq!(changed(&mut world, &mut q), want, "entity groups");
 }
+
+/// The row loops of `for_each_mut` and `par_for_each_mut` visit whole runs
+/// of rows while asking the cache for the next passing chunk's same rows.
+/// Chunks skipped in between, a next chunk shorter than the current one and
+/// the last chunk (with none after it) must change nothing about which rows
+/// are visited or what is written.
+#[test]
+fn row_loops_visit_each_passing_row_once_across_runs_of_chunks() {
+    let mut world = World::new();
+    let es = world.spawn_batch((0..2000).map(|i| (Pos(i), Wide([0; 40]))));
+    let capacity = world.archetypes().iter().find(|a| a.len() == 2000).unwrap().chunk_capacity();
+    assert!(capacity < 100, "several chunks: {capacity} rows each");
+    // A short chunk in the middle: most rows of the fourth chunk go.
+    for &e in &es[3 * capacity + 5..4 * capacity] {
+        world.despawn(e).unwrap();
+    }
+    let live: Vec<Entity> = es.iter().copied().filter(|&e| world.contains(e)).collect();
+    let mut q = world.query_filtered::<(Entity, &Pos, &mut Wide), Changed<Pos>>();
+    let mut all = world.query::<(Entity, &mut Wide)>();
+    q.for_each_mut(&mut world, |_| {});
+    // Whole chunks, a run of chunks with unchanged chunks between, the
+    // short chunk, single rows and the last rows.
+    let runs = [0..2 * capacity, 3 * capacity..3 * capacity + 5, 6 * capacity..9 * capacity, 1500..1501];
+    let mut want: Vec<Entity> = runs.iter().flat_map(|r| live[r.clone()].iter().copied()).collect();
+    want.extend(&live[live.len() - 3..]);
+    for round in 1..=3u64 {
+        world.increment_change_tick();
+        for &e in &want {
+            world.get_mut::<Pos>(e).unwrap().0 += 1;
+        }
+        let mut seen = Vec::new();
+        if round == 2 {
+            let found = std::sync::Mutex::new(Vec::new());
+            q.par_for_each_mut(&mut world, |(e, pos, mut wide)| {
+                wide.0[0] = u64::from(pos.0) + round;
+                found.lock().unwrap().push(e);
+            });
+            seen = found.into_inner().unwrap();
+            seen.sort();
+        } else {
+            q.for_each_mut(&mut world, |(e, pos, mut wide)| {
+                wide.0[0] = u64::from(pos.0) + round;
+                seen.push(e);
+            });
+        }
+        let mut expected = want.clone();
+        expected.sort();
+        if round != 2 {
+            seen.sort();
+        }
+        assert_eq!(seen, expected, "round {round}: each written row once");
+        for &e in &live {
+            let wide = world.get::<Wide>(e).unwrap().0[0];
+            let pos = u64::from(world.get::<Pos>(e).unwrap().0);
+            let written = expected.binary_search(&e).is_ok();
+            assert_eq!(wide == pos + round, written, "round {round}, {e:?}: wide {wide}, pos {pos}");
+        }
+        world.check_consistency().unwrap();
+        // The unfiltered loop visits every live row once.
+        let mut count = 0;
+        all.for_each_mut(&mut world, |(_, mut wide)| {
+            wide.0[1] += 1;
+            count += 1;
+        });
+        assert_eq!(count, live.len());
+        assert!(live.iter().all(|&e| world.get::<Wide>(e).unwrap().0[1] == round));
+    }
+}

@@ -12,6 +12,7 @@ use crate::query::access::{Access, ConflictKind};
 use std::marker::PhantomData;
 
 use crate::query::change::{Mut, Ref};
+use crate::query::iter::PREFETCH_ROWS;
 use crate::storage::archetype::{Archetype, BLOCK_SHIFT};
 use crate::storage::component::{Component, ComponentId, Components};
 use crate::storage::entity::Entity;
@@ -119,6 +120,13 @@ pub unsafe trait QueryData {
     /// Stamps the chunk tick of every column whose mark was set.
     #[doc(hidden)]
     fn flush_marks(fetch: &Self::Fetch<'_>, marks: &Self::Marks);
+    /// Asks the cache for the values of rows `start..start +
+    /// PREFETCH_ROWS` (a hint: no value is read or written, and any `start`
+    /// is allowed). The row loop calls it on the next chunk's fetch while
+    /// it visits the same rows of the current one.
+    #[doc(hidden)]
+    #[inline]
+    fn prefetch(_fetch: &Self::Fetch<'_>, _start: usize) {}
     /// Shortens a slices value's lifetime.
     fn shrink_slices<'long: 'short, 'short>(slices: Self::Slices<'long>) -> Self::Slices<'short>;
 }
@@ -131,6 +139,48 @@ pub unsafe trait ReadOnlyQueryData: QueryData {}
 
 fn conflict(id: ComponentId) -> impl Fn(ConflictKind) -> (ComponentId, ConflictKind) {
     move |kind| (id, kind)
+}
+
+/// Asks the cache for the 64-byte lines that hold
+/// `values[start..start + PREFETCH_ROWS]`: a fixed number of prefetches per
+/// value type (the lines those rows span at most), nothing for zero-sized
+/// values. A hint only: the addresses are computed without dereferencing
+/// and a prefetch never faults, so any `start` is allowed, also past the
+/// chunk's rows.
+///
+/// The row loop needs it because a chunk's column is short: a column of
+/// 64-byte values fills about 190 lines of a 16 KiB chunk, and the
+/// hardware prefetcher, which follows a stream within a 4 KiB page,
+/// restarts at every chunk. Measured on the AMD host (a C loop writing
+/// 194 lines per 16 KiB block over 516 blocks, caches flushed first): 461
+/// us without prefetches, 238 us with the next block's lines prefetched
+/// 16 at a time while the same rows of the current block are written,
+/// against 230 us for the same lines written contiguously.
+#[inline(always)]
+pub(crate) fn prefetch_rows<T>(values: *const T, start: usize) {
+    let size = size_of::<T>();
+    // Rows of a size that divides 64 (or is a multiple of it) never
+    // straddle a line, since columns start on one; others may need one
+    // line more than their bytes fill.
+    let lines = (PREFETCH_ROWS * size).div_ceil(64)
+        + usize::from(!64usize.is_multiple_of(size.max(1)) && !size.is_multiple_of(64));
+    let first = values.cast::<u8>().wrapping_add(start.wrapping_mul(size));
+    for line in 0..lines {
+        prefetch_line(first.wrapping_add(line * 64));
+    }
+}
+
+#[inline(always)]
+fn prefetch_line(line: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` is part of SSE, which every x86_64 target has;
+    // it is a hint that never faults and changes no memory, whatever the
+    // address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = line;
 }
 
 // SAFETY: reads exactly the `T` column, recorded as a read.
@@ -180,6 +230,10 @@ unsafe impl<T: Component> QueryData for &T {
     fn new_marks(_: &Self::Fetch<'_>) {}
     unsafe fn redirect_marks(_: &mut Self::Fetch<'_>, _: *mut ()) {}
     fn flush_marks(_: &Self::Fetch<'_>, _: &()) {}
+    #[inline]
+    fn prefetch(fetch: &Self::Fetch<'_>, start: usize) {
+        prefetch_rows(*fetch, start);
+    }
 }
 
 // SAFETY: records no writes.
@@ -401,6 +455,10 @@ unsafe impl<T: Component> QueryData for &mut T {
     fn flush_marks(fetch: &Self::Fetch<'_>, marks: &MutMarks) {
         fetch.flush_marks(*marks);
     }
+    #[inline]
+    fn prefetch(fetch: &Self::Fetch<'_>, start: usize) {
+        prefetch_rows(fetch.values.cast_const(), start);
+    }
 }
 
 // SAFETY: writes the `T` column and its ticks where present, recorded as a
@@ -480,6 +538,12 @@ unsafe impl<T: Component> QueryData for Option<&mut T> {
     fn flush_marks(fetch: &Self::Fetch<'_>, marks: &MutMarks) {
         if let Some(f) = fetch {
             f.flush_marks(*marks);
+        }
+    }
+    #[inline]
+    fn prefetch(fetch: &Self::Fetch<'_>, start: usize) {
+        if let Some(f) = fetch {
+            prefetch_rows(f.values.cast_const(), start);
         }
     }
 }
@@ -563,6 +627,10 @@ unsafe impl<T: Component> QueryData for Ref<'_, T> {
     fn new_marks(_: &Self::Fetch<'_>) {}
     unsafe fn redirect_marks(_: &mut Self::Fetch<'_>, _: *mut ()) {}
     fn flush_marks(_: &Self::Fetch<'_>, _: &()) {}
+    #[inline]
+    fn prefetch(fetch: &Self::Fetch<'_>, start: usize) {
+        prefetch_rows(fetch.values, start);
+    }
 }
 
 // SAFETY: records no writes.
@@ -679,6 +747,10 @@ unsafe impl QueryData for Entity {
     fn new_marks(_: &Self::Fetch<'_>) {}
     unsafe fn redirect_marks(_: &mut Self::Fetch<'_>, _: *mut ()) {}
     fn flush_marks(_: &Self::Fetch<'_>, _: &()) {}
+    #[inline]
+    fn prefetch(fetch: &Self::Fetch<'_>, start: usize) {
+        prefetch_rows(*fetch, start);
+    }
 }
 
 // SAFETY: records no writes.
@@ -733,6 +805,12 @@ unsafe impl<T: Component> QueryData for Option<&T> {
     fn new_marks(_: &Self::Fetch<'_>) {}
     unsafe fn redirect_marks(_: &mut Self::Fetch<'_>, _: *mut ()) {}
     fn flush_marks(_: &Self::Fetch<'_>, _: &()) {}
+    #[inline]
+    fn prefetch(fetch: &Self::Fetch<'_>, start: usize) {
+        if let Some(values) = fetch {
+            prefetch_rows(*values, start);
+        }
+    }
 }
 
 // SAFETY: records no writes.
@@ -813,6 +891,10 @@ macro_rules! tuple_data {
             fn flush_marks(_fetch: &Self::Fetch<'_>, _marks: &Self::Marks) {
                 $( $name::flush_marks(&_fetch.$idx, &_marks.$idx); )*
             }
+            #[inline]
+            fn prefetch(_fetch: &Self::Fetch<'_>, _start: usize) {
+                $( $name::prefetch(&_fetch.$idx, _start); )*
+            }
         }
 
         // SAFETY: every element is read-only.
@@ -834,3 +916,24 @@ tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
 tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 tuple_data!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+
+#[cfg(test)]
+mod tests {
+    use super::prefetch_rows;
+
+    /// The row loops prefetch the next chunk's rows past its length and
+    /// past the end of its allocation: a prefetch must never read, so
+    /// addresses nothing owns (null, the top of the address space) are
+    /// fine, for every size of value.
+    #[test]
+    fn prefetch_hints_never_touch_memory() {
+        prefetch_rows(std::ptr::null::<[u8; 64]>(), 0);
+        prefetch_rows(std::ptr::null::<[u8; 12]>(), usize::MAX);
+        prefetch_rows(std::ptr::dangling::<u32>(), 1 << 40);
+        prefetch_rows(std::ptr::null::<()>(), 7);
+        prefetch_rows(usize::MAX as *const [u64; 9], 3);
+        let values = [7u32; 4];
+        prefetch_rows(values.as_ptr(), 2);
+        assert_eq!(values, [7; 4]);
+    }
+}

@@ -13,22 +13,34 @@ use crate::storage::tick::TickWindow;
 /// the ticks of the blocks (of 16 rows) of the range are stamped at the end;
 /// when rows are tested, a written row stamps its own block.
 ///
+/// With `ahead`, the next chunk of the same archetype the walk will visit,
+/// the loop asks the cache for that chunk's values while it visits the
+/// same rows here ([`QueryData::prefetch`], 16 rows at a time), wherever
+/// it visits whole runs of rows: a chunk's columns are too short for the
+/// hardware prefetcher to get ahead of the loop on its own.
+///
 /// # Safety
 /// The archetype matched, the chunk is in range, `end` is at most its
 /// length, the caller holds the query's access to these rows, and no other
-/// item of them is alive.
+/// item of them is alive; `ahead` is a chunk of the archetype.
 #[inline]
+#[allow(clippy::too_many_arguments, reason = "the per-chunk loop's inputs, passed by the two walks")]
 pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
     archetype: &Archetype,
     m: &Matched<Q, F>,
     chunk: usize,
     start: usize,
     end: usize,
+    ahead: Option<usize>,
     window: TickWindow,
     f: &mut impl FnMut(Q::Item<'_>),
 ) {
     // SAFETY: forwarded contract.
     let mut data = unsafe { Q::fetch(m.data, archetype, chunk, window) };
+    // SAFETY: `ahead` is a chunk of the matched archetype (the caller's
+    // contract). Its fetch only computes column addresses and serves
+    // prefetch hints: no row of it is read or written through it.
+    let ahead = ahead.map(|next| unsafe { Q::fetch(m.data, archetype, next, window) });
     let filter = F::fetch(m.filter, archetype, chunk, window);
     let mut marks = Q::new_marks(&data);
     let marks_ptr = &raw mut marks;
@@ -63,10 +75,8 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
             flush.run = ((end - 1) >> BLOCK_SHIFT) - first + 1;
             debug_assert!(flush.run <= 128);
         }
-        for row in start..end {
-            // SAFETY: `row` is live and yielded once.
-            f(unsafe { Q::item(&data, row) });
-        }
+        // SAFETY: every row in `start..end` is live and visited once.
+        unsafe { visit_run::<Q>(&data, ahead.as_ref(), start, end, f) };
     } else {
         // Rows tested 64 at a time; a written row stamps its own block (one
         // store more per written row, exact, and nothing per group).
@@ -76,11 +86,10 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
             // SAFETY: `group + n <= end`, within the chunk's length.
             let mask = unsafe { group_mask::<F>(&filter, group, n) };
             if mask == crate::storage::tick::low_bits(n) {
-                // Every row passes (clustered writes): a plain loop.
-                for row in group..group + n {
-                    // SAFETY: as above.
-                    f(unsafe { Q::item(&data, row) });
-                }
+                // Every row passes (clustered writes): a plain loop, and
+                // the next chunk's rows are likely written alike.
+                // SAFETY: as above.
+                unsafe { visit_run::<Q>(&data, ahead.as_ref(), group, group + n, f) };
             } else {
                 let mut rows = mask;
                 while rows != 0 {
@@ -94,6 +103,47 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
         }
     }
 }
+
+/// Visits rows `from..to` of `data`'s chunk, all of them, asking the cache
+/// for the same rows of the next chunk (`ahead`, its fetch) [`PREFETCH_ROWS`]
+/// at a time.
+///
+/// # Safety
+/// The rows are live, the caller holds the access to them, and no other
+/// item of them is alive.
+#[inline(always)]
+unsafe fn visit_run<'w, Q: QueryData>(
+    data: &Q::Fetch<'w>,
+    ahead: Option<&Q::Fetch<'w>>,
+    from: usize,
+    to: usize,
+    f: &mut impl FnMut(Q::Item<'_>),
+) {
+    match ahead {
+        Some(next) => {
+            let mut row = from;
+            while row < to {
+                let stop = (row + PREFETCH_ROWS).min(to);
+                Q::prefetch(next, row);
+                for r in row..stop {
+                    // SAFETY: the caller's contract.
+                    f(unsafe { Q::item(data, r) });
+                }
+                row = stop;
+            }
+        }
+        None => {
+            for r in from..to {
+                // SAFETY: the caller's contract.
+                f(unsafe { Q::item(data, r) });
+            }
+        }
+    }
+}
+
+/// Rows per prefetch step of [`run_rows`]: a step of 64-byte values asks
+/// for 16 lines, about what one core keeps in flight.
+pub(crate) const PREFETCH_ROWS: usize = 16;
 
 /// [`QueryFilter::row_mask`] of rows `start..start + n` (`n <= 64`), with a
 /// whole group tested through the constant 64: that test compiles to

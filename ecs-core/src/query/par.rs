@@ -15,7 +15,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// Lists the chunks that pass the chunk-level filter, counting skips.
     fn chunk_tasks(&mut self, world: &World, window: TickWindow) -> Vec<ChunkTask> {
         let mut tasks = Vec::new();
-        self.walk_chunks(world, window, |matched, _, _, chunk, len| {
+        self.walk_chunks(world, window, |matched, _, _, chunk, len, _| {
             tasks.push(ChunkTask { matched: matched as u32, chunk: chunk as u32, start: 0, end: len as u32 });
         });
         tasks
@@ -61,13 +61,25 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         split_tasks(&mut tasks);
         let archetypes = world.archetypes();
         let matched = &self.matched;
-        let run = |task: &ChunkTask| {
+        // A task's next one in the list is, mostly, the one the same thread
+        // runs next (rayon splits the list into contiguous halves): its
+        // chunk, if it is another whole chunk of the same archetype, is
+        // prefetched as the task runs.
+        let ahead_of = |i: usize, task: &ChunkTask| {
+            tasks
+                .get(i + 1)
+                .filter(|next| next.matched == task.matched && next.chunk != task.chunk && next.start == 0)
+                .map(|next| next.chunk as usize)
+        };
+        let run = |(i, task): (usize, &ChunkTask)| {
             let m = &matched[task.matched as usize];
             let archetype = &archetypes[m.archetype.index()];
+            let ahead = ahead_of(i, task);
             let mut f = &f;
             // SAFETY: the archetype matched and the chunk is in range; tasks
             // cover disjoint rows, so no row is fetched twice, and each task
-            // marks into its own local before stamping the chunk atomically.
+            // marks into its own local before stamping the chunk atomically;
+            // `ahead` is a chunk of the same archetype.
             unsafe {
                 run_rows::<Q, F>(
                     archetype,
@@ -75,15 +87,16 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
                     task.chunk as usize,
                     task.start as usize,
                     task.end as usize,
+                    ahead,
                     window,
                     &mut f,
                 )
             };
         };
         if tasks.len() <= 1 {
-            tasks.iter().for_each(run);
+            tasks.iter().enumerate().for_each(run);
         } else {
-            tasks.par_iter().for_each(run);
+            tasks.par_iter().enumerate().for_each(run);
         }
     }
 

@@ -393,22 +393,24 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// # Safety
     /// As [`QueryState::iter_in`].
     pub(crate) unsafe fn for_each_in(&mut self, world: &World, window: TickWindow, mut f: impl FnMut(Q::Item<'_>)) {
-        self.walk_chunks(world, window, |_, m, archetype, chunk, len| {
-            // SAFETY: the caller holds the access; each chunk once.
-            unsafe { run_rows::<Q, F>(archetype, m, chunk, 0, len, window, &mut f) };
+        self.walk_chunks(world, window, |_, m, archetype, chunk, len, next| {
+            // SAFETY: the caller holds the access; each chunk once; `next`
+            // is a chunk of the same archetype.
+            unsafe { run_rows::<Q, F>(archetype, m, chunk, 0, len, next, window, &mut f) };
         });
     }
 
     /// Calls `visit` for every non-empty chunk of the matched archetypes
-    /// that passes the filter's chunk-level test, counting chunks seen and
-    /// skipped: the one walk every iteration form shares. The skip loop reads
-    /// chunk ticks only.
+    /// that passes the filter's chunk-level test, with the next such chunk
+    /// of the same archetype if there is one (for prefetching), counting
+    /// chunks seen and skipped: the one walk every iteration form shares.
+    /// The skip loop reads chunk ticks only.
     #[inline]
     pub(crate) fn walk_chunks<'w>(
         &mut self,
         world: &'w World,
         window: TickWindow,
-        mut visit: impl FnMut(usize, &Matched<Q, F>, &'w Archetype, usize, usize),
+        mut visit: impl FnMut(usize, &Matched<Q, F>, &'w Archetype, usize, usize, Option<usize>),
     ) {
         let archetypes = world.archetypes();
         let (mut total, mut visited, mut entities) = (0u64, 0u64, 0u64);
@@ -417,18 +419,15 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             let count = archetype.chunk_count();
             total += count as u64;
             entities += archetype.len() as u64;
-            let mut chunk = 0;
-            loop {
-                chunk = F::next_passing_chunk(m.filter, archetype, chunk, count, window);
-                if chunk >= count {
-                    break;
-                }
+            let mut chunk = F::next_passing_chunk(m.filter, archetype, 0, count, window);
+            while chunk < count {
+                let next = F::next_passing_chunk(m.filter, archetype, chunk + 1, count, window);
                 let len = archetype.chunk_len(chunk);
                 if len > 0 {
                     visited += 1;
-                    visit(index, m, archetype, chunk, len);
+                    visit(index, m, archetype, chunk, len, (next < count).then_some(next));
                 }
-                chunk += 1;
+                chunk = next;
             }
         }
         self.stats.chunks_total += total;
@@ -471,7 +470,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         window: TickWindow,
         mut f: impl FnMut(ChunkView<'w, Q, F>),
     ) {
-        self.walk_chunks(world, window, |_, m, archetype, chunk, len| {
+        self.walk_chunks(world, window, |_, m, archetype, chunk, len, _| {
             // SAFETY: the caller holds the query's access; each chunk is
             // handed out once.
             f(unsafe { ChunkView::new(archetype, m.data, m.filter, chunk, len, window) });
