@@ -239,7 +239,8 @@ fn views_iterators_and_groups_stamp_blocks_themselves() {
 }
 
 /// The row loops of `for_each_mut` and `par_for_each_mut` visit whole runs
-/// of rows while asking the cache for the next passing chunk's same rows.
+/// of rows while asking the cache for the next passing chunk's same rows;
+/// the iterator (`next` and `fold`) is checked alongside.
 /// Chunks skipped in between, a next chunk shorter than the current one and
 /// the last chunk (with none after it) must change nothing about which rows
 /// are visited or what is written.
@@ -262,7 +263,7 @@ fn row_loops_visit_each_passing_row_once_across_runs_of_chunks() {
     let runs = [0..2 * capacity, 3 * capacity..3 * capacity + 5, 6 * capacity..9 * capacity, 1500..1501];
     let mut want: Vec<Entity> = runs.iter().flat_map(|r| live[r.clone()].iter().copied()).collect();
     want.extend(&live[live.len() - 3..]);
-    for round in 1..=3u64 {
+    for round in 1..=5u64 {
         world.increment_change_tick();
         for &e in &want {
             world.get_mut::<Pos>(e).unwrap().0 += 1;
@@ -276,6 +277,16 @@ fn row_loops_visit_each_passing_row_once_across_runs_of_chunks() {
             });
             seen = found.into_inner().unwrap();
             seen.sort();
+        } else if round == 3 {
+            for (e, pos, mut wide) in q.iter_mut(&mut world) {
+                wide.0[0] = u64::from(pos.0) + round;
+                seen.push(e);
+            }
+        } else if round == 4 {
+            q.iter_mut(&mut world).for_each(|(e, pos, mut wide)| {
+                wide.0[0] = u64::from(pos.0) + round;
+                seen.push(e);
+            });
         } else {
             q.for_each_mut(&mut world, |(e, pos, mut wide)| {
                 wide.0[0] = u64::from(pos.0) + round;
@@ -297,10 +308,17 @@ fn row_loops_visit_each_passing_row_once_across_runs_of_chunks() {
         world.check_consistency().unwrap();
         // The unfiltered loop visits every live row once.
         let mut count = 0;
-        all.for_each_mut(&mut world, |(_, mut wide)| {
-            wide.0[1] += 1;
-            count += 1;
-        });
+        if round % 2 == 0 {
+            for (_, mut wide) in all.iter_mut(&mut world) {
+                wide.0[1] += 1;
+                count += 1;
+            }
+        } else {
+            all.for_each_mut(&mut world, |(_, mut wide)| {
+                wide.0[1] += 1;
+                count += 1;
+            });
+        }
         assert_eq!(count, live.len());
         assert!(live.iter().all(|&e| world.get::<Wide>(e).unwrap().0[1] == round));
     }

@@ -37,10 +37,12 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
 ) {
     // SAFETY: forwarded contract.
     let mut data = unsafe { Q::fetch(m.data, archetype, chunk, window) };
+    // The next chunk's fetch, made when a run of rows first needs it (a
+    // chunk of scattered rows never does).
     // SAFETY: `ahead` is a chunk of the matched archetype (the caller's
     // contract). Its fetch only computes column addresses and serves
     // prefetch hints: no row of it is read or written through it.
-    let ahead = ahead.map(|next| unsafe { Q::fetch(m.data, archetype, next, window) });
+    let ahead_fetch = || ahead.map(|next| unsafe { Q::fetch(m.data, archetype, next, window) });
     let filter = F::fetch(m.filter, archetype, chunk, window);
     let mut marks = Q::new_marks(&data);
     let marks_ptr = &raw mut marks;
@@ -76,11 +78,12 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
             debug_assert!(flush.run <= 128);
         }
         // SAFETY: every row in `start..end` is live and visited once.
-        unsafe { visit_run::<Q>(&data, ahead.as_ref(), start, end, f) };
+        unsafe { visit_run::<Q>(&data, ahead_fetch().as_ref(), start, end, f) };
     } else {
         // Rows tested 64 at a time; a written row stamps its own block (one
         // store more per written row, exact, and nothing per group).
         let mut group = start;
+        let mut ahead = None;
         while group < end {
             let n = (end - group).min(64);
             // SAFETY: `group + n <= end`, within the chunk's length.
@@ -88,8 +91,9 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
             if mask == crate::storage::tick::low_bits(n) {
                 // Every row passes (clustered writes): a plain loop, and
                 // the next chunk's rows are likely written alike.
+                let next = *ahead.get_or_insert_with(ahead_fetch);
                 // SAFETY: as above.
-                unsafe { visit_run::<Q>(&data, ahead.as_ref(), group, group + n, f) };
+                unsafe { visit_run::<Q>(&data, next.as_ref(), group, group + n, f) };
             } else {
                 let mut rows = mask;
                 while rows != 0 {
@@ -119,25 +123,20 @@ unsafe fn visit_run<'w, Q: QueryData>(
     to: usize,
     f: &mut impl FnMut(Q::Item<'_>),
 ) {
-    match ahead {
-        Some(next) => {
-            let mut row = from;
-            while row < to {
-                let stop = (row + PREFETCH_ROWS).min(to);
-                Q::prefetch(next, row);
-                for r in row..stop {
-                    // SAFETY: the caller's contract.
-                    f(unsafe { Q::item(data, r) });
-                }
-                row = stop;
-            }
+    // One loop whatever `ahead` is: a second copy of the caller's closure
+    // made the loops too big for the compiler to inline into the caller,
+    // which then kept the closure's captured counters in memory.
+    let mut row = from;
+    while row < to {
+        let stop = (row + PREFETCH_ROWS).min(to);
+        if let Some(next) = ahead {
+            Q::prefetch(next, row);
         }
-        None => {
-            for r in from..to {
-                // SAFETY: the caller's contract.
-                f(unsafe { Q::item(data, r) });
-            }
+        for r in row..stop {
+            // SAFETY: the caller's contract.
+            f(unsafe { Q::item(data, r) });
         }
+        row = stop;
     }
 }
 

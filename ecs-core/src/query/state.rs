@@ -365,6 +365,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// Runs `f` on every matching row: the fastest per-row path. The
     /// closure cannot keep items, so writes mark a loop-local flag and each
     /// chunk's tick is stamped once when the loop leaves it.
+    #[inline(always)]
     pub fn for_each_mut(&mut self, world: &mut World, f: impl FnMut(Q::Item<'_>)) {
         world.check_change_ticks();
         // SAFETY: `&mut World` is exclusive.
@@ -372,6 +373,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     }
 
     /// Read-only form of [`QueryState::for_each_mut`].
+    #[inline(always)]
     pub fn for_each(&mut self, world: &World, f: impl FnMut(Q::Item<'_>))
     where
         Q: ReadOnlyQueryData,
@@ -384,6 +386,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     ///
     /// # Safety
     /// As [`QueryState::iter_unchecked`].
+    #[inline(always)]
     pub unsafe fn for_each_unchecked(&mut self, world: &World, f: impl FnMut(Q::Item<'_>)) {
         let window = self.begin(world);
         // SAFETY: forwarded contract.
@@ -392,6 +395,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
 
     /// # Safety
     /// As [`QueryState::iter_in`].
+    #[inline(always)]
     pub(crate) unsafe fn for_each_in(&mut self, world: &World, window: TickWindow, mut f: impl FnMut(Q::Item<'_>)) {
         self.walk_chunks(world, window, |_, m, archetype, chunk, len, next| {
             // SAFETY: the caller holds the access; each chunk once; `next`

@@ -42,6 +42,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     }
 
     /// Runs `f` on every matching row (read-only data).
+    #[inline(always)]
     pub fn for_each(&mut self, f: impl FnMut(Q::Item<'_>))
     where
         Q: ReadOnlyQueryData,
@@ -51,6 +52,7 @@ impl<'w, 's, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, 's, Q, 
     }
 
     /// Runs `f` on every matching row (the fast per-row path).
+    #[inline(always)]
     pub fn for_each_mut(&mut self, f: impl FnMut(Q::Item<'_>)) {
         // SAFETY: as above.
         unsafe { self.state.for_each_in(self.world, self.window, f) }
