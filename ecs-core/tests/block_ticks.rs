@@ -247,9 +247,10 @@ fn views_iterators_and_groups_stamp_blocks_themselves() {
 #[test]
 fn row_loops_visit_each_passing_row_once_across_runs_of_chunks() {
     let mut world = World::new();
-    let es = world.spawn_batch((0..2000).map(|i| (Pos(i), Wide([0; 40]))));
-    let capacity = world.archetypes().iter().find(|a| a.len() == 2000).unwrap().chunk_capacity();
-    assert!(capacity < 100, "several chunks: {capacity} rows each");
+    let es = world.spawn_batch((0..4000).map(|i| (Pos(i), Wide([0; 40]))));
+    let capacity = world.archetypes().iter().find(|a| a.len() == 4000).unwrap().chunk_capacity();
+    // Runs longer than the walks go before they prefetch (32 chunks).
+    assert!(capacity < 64, "many chunks: {capacity} rows each");
     // A short chunk in the middle: most rows of the fourth chunk go.
     for &e in &es[3 * capacity + 5..4 * capacity] {
         world.despawn(e).unwrap();
@@ -260,7 +261,7 @@ fn row_loops_visit_each_passing_row_once_across_runs_of_chunks() {
     q.for_each_mut(&mut world, |_| {});
     // Whole chunks, a run of chunks with unchanged chunks between, the
     // short chunk, single rows and the last rows.
-    let runs = [0..2 * capacity, 3 * capacity..3 * capacity + 5, 6 * capacity..9 * capacity, 1500..1501];
+    let runs = [0..2 * capacity, 3 * capacity..3 * capacity + 5, 6 * capacity..50 * capacity, 3000..3001];
     let mut want: Vec<Entity> = runs.iter().flat_map(|r| live[r.clone()].iter().copied()).collect();
     want.extend(&live[live.len() - 3..]);
     for round in 1..=5u64 {

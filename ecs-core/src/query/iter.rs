@@ -123,20 +123,29 @@ unsafe fn visit_run<'w, Q: QueryData>(
     to: usize,
     f: &mut impl FnMut(Q::Item<'_>),
 ) {
-    // One loop whatever `ahead` is: a second copy of the caller's closure
-    // made the loops too big for the compiler to inline into the caller,
-    // which then kept the closure's captured counters in memory.
-    let mut row = from;
-    while row < to {
-        let stop = (row + PREFETCH_ROWS).min(to);
-        if let Some(next) = ahead {
-            Q::prefetch(next, row);
+    match ahead {
+        Some(next) => {
+            let mut row = from;
+            while row < to {
+                let stop = (row + PREFETCH_ROWS).min(to);
+                Q::prefetch(next, row);
+                for r in row..stop {
+                    // SAFETY: the caller's contract.
+                    f(unsafe { Q::item(data, r) });
+                }
+                row = stop;
+            }
         }
-        for r in row..stop {
-            // SAFETY: the caller's contract.
-            f(unsafe { Q::item(data, r) });
+        // The plain loop, as tight as before prefetching (the entry points
+        // are `#[inline(always)]`: with this second copy of the caller's
+        // closure the compiler no longer inlined them on its own, and kept
+        // the closure's captured counters in memory).
+        None => {
+            for r in from..to {
+                // SAFETY: the caller's contract.
+                f(unsafe { Q::item(data, r) });
+            }
         }
-        row = stop;
     }
 }
 

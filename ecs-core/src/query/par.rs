@@ -64,8 +64,12 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         // A task's next one in the list is, mostly, the one the same thread
         // runs next (rayon splits the list into contiguous halves): its
         // chunk, if it is another whole chunk of the same archetype, is
-        // prefetched as the task runs.
+        // prefetched as the task runs, past the first `PREFETCH_AFTER`
+        // tasks (as `walk_chunks` does).
         let ahead_of = |i: usize, task: &ChunkTask| {
+            if i < crate::query::state::PREFETCH_AFTER {
+                return None;
+            }
             tasks
                 .get(i + 1)
                 .filter(|next| next.matched == task.matched && next.chunk != task.chunk && next.start == 0)
