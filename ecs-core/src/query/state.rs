@@ -433,18 +433,27 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             let count = archetype.chunk_count();
             total += count as u64;
             entities += archetype.len() as u64;
-            let mut chunk = F::next_passing_chunk(m.filter, archetype, 0, count, window);
-            while chunk < count {
-                let next = F::next_passing_chunk(m.filter, archetype, chunk + 1, count, window);
+            let mut chunk = 0;
+            loop {
+                chunk = F::next_passing_chunk(m.filter, archetype, chunk, count, window);
+                if chunk >= count {
+                    break;
+                }
                 let len = archetype.chunk_len(chunk);
                 if len > 0 {
                     visited += 1;
                     // Prefetch only once the walk has read more than the
-                    // caches are likely to keep (see `PREFETCH_AFTER`).
-                    let ahead = (visited > PREFETCH_AFTER as u64 && next < count).then_some(next);
+                    // caches are likely to keep (see `PREFETCH_AFTER`); a
+                    // shorter walk does not even look ahead.
+                    let ahead = if visited > PREFETCH_AFTER as u64 {
+                        let next = F::next_passing_chunk(m.filter, archetype, chunk + 1, count, window);
+                        (next < count).then_some(next)
+                    } else {
+                        None
+                    };
                     visit(index, m, archetype, chunk, len, ahead);
                 }
-                chunk = next;
+                chunk += 1;
             }
         }
         self.stats.chunks_total += total;
