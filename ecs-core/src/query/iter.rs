@@ -35,6 +35,7 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
     window: TickWindow,
     f: &mut impl FnMut(Q::Item<'_>),
 ) {
+    debug_assert!(ahead.is_none_or(|next| next < archetype.chunk_count()));
     // SAFETY: forwarded contract.
     let mut data = unsafe { Q::fetch(m.data, archetype, chunk, window) };
     // The next chunk's fetch, made when a run of rows first needs it (a

@@ -19,7 +19,7 @@ use crate::world::World;
 /// rows: 32 chunks are 512 KiB, half the AMD host's L2. A walk over fewer
 /// mostly finds its rows in the caches (a system that touches a few
 /// thousand rows a frame), where the prefetches only cost issue slots
-/// (skip clustered 1-10 %: 12-20 % slower with them from the first
+/// (skip clustered 1-10 %: 10-30 % slower with them from the first
 /// chunk); a longer walk reads past what the caches keep, and the
 /// prefetches are what keep its rows coming (skip clustered 100 %).
 pub(crate) const PREFETCH_AFTER: usize = 32;
@@ -434,8 +434,13 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             total += count as u64;
             entities += archetype.len() as u64;
             let mut chunk = 0;
+            // The next passing chunk, when a look-ahead already found it.
+            let mut peeked = None;
             loop {
-                chunk = F::next_passing_chunk(m.filter, archetype, chunk, count, window);
+                chunk = match peeked.take() {
+                    Some(next) => next,
+                    None => F::next_passing_chunk(m.filter, archetype, chunk, count, window),
+                };
                 if chunk >= count {
                     break;
                 }
@@ -444,9 +449,11 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
                     visited += 1;
                     // Prefetch only once the walk has read more than the
                     // caches are likely to keep (see `PREFETCH_AFTER`); a
-                    // shorter walk does not even look ahead.
+                    // shorter walk does not even look ahead. The chunk found
+                    // is where the walk goes next, so it is not searched twice.
                     let ahead = if visited > PREFETCH_AFTER as u64 {
                         let next = F::next_passing_chunk(m.filter, archetype, chunk + 1, count, window);
+                        peeked = Some(next);
                         (next < count).then_some(next)
                     } else {
                         None
