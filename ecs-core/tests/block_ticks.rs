@@ -323,4 +323,30 @@ fn row_loops_visit_each_passing_row_once_across_runs_of_chunks() {
         assert_eq!(count, live.len());
         assert!(live.iter().all(|&e| world.get::<Wide>(e).unwrap().0[1] == round));
     }
+    // A panic in the middle of a prefetching run (past the 32 chunks a walk
+    // visits first) leaves the rows written before it visible, and only
+    // those.
+    let mut wide_changed = world.query_filtered::<Entity, Changed<Wide>>();
+    world.increment_change_tick();
+    wide_changed.iter(&world).count();
+    for &e in &live {
+        world.get_mut::<Pos>(e).unwrap().0 += 1;
+    }
+    let stop_at = 40 * capacity + 7;
+    let mut seen = Vec::new();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        q.for_each_mut(&mut world, |(e, _, mut wide)| {
+            if seen.len() == stop_at {
+                panic!("stop");
+            }
+            wide.0[2] += 1;
+            seen.push(e);
+        });
+    }));
+    assert!(outcome.is_err());
+    world.check_consistency().unwrap();
+    world.increment_change_tick();
+    let found: BTreeSet<Entity> = wide_changed.iter(&world).collect();
+    assert_eq!(found, seen.iter().copied().collect::<BTreeSet<_>>());
+    assert_eq!(found.len(), stop_at);
 }
