@@ -151,11 +151,8 @@ fn conflict(id: ComponentId) -> impl Fn(ConflictKind) -> (ComponentId, ConflictK
 /// The row loop needs it because a chunk's column is short: a column of
 /// 64-byte values fills about 190 lines of a 16 KiB chunk, and the
 /// hardware prefetcher, which follows a stream within a 4 KiB page,
-/// restarts at every chunk. Measured on the AMD host (a C loop writing
-/// 194 lines per 16 KiB block over 516 blocks, caches flushed first): 461
-/// us without prefetches, 238 us with the next block's lines prefetched
-/// 16 at a time while the same rows of the current block are written,
-/// against 230 us for the same lines written contiguously.
+/// restarts at every chunk (the measurements are in the README's issue 16
+/// sixth-run section).
 #[inline(always)]
 pub(crate) fn prefetch_rows<T>(values: *const T, start: usize) {
     let size = size_of::<T>();
