@@ -734,23 +734,28 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
 
     /// Fills the dense table from the cell table and the bounding box
     /// (`min`, `max`, `span` must be current and small enough).
+    ///
+    /// Each occupied cell's count goes to the entry after its own, then one
+    /// running sum gives every entry the points in the cells before it: an
+    /// empty cell's entry is then the next occupied cell's start. No branch
+    /// depends on where the occupied cells are: a loop that filled each gap
+    /// between them mispredicted its exit about once per cell, which cost
+    /// more than the sort before it in sparse boxes (about one point per
+    /// ten cells).
     fn fill_dense(&mut self) {
-        let n = self.positions.len();
         let volume = self.span.iter().product::<usize>();
         self.dense.clear();
         self.dense.resize(volume + 1, 0);
-        // Empty cells point at the next occupied cell's start. Gaps are
-        // short, so a plain loop beats a `fill` (memset call) per cell.
-        let mut next = 0usize;
         for c in 0..self.cells.len() {
             let cell = self.cells[c];
             let d = self.dense_index(cell.key.raw());
-            while next <= d {
-                self.dense[next] = cell.start;
-                next += 1;
-            }
+            self.dense[d + 1] = cell.count;
         }
-        self.dense[next..].fill(n as u32);
+        let mut sum = 0u32;
+        for v in &mut self.dense {
+            sum += *v;
+            *v = sum;
+        }
     }
 
     /// The row table and its hash: each occupied row `(y, z)` (the cells'

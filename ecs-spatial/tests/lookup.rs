@@ -111,6 +111,16 @@ fn each_point_set_picks_its_lookup_and_equals_brute_force() {
     assert_eq!(s.hash_slots, 0);
     assert_eq!(s.cells, g.cells().len());
 
+    // Uniform in a box of about 28 cells per point: too many cells to sort
+    // by counting over the box, few enough for the dense table, which is
+    // then filled from the radix-sorted cells (most of its entries empty).
+    let g = check(Vec3::ZERO, 1.0, CellLookup::Auto, &uniform(3000, 44.0, 4), 1.0);
+    let s = g.stats();
+    assert_eq!(s.lookup, LookupKind::Dense, "{s:?}");
+    assert!(matches!(s.build, BuildKind::Radix { .. }), "{s:?}");
+    assert_eq!(s.dense_entries as u64, s.bounding_box_cells + 1);
+    assert!(s.bounding_box_cells > 25 * s.cells as u64, "{s:?}");
+
     // Small clusters in a large box: millions of cells in the box, hashed.
     let sparse = clustered_sparse(3000, 40, 1.5, 2000.0, 2);
     for r in [1.0, 2.0] {
