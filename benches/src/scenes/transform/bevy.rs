@@ -38,8 +38,12 @@ impl Propagation {
     /// Spawns the forest of `case` (children with `ChildOf`, which bevy's
     /// relationship hooks turn into `Children`) and builds the schedule.
     pub fn new(case: &TransformCase) -> Self {
+        Self::from_forest(Forest::new(case))
+    }
+
+    /// The same for any forest (parents before children).
+    pub fn from_forest(forest: Forest) -> Self {
         bevy_tasks::ComputeTaskPool::get_or_init(bevy_tasks::TaskPool::default);
-        let forest = Forest::new(case);
         let mut world = World::new();
         world.insert_resource(StaticTransformOptimizations::default());
         let mut entities: Vec<Entity> = Vec::with_capacity(forest.len());

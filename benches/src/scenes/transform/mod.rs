@@ -306,4 +306,40 @@ mod tests {
             }
         }
     }
+
+    /// Forests of other shapes (`from_forest`): a binary tree, families of
+    /// nine and random trees of mixed depth, all roots or a few moving.
+    #[test]
+    fn other_forests_match_the_reference() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut below = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let binary: Vec<Option<usize>> = (0..1023).map(|k| (k > 0).then(|| (k - 1) / 2)).collect();
+        let families: Vec<Option<usize>> = (0..1000).map(|k| (k % 10 != 0).then_some(k - k % 10)).collect();
+        let mut random = Vec::new();
+        for t in 0..40 {
+            let base = random.len();
+            random.push(None);
+            for k in 1..1 + t % 37 {
+                random.push(Some(base + below(k)));
+            }
+        }
+        for (name, parents) in [("binary", binary), ("families", families), ("random", random)] {
+            let roots: Vec<usize> = parents.iter().enumerate().filter(|(_, p)| p.is_none()).map(|(i, _)| i).collect();
+            for movers in [roots.clone(), roots.iter().copied().step_by(7).collect()] {
+                let forest = Forest { parents: parents.clone(), movers };
+                let mut scenes: Vec<Box<dyn TransformScene>> =
+                    vec![Box::new(ours::Propagation::from_forest(forest.clone()))];
+                #[cfg(feature = "peers")]
+                scenes.push(Box::new(bevy::Propagation::from_forest(forest)));
+                for scene in &mut scenes {
+                    scene.check_frames().unwrap_or_else(|e| panic!("{name}: {e}"));
+                }
+            }
+        }
+    }
 }

@@ -25,7 +25,11 @@ impl Propagation {
     /// Spawns the forest of `case` (roots in one batch, children linked with
     /// `set_parent`) and builds the schedule.
     pub fn new(case: &TransformCase) -> Self {
-        let forest = Forest::new(case);
+        Self::from_forest(Forest::new(case))
+    }
+
+    /// The same for any forest (parents before children).
+    pub fn from_forest(forest: Forest) -> Self {
         let mut world = World::new();
         let entities = world.spawn_batch((0..forest.len()).map(|i| transform_bundle(local(node_local(i)))));
         for (i, parent) in forest.parents.iter().enumerate() {

@@ -1,0 +1,110 @@
+//! Our grid against kiddo on point sets the `spatial` scenario does not
+//! have: other world sizes for the same 100k points (sparser cells), other
+//! radii, fewer points, planes, a line, one dense blob, stacked duplicates
+//! and coordinates far from the origin. The grid's cells are as wide as the
+//! radius, as in the scenario.
+//!
+//! `cargo run --release -p ecs-bench --features peers --example probe_spatial [filter]`
+//!
+//! Per set: hits per point, then the build and all radius queries (ours vs
+//! kiddo in µs, medians of runs taken in turns, and the ratio), and all
+//! pairs as a share of all queries. Hit counts are checked equal.
+
+use std::time::Instant;
+
+use ecs_bench::scenes::spatial::{SpatialScene, SplitMix64, kiddo::KdTree, ours::Grid};
+use glam::Vec3;
+
+/// Medians of `reps` timings of `ours` and `peer`, taken in turns.
+fn in_turns(reps: usize, mut ours: impl FnMut(), mut peer: impl FnMut()) -> (f64, f64) {
+    let (mut a, mut b) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for _ in 0..reps {
+        let t = Instant::now();
+        ours();
+        a.push(t.elapsed().as_secs_f64() * 1e6);
+        let t = Instant::now();
+        peer();
+        b.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    (median(a), median(b))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// A coordinate on the scenario's 1/256 lattice.
+fn lattice(v: f64) -> f32 {
+    ((v * 256.0).round() / 256.0) as f32
+}
+
+fn sets() -> Vec<(String, Vec<Vec3>, f32)> {
+    let mut rng = SplitMix64::new(7);
+    let mut unit = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let mut gauss = SplitMix64::new(11);
+    let mut sets = Vec::new();
+    let mut uniform = |n: usize, side: f64, r: f32, sets: &mut Vec<(String, Vec<Vec3>, f32)>| {
+        let points = (0..n).map(|_| Vec3::new(lattice(unit() * side), lattice(unit() * side), lattice(unit() * side)));
+        sets.push((format!("uniform {n} in {side}^3, r {r}"), points.collect(), r));
+    };
+    uniform(10_000, 93.0, 5.0, &mut sets);
+    for side in [200.0, 300.0, 400.0, 500.0, 700.0, 1000.0, 2000.0] {
+        uniform(100_000, side, 5.0, &mut sets);
+    }
+    uniform(100_000, 200.0, 2.0, &mut sets);
+    uniform(100_000, 200.0, 10.0, &mut sets);
+    uniform(100_000, 50.0, 2.0, &mut sets);
+    let mut rng = SplitMix64::new(13);
+    let mut unit = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let blob = (0..100_000).map(|_| Vec3::from_array([0; 3].map(|_| lattice(gauss.gaussian() * 20.0))));
+    sets.push(("one gaussian blob, sigma 20, r 2".into(), blob.collect(), 2.0));
+    let plane = (0..100_000).map(|_| Vec3::new(lattice(unit() * 600.0), lattice(unit() * 600.0), 0.0));
+    sets.push(("plane 600 x 600, r 5".into(), plane.collect(), 5.0));
+    let line = (0..100_000).map(|_| Vec3::new(lattice(unit() * 20_000.0), 0.0, 0.0));
+    sets.push(("line of 20000, r 5".into(), line.collect(), 5.0));
+    let base: Vec<Vec3> = (0..1000)
+        .map(|_| Vec3::new(lattice(unit() * 1000.0), lattice(unit() * 1000.0), lattice(unit() * 1000.0)))
+        .collect();
+    sets.push(("1000 points x 100 copies, r 5".into(), (0..100_000).map(|i| base[i % 1000]).collect(), 5.0));
+    let far = (0..100_000).map(|_| {
+        Vec3::new(lattice(50_000.0 + unit() * 200.0), lattice(-30_000.0 + unit() * 200.0), lattice(unit() * 200.0))
+    });
+    sets.push(("uniform in 200^3 at (50000, -30000, 0), r 5".into(), far.collect(), 5.0));
+    sets
+}
+
+fn main() -> Result<(), String> {
+    let filter = std::env::args().nth(1);
+    println!("set | hits/point | build ours vs kiddo | all queries ours vs kiddo | pairs / queries");
+    for (name, points, r) in sets() {
+        if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
+            continue;
+        }
+        let mut ours = Grid::new(&points, r)?;
+        let mut kiddo = KdTree::new(&points, r);
+        let (b_ours, b_kiddo) = in_turns(9, || ours.build(), || kiddo.build());
+        let (mut h_ours, mut h_kiddo) = (0, 0);
+        let (q_ours, q_kiddo) = in_turns(5, || h_ours = ours.all_queries(), || h_kiddo = kiddo.all_queries());
+        if h_ours != h_kiddo {
+            return Err(format!("{name}: {h_ours} hits against kiddo's {h_kiddo}"));
+        }
+        let pairs = median(
+            (0..5)
+                .map(|_| {
+                    let t = Instant::now();
+                    ours.all_pairs();
+                    t.elapsed().as_secs_f64() * 1e6
+                })
+                .collect(),
+        );
+        println!(
+            "{name} | {:.1} | {b_ours:.0} vs {b_kiddo:.0} ({:.2}x) | {q_ours:.0} vs {q_kiddo:.0} ({:.2}x) | {:.2}",
+            h_ours as f64 / points.len() as f64,
+            b_ours / b_kiddo,
+            q_ours / q_kiddo,
+            pairs / q_ours
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,193 @@
+//! The transform system against bevy_transform on hierarchies the
+//! `transform` scenario does not have: one root with 100k children,
+//! families of nine, binary trees, random trees, long chains and trees of
+//! mixed size, with all roots or every 20th root moving.
+//!
+//! `cargo run --release -p ecs-bench --features peers --example probe_transform [filter]`
+//!
+//! Frames are timed in blocks of 15 per implementation, four blocks each in
+//! turns (frame-by-frame turns would time each side while the other's
+//! worker threads are still spinning down). Every scene is checked against
+//! the reference product before its figures are printed.
+//!
+//! Last, ours alone: all roots of wide forests moving, with one child
+//! spawned under a root, or one child despawned, in every frame (a
+//! structural change, which takes the system off its cached plan for that
+//! frame), against the same frames without it.
+
+use std::time::Instant;
+
+use ecs_bench::scenes::transform::{Forest, TransformScene, bevy, ours};
+use ecs_core::{Schedule, World};
+use ecs_transform::{LocalTransform, WorldHierarchyExt, add_transform_systems, transform_bundle};
+use glam::{Quat, Vec3};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The parents of the forest called `name` (parents before children).
+fn parents(name: &str) -> Vec<Option<usize>> {
+    let mut seed = 0x1234_5678_9ABC_DEF1u64;
+    let mut below = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let mut parents: Vec<Option<usize>> = Vec::new();
+    match name {
+        "one root, 100k children" => {
+            parents.push(None);
+            parents.extend(std::iter::repeat_n(Some(0), 99_999));
+        }
+        "10000 families of 9" => {
+            for _ in 0..10_000 {
+                let root = parents.len();
+                parents.push(None);
+                parents.extend(std::iter::repeat_n(Some(root), 9));
+            }
+        }
+        "8 binary trees of depth 13" => {
+            for _ in 0..8 {
+                let base = parents.len();
+                parents.push(None);
+                parents.extend((1..(1 << 14) - 1).map(|k| Some(base + (k - 1) / 2)));
+            }
+        }
+        "1000 random trees of 100" => {
+            for _ in 0..1000 {
+                let base = parents.len();
+                parents.push(None);
+                for k in 1..100 {
+                    parents.push(Some(base + below(k)));
+                }
+            }
+        }
+        "10 chains of 10000" => {
+            for _ in 0..10 {
+                parents.push(None);
+                for _ in 1..10_000 {
+                    parents.push(Some(parents.len() - 1));
+                }
+            }
+        }
+        _ => {
+            // 2000 random trees of 1 to 97 nodes.
+            for t in 0..2000 {
+                let base = parents.len();
+                parents.push(None);
+                for k in 1..1 + t % 97 {
+                    parents.push(Some(base + below(k)));
+                }
+            }
+        }
+    }
+    parents
+}
+
+fn main() -> Result<(), String> {
+    let filter = std::env::args().nth(1);
+    let names = [
+        "one root, 100k children",
+        "10000 families of 9",
+        "8 binary trees of depth 13",
+        "1000 random trees of 100",
+        "10 chains of 10000",
+        "2000 random trees of 1 to 97",
+    ];
+    println!("forest | movers | ours vs bevy_transform (µs) | ratio");
+    for name in names {
+        if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
+            continue;
+        }
+        let parents = parents(name);
+        let roots: Vec<usize> = parents.iter().enumerate().filter(|(_, p)| p.is_none()).map(|(i, _)| i).collect();
+        for (motion, movers) in [("all roots", roots.clone()), ("5 %", roots.iter().copied().step_by(20).collect())] {
+            let forest = Forest { parents: parents.clone(), movers };
+            let mut scenes: [Box<dyn TransformScene>; 2] = [
+                Box::new(ours::Propagation::from_forest(forest.clone())),
+                Box::new(bevy::Propagation::from_forest(forest)),
+            ];
+            let mut times = [Vec::new(), Vec::new()];
+            for scene in &mut scenes {
+                scene.check_frames()?;
+            }
+            for _ in 0..4 {
+                for (scene, times) in scenes.iter_mut().zip(&mut times) {
+                    for _ in 0..15 {
+                        scene.move_roots();
+                        let t = Instant::now();
+                        scene.propagate();
+                        times.push(t.elapsed().as_secs_f64() * 1e6);
+                    }
+                }
+            }
+            for scene in &scenes {
+                scene.check()?;
+            }
+            let [ours, peer] = times.map(median);
+            println!("{name} | {motion} | {ours:.0} vs {peer:.0} | {:.2}x", ours / peer);
+        }
+    }
+    println!("\nours, all roots moving | frame (µs) | against no structural change");
+    for families in [1000, 10_000] {
+        let mut plain = 0.0;
+        for change in ["none", "one child spawned", "one child despawned"] {
+            let t = structural_frames(families, change).map_err(|e| format!("{change}: {e}"))?;
+            if change == "none" {
+                plain = t;
+            }
+            println!("{families} roots of {} children, {change} | {t:.0} | {:.2}x", 100_000 / families - 1, t / plain);
+        }
+    }
+    Ok(())
+}
+
+/// The median frame of `families` roots with `100_000 / families - 1`
+/// children each, all roots moving, and `change` made before each frame.
+fn structural_frames(families: usize, change: &str) -> Result<f64, String> {
+    let local = |x: f32| LocalTransform {
+        translation: Vec3::new(x, 0.25, 0.0),
+        rotation: Quat::from_rotation_y(0.01),
+        scale: Vec3::ONE,
+    };
+    let mut world = World::new();
+    let (mut roots, mut children) = (Vec::new(), Vec::new());
+    for _ in 0..families {
+        let root = world.spawn(transform_bundle(local(0.0)));
+        roots.push(root);
+        for k in 0..100_000 / families - 1 {
+            let child = world.spawn(transform_bundle(local(k as f32 * 0.01)));
+            world.set_parent(child, root).map_err(|e| e.to_string())?;
+            children.push(child);
+        }
+    }
+    let mut schedule = Schedule::new();
+    add_transform_systems(&mut schedule);
+    let mut times = Vec::new();
+    for frame in 0..42 {
+        for &root in &roots {
+            world.get_mut::<LocalTransform>(root).map_err(|e| e.to_string())?.translation.x = frame as f32 * 0.001;
+        }
+        match change {
+            "one child spawned" => {
+                let child = world.spawn(transform_bundle(local(1.0)));
+                world.set_parent(child, roots[frame % families]).map_err(|e| e.to_string())?;
+            }
+            "one child despawned" => {
+                if let Some(child) = children.pop() {
+                    world.despawn(child).map_err(|e| e.to_string())?;
+                }
+            }
+            _ => {}
+        }
+        let t = Instant::now();
+        schedule.run(&mut world).map_err(|e| e.to_string())?;
+        if frame >= 2 {
+            times.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    Ok(median(times))
+}
