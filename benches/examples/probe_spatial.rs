@@ -12,6 +12,7 @@
 
 use std::time::Instant;
 
+use ecs_bench::scenes::replication::median;
 use ecs_bench::scenes::spatial::{SpatialScene, SplitMix64, kiddo::KdTree, ours::Grid};
 use glam::Vec3;
 
@@ -26,12 +27,7 @@ fn in_turns(reps: usize, mut ours: impl FnMut(), mut peer: impl FnMut()) -> (f64
         peer();
         b.push(t.elapsed().as_secs_f64() * 1e6);
     }
-    (median(a), median(b))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    (median(&a), median(&b))
 }
 
 /// A coordinate on the scenario's 1/256 lattice.
@@ -89,15 +85,14 @@ fn main() -> Result<(), String> {
         if h_ours != h_kiddo {
             return Err(format!("{name}: {h_ours} hits against kiddo's {h_kiddo}"));
         }
-        let pairs = median(
-            (0..5)
-                .map(|_| {
-                    let t = Instant::now();
-                    ours.all_pairs();
-                    t.elapsed().as_secs_f64() * 1e6
-                })
-                .collect(),
-        );
+        let pairs: Vec<f64> = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                ours.all_pairs();
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        let pairs = median(&pairs);
         println!(
             "{name} | {:.1} | {b_ours:.0} vs {b_kiddo:.0} ({:.2}x) | {q_ours:.0} vs {q_kiddo:.0} ({:.2}x) | {:.2}",
             h_ours as f64 / points.len() as f64,

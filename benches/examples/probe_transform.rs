@@ -17,25 +17,17 @@
 
 use std::time::Instant;
 
+use ecs_bench::scenes::replication::median;
+use ecs_bench::scenes::spatial::SplitMix64;
 use ecs_bench::scenes::transform::{Forest, TransformScene, bevy, ours};
 use ecs_core::{Schedule, World};
 use ecs_transform::{LocalTransform, WorldHierarchyExt, add_transform_systems, transform_bundle};
 use glam::{Quat, Vec3};
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// The parents of the forest called `name` (parents before children).
 fn parents(name: &str) -> Vec<Option<usize>> {
-    let mut seed = 0x1234_5678_9ABC_DEF1u64;
-    let mut below = |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut rng = SplitMix64::new(0x1234_5678_9ABC_DEF1);
+    let mut below = |n: usize| rng.below(n as u32) as usize;
     let mut parents: Vec<Option<usize>> = Vec::new();
     match name {
         "one root, 100k children" => {
@@ -127,7 +119,7 @@ fn main() -> Result<(), String> {
             for scene in &scenes {
                 scene.check()?;
             }
-            let [ours, peer] = times.map(median);
+            let [ours, peer] = times.map(|t| median(&t));
             println!("{name} | {motion} | {ours:.0} vs {peer:.0} | {:.2}x", ours / peer);
         }
     }
@@ -189,5 +181,5 @@ fn structural_frames(families: usize, change: &str) -> Result<f64, String> {
             times.push(t.elapsed().as_secs_f64() * 1e6);
         }
     }
-    Ok(median(times))
+    Ok(median(&times))
 }

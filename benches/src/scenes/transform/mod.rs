@@ -311,13 +311,8 @@ mod tests {
     /// nine and random trees of mixed depth, all roots or a few moving.
     #[test]
     fn other_forests_match_the_reference() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut below = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut rng = crate::scenes::spatial::SplitMix64::new(0x2545_F491_4F6C_DD1D);
+        let mut below = |n: usize| rng.below(n as u32) as usize;
         let binary: Vec<Option<usize>> = (0..1023).map(|k| (k > 0).then(|| (k - 1) / 2)).collect();
         let families: Vec<Option<usize>> = (0..1000).map(|k| (k % 10 != 0).then_some(k - k % 10)).collect();
         let mut random = Vec::new();
