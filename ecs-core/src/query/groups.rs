@@ -70,9 +70,10 @@ const UNKNOWN: EntityLocation = EntityLocation { archetype: ArchetypeId(u32::MAX
 pub struct EntityGroups {
     pub(crate) entities: Vec<Entity>,
     pub(crate) locations: Vec<EntityLocation>,
-    /// `starts[g]..starts[g + 1]` are group `g`'s entities; one more entry
-    /// than groups.
+    /// `starts[g]..ends[g]` are group `g`'s entities (an empty range for a
+    /// retired group, whose positions stay reserved until [`EntityGroups::clear`]).
     pub(crate) starts: Vec<u32>,
+    pub(crate) ends: Vec<u32>,
     /// The entity indices held by some group.
     taken: Taken,
 }
@@ -167,6 +168,7 @@ impl EntityGroups {
         self.entities.clear();
         self.locations.clear();
         self.starts.clear();
+        self.ends.clear();
     }
 
     /// Adds a group and returns its index. Refuses, adding nothing, a group
@@ -178,9 +180,6 @@ impl EntityGroups {
     /// accepted here and reported as [`QueryError::NoSuchEntity`] by
     /// [`GroupRows::get_mut`].
     pub fn push_group(&mut self, entities: &[Entity]) -> Result<usize, Entity> {
-        if self.starts.is_empty() {
-            self.starts.push(0);
-        }
         if let Some(max_index) = entities.iter().map(|e| e.index()).max() {
             self.taken.prepare(max_index, self.entities.len() + entities.len());
         }
@@ -192,15 +191,50 @@ impl EntityGroups {
                 return Err(e);
             }
         }
+        self.starts.push(self.entities.len() as u32);
         self.entities.extend_from_slice(entities);
         self.locations.resize(self.entities.len(), UNKNOWN);
-        self.starts.push(self.entities.len() as u32);
-        Ok(self.starts.len() - 2)
+        self.ends.push(self.entities.len() as u32);
+        Ok(self.starts.len() - 1)
     }
 
-    /// Number of groups.
+    /// Empties group `group`: its entities leave it (and may join a group
+    /// pushed later), while the group keeps its index and its positions
+    /// stay reserved, so every other group's [`EntityGroups::group_start`]
+    /// and the per-entity side data of
+    /// [`Query::par_for_each_group_with`](crate::Query::par_for_each_group_with)
+    /// keep their places. [`EntityGroups::clear`] frees the positions.
+    ///
+    /// ```
+    /// use ecs_core::{Component, EntityGroups, World};
+    /// #[derive(Component)]
+    /// struct Pos(f32);
+    /// let mut world = World::new();
+    /// let e = world.spawn_batch((0..4).map(|i| (Pos(i as f32),)));
+    /// let mut groups = EntityGroups::new();
+    /// groups.push_group(&e[..2]).unwrap();
+    /// groups.push_group(&e[2..]).unwrap();
+    /// groups.retire_group(0);
+    /// assert!(groups.group(0).is_empty());
+    /// // Its entities are free again; the positions are not reused.
+    /// assert_eq!(groups.push_group(&e[..1]), Ok(2));
+    /// assert_eq!(groups.group_start(2), 4);
+    /// assert_eq!(groups.entity_count(), 5);
+    /// ```
+    ///
+    /// # Panics
+    /// If `group >= self.len()`.
+    pub fn retire_group(&mut self, group: usize) {
+        let (start, end) = (self.starts[group] as usize, self.ends[group] as usize);
+        for &e in &self.entities[start..end] {
+            self.taken.remove(e.index());
+        }
+        self.ends[group] = self.starts[group];
+    }
+
+    /// Number of groups (retired ones included).
     pub fn len(&self) -> usize {
-        self.starts.len().saturating_sub(1)
+        self.starts.len()
     }
 
     /// Whether there are no groups.
@@ -208,7 +242,8 @@ impl EntityGroups {
         self.len() == 0
     }
 
-    /// Entities in all groups.
+    /// Positions in all groups: the entities they hold, plus the reserved
+    /// positions of retired groups.
     pub fn entity_count(&self) -> usize {
         self.entities.len()
     }
@@ -218,7 +253,7 @@ impl EntityGroups {
     /// # Panics
     /// If `group >= self.len()`.
     pub fn group(&self, group: usize) -> &[Entity] {
-        &self.entities[self.starts[group] as usize..self.starts[group + 1] as usize]
+        &self.entities[self.starts[group] as usize..self.ends[group] as usize]
     }
 
     /// Where group `group` starts among all groups' entities (group `g`'s
@@ -257,7 +292,8 @@ impl EntityGroups {
     }
 
     /// The entities of all groups, in order (group `g` is
-    /// `group_start(g)..group_start(g) + group(g).len()` of it).
+    /// `group_start(g)..group_start(g) + group(g).len()` of it; a retired
+    /// group's reserved positions still show the entities it held).
     pub fn entities(&self) -> &[Entity] {
         &self.entities
     }
@@ -265,7 +301,19 @@ impl EntityGroups {
     /// Caches the current location of every entity (done lazily by access
     /// anyway: a stale location costs one entity-table lookup per access).
     pub fn update_locations(&mut self, world: &World) {
-        for (loc, &e) in self.locations.iter_mut().zip(&self.entities) {
+        self.update_locations_from(world, 0);
+    }
+
+    /// Caches the current location of the entities of group `first_group`
+    /// and every group after it (the groups pushed since some point),
+    /// leaving the others' cached locations as they are.
+    ///
+    /// # Panics
+    /// If `first_group > self.len()`.
+    pub fn update_locations_from(&mut self, world: &World, first_group: usize) {
+        assert!(first_group <= self.len(), "group {first_group} of {}", self.len());
+        let from = self.starts.get(first_group).map_or(self.entities.len(), |&s| s as usize);
+        for (loc, &e) in self.locations[from..].iter_mut().zip(&self.entities[from..]) {
             *loc = world.location(e).unwrap_or(UNKNOWN);
         }
     }
@@ -439,6 +487,57 @@ mod tests {
         assert_eq!(groups.group_start(1), 2);
         groups.clear();
         assert!(groups.is_empty());
+        assert_eq!(groups.push_group(&e), Ok(0));
+    }
+
+    #[test]
+    fn retired_groups_are_empty_and_keep_every_other_position() {
+        let mut world = World::new();
+        let e: Vec<Entity> = (0..10).map(|i| world.spawn((Pos(i),))).collect();
+        let mut groups = EntityGroups::new();
+        groups.push_group(&e[0..3]).unwrap();
+        groups.push_group(&e[3..6]).unwrap();
+        groups.push_group(&e[6..8]).unwrap();
+        groups.retire_group(1);
+        groups.retire_group(1);
+        assert_eq!(groups.len(), 3);
+        assert!(groups.group(1).is_empty());
+        assert_eq!(groups.group_start(2), 6);
+        // The retired entities are free; the others are not (and the
+        // refused group takes nothing: e[4] stays out of every group).
+        assert_eq!(groups.push_group(&[e[4], e[6]]), Err(e[6]));
+        assert_eq!(groups.push_group(&[e[5], e[3], e[8]]), Ok(3));
+        assert_eq!((groups.group_start(3), groups.entity_count()), (8, 11));
+        groups.update_locations_from(&world, 3);
+        assert_eq!(groups.locations()[8], world.location(e[5]).unwrap());
+        assert_eq!(groups.locations()[0].archetype, UNKNOWN.archetype, "earlier groups untouched");
+        // Every selected group's rows and side values line up, the retired
+        // group's included (it has none), and each entity is reached once.
+        let mut side: Vec<u32> = (0..11).collect();
+        let mut state = world.query::<&mut Pos>();
+        let window = crate::TickWindow::new(0, world.change_tick());
+        let mut query = Query { world: &world, state: &mut state, window };
+        query.par_for_each_group_with(
+            &groups,
+            &[3, 1, 0, 2],
+            &mut side,
+            || (),
+            |_, rows, side| {
+                assert_eq!(rows.len(), side.len());
+                for (k, value) in side.iter_mut().enumerate() {
+                    let mut pos = rows.get_mut(k).unwrap();
+                    pos.0 += 100;
+                    *value += 1000 * pos.0;
+                }
+            },
+        );
+        let got: Vec<u32> = e.iter().map(|&x| world.get::<Pos>(x).unwrap().0).collect();
+        assert_eq!(got, [100, 101, 102, 103, 4, 105, 106, 107, 108, 9]);
+        // Positions 3..6 (the retired group's) were not handed out.
+        assert_eq!(&side[3..6], &[3, 4, 5]);
+        assert_eq!(side[8], 8 + 1000 * 105);
+        assert_eq!(side[10], 10 + 1000 * 108);
+        groups.clear();
         assert_eq!(groups.push_group(&e), Ok(0));
     }
 

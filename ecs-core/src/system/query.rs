@@ -665,6 +665,12 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
         groups.update_locations(self.world);
     }
 
+    /// Caches the current location of the entities of group `first_group`
+    /// and the groups after it (see [`EntityGroups::update_locations_from`]).
+    pub fn update_group_locations_from(&self, groups: &mut EntityGroups, first_group: usize) {
+        groups.update_locations_from(self.world, first_group);
+    }
+
     /// Live entities in the archetypes this query matches (tick filters not
     /// applied): a cheap fingerprint of the query's membership.
     pub fn matched_entity_count(&self) -> usize {
@@ -754,7 +760,7 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
         let mut rest = side;
         let mut offset = 0;
         for &g in &selected {
-            let (start, end) = (groups.starts[g as usize] as usize, groups.starts[g as usize + 1] as usize);
+            let (start, end) = (groups.starts[g as usize] as usize, groups.ends[g as usize] as usize);
             let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - offset);
             let (part, tail) = tail.split_at_mut(end - start);
             parts.push((g, part));
@@ -766,7 +772,7 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
         let window = self.window;
         let run = |scratch: &mut T, (group, part): &mut (u32, &mut [U])| {
             let g = *group as usize;
-            let range = groups.starts[g] as usize..groups.starts[g + 1] as usize;
+            let range = groups.starts[g] as usize..groups.ends[g] as usize;
             let mut rows =
                 GroupRows::new(world, state, &groups.entities[range.clone()], &groups.locations[range], g, window);
             // Dropping `rows` stamps the chunk ticks of the last chunk
