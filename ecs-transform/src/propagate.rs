@@ -5,10 +5,11 @@
 //! A run sees the changes made since its previous run (the store's system
 //! tick window):
 //!
-//! 1. **Structure check**, from chunk ticks and counts only: was a
-//!    [`ChildOf`] written or added, or did the number of children with
+//! 1. **Structure check**, from chunk ticks, counts and removals only: was
+//!    a [`ChildOf`] written or added, did the number of children with
 //!    transforms change (a spawn, a despawn, a link or a transform
-//!    component added or removed)?
+//!    component added or removed), or did an entity of the plan lose a
+//!    link, a `Children` list or a transform?
 //! 2. **Children whose own state changed** (`Changed<LocalTransform>`,
 //!    `Changed<ChildOf>`, `Added<GlobalTransform>`): one chunk pass lists
 //!    them; nothing is computed yet, a parent may still move this frame.
@@ -17,22 +18,36 @@
 //!    written only if it differs; a root whose global changed and that has
 //!    children starts a walk down its tree.
 //! 4. **Down the trees**, by one of two paths:
-//!    - **The plan** (frames without structural change). The system keeps a
-//!      propagation plan: every tree as a group of its descendants, parents
-//!      before children (the nodes with children, then the leaves, each in
-//!      spawn order when that keeps parents first, so the walk reads each
-//!      archetype's chunks front to back; breadth-first otherwise), each
-//!      with the index of its parent in the group and its local transform
-//!      cached as a matrix, held in an [`EntityGroups`] so the trees can be
-//!      walked in parallel on rayon with each row found from its cached
-//!      location. While a tree is walked, only its nodes with children keep
-//!      their new global (for their children). The plan is rebuilt only after the structure
-//!      changed, and only in a frame that has trees to walk. Only dirty
-//!      trees are walked (a root whose global changed, or a child whose own
-//!      local changed); inside one, a node is computed when its parent's
-//!      global changed or its own local did, and hands the change on only
-//!      if its own global really changed.
-//!    - **The general walk** (frames with structural change): depth first
+//!    - **The plan.** The system keeps a propagation plan: every tree as a
+//!      group of its descendants, parents before children (the nodes with
+//!      children, then the leaves, each in spawn order when that keeps
+//!      parents first, so the walk reads each archetype's chunks front to
+//!      back; breadth-first otherwise), each with the index of its parent
+//!      in the group and its local transform cached as a matrix, held in an
+//!      [`EntityGroups`] so the trees can be walked in parallel on rayon
+//!      with each row found from its cached location. While a tree is
+//!      walked, only its nodes with children keep their new global (for
+//!      their children). Only dirty trees are walked (a root whose global
+//!      changed, or a child whose own local changed); inside one, a node is
+//!      computed when its parent's global changed or its own local did, and
+//!      hands the change on only if its own global really changed.
+//!    - **Keeping the plan.** A structural change updates the plan in
+//!      place: the trees it touched (found from the `Children` lists that
+//!      changed, the links that changed, the children new to the plan, and
+//!      the removals of links, lists and transforms, despawns included) are
+//!      retired and built again from their roots, the others kept as they
+//!      are; the plan's node and tree counts must then equal the live
+//!      children with transforms and the live roots with children. So a
+//!      game that spawns or despawns a child in every frame pays for the
+//!      trees it touched, not for the whole hierarchy. The plan is rebuilt
+//!      whole when it is first needed, when retired positions outnumber
+//!      live ones, and after a change the update cannot take (a dangling
+//!      child, a loop, a list that disagrees with a link, or a change to
+//!      trees holding most of the nodes); a rebuild waits for a frame
+//!      without structural change when the last whole build was irregular
+//!      or most of the plan was touched, since it could not last.
+//!    - **The general walk** (a frame with structural change the plan could
+//!      not take): depth first
 //!      from the moved roots through `Children`, then from each step-2
 //!      entity in depth order (its depth found by walking up `ChildOf`,
 //!      memoised within the run). A step-2 entity reads its parent's global,
@@ -63,8 +78,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ecs_core::{
-    Added, Changed, Commands, Entity, EntityGroups, Local, Mut, Or, Query, Schedule, StoreError, SystemParam, With,
-    Without, World,
+    Added, Changed, Commands, Entity, EntityGroups, Local, Mut, Or, Query, RemovedComponents, Schedule, StoreError,
+    SystemParam, With, Without, World,
 };
 use glam::Affine3A;
 
@@ -115,6 +130,16 @@ pub type TreeRootQuery<'w, 's> =
 /// without transforms.
 pub type AliveQuery<'w, 's> = Query<'w, 's, Entity>;
 
+/// The entities whose `Children` list changed (or was added) since the
+/// last run: read only in a frame with structural change, to find the
+/// trees it touched.
+pub type ListQuery<'w, 's> = Query<'w, 's, Entity, Changed<Children>>;
+
+/// The children with transforms whose link changed since the last run:
+/// read only in a frame with structural change, to find the trees they
+/// left and joined.
+pub type RelinkedQuery<'w, 's> = Query<'w, 's, Entity, (With<LocalTransform>, With<GlobalTransform>, Changed<ChildOf>)>;
+
 /// The queries of [`propagate_transforms`], one system parameter passed
 /// around together (see the module docs for what each is for).
 #[derive(SystemParam)]
@@ -126,6 +151,12 @@ pub struct TransformQueries<'w, 's> {
     parents: ParentQuery<'w, 's>,
     tree_roots: TreeRootQuery<'w, 's>,
     alive: AliveQuery<'w, 's>,
+    lists: ListQuery<'w, 's>,
+    relinked: RelinkedQuery<'w, 's>,
+    lost_links: RemovedComponents<'w, 's, ChildOf>,
+    lost_lists: RemovedComponents<'w, 's, Children>,
+    lost_locals: RemovedComponents<'w, 's, LocalTransform>,
+    lost_globals: RemovedComponents<'w, 's, GlobalTransform>,
 }
 
 /// No parent within a tree: the node hangs from the tree's root.
@@ -143,6 +174,8 @@ struct Tree {
     root: Entity,
     /// Whether the root's global is used (`false`: identity).
     root_is_live: bool,
+    /// Taken out of the plan by an update in place: its group is empty.
+    retired: bool,
 }
 
 /// The propagation plan (see the [module docs](self)).
@@ -169,6 +202,16 @@ struct Plan {
     position: Vec<u32>,
     /// By entity index: the tree the entity is the live root of, or `NONE`.
     tree_of_root: Vec<u32>,
+    /// Whether the last full build found a regular hierarchy: every child
+    /// with transforms in the tree of a live root, so no dangling tree and
+    /// no loop. Only a regular plan is updated in place.
+    regular: bool,
+    /// Nodes of the trees not retired.
+    live_nodes: usize,
+    /// Trees not retired.
+    live_trees: usize,
+    /// Positions still reserved by retired trees.
+    retired_nodes: usize,
 }
 
 impl Plan {
@@ -207,6 +250,34 @@ impl Plan {
         self.inner_nodes.clear();
         self.node_tree.clear();
         self.valid = false;
+        self.regular = false;
+        self.live_nodes = 0;
+        self.live_trees = 0;
+        self.retired_nodes = 0;
+    }
+
+    /// Takes tree `t` out of the plan: its nodes lose their positions (so
+    /// a tree built later may take them) and its group is emptied.
+    fn retire(&mut self, t: usize) {
+        let tree = &mut self.trees[t];
+        if tree.retired {
+            return;
+        }
+        tree.retired = true;
+        let root = tree.root;
+        for e in self.groups.group(t) {
+            self.position[e.index() as usize] = NONE;
+        }
+        let n = self.groups.group(t).len();
+        self.groups.retire_group(t);
+        if let Some(slot) = self.tree_of_root.get_mut(root.index() as usize)
+            && *slot == t as u32
+        {
+            *slot = NONE;
+        }
+        self.live_nodes -= n;
+        self.live_trees -= 1;
+        self.retired_nodes += n;
     }
 }
 
@@ -247,6 +318,14 @@ pub struct PropagationScratch {
     input_slot: Vec<u32>,
     own_flags: Vec<bool>,
     dirty: Vec<u32>,
+    /// The entities that lost a link, a `Children` list or a transform
+    /// component since the last run (despawns included).
+    removed: Vec<Entity>,
+    /// Whether the last whole build of the plan was not regular.
+    irregular_build: bool,
+    /// Whether an update in place found trees holding more than half the
+    /// plan's nodes touched, since the last whole build.
+    mostly_touched: bool,
     /// Broken links reported so far (child, parent), and loops (entity).
     reported_dangling: HashSet<(Entity, Entity)>,
     reported_cycles: HashSet<Entity>,
@@ -354,7 +433,7 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
             let kids: Vec<Entity> = kids.iter().collect();
             collect_children(&mut s.plan, &q.child_data, &q.parents, root, &kids, &mut nodes);
         }
-        ok &= add_tree(&mut s.plan, Tree { root, root_is_live: true }, &nodes);
+        ok &= add_tree(&mut s.plan, Tree { root, root_is_live: true, retired: false }, &nodes);
     }
     // Children not reached from a root: a dead or transform-less parent at
     // the top of their chain, or a loop.
@@ -403,17 +482,30 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         }
         nodes.clear();
         collect_children(&mut s.plan, &q.child_data, &q.parents, parent, &[top], &mut nodes);
-        ok &= add_tree(&mut s.plan, Tree { root: parent, root_is_live: false }, &nodes);
+        ok &= add_tree(&mut s.plan, Tree { root: parent, root_is_live: false, retired: false }, &nodes);
     }
-    q.children.update_group_locations(&mut s.plan.groups);
-    // Every node's local as a matrix, computed in parallel tree by tree.
+    s.local_affines.clear();
+    prepare_groups(s, q, 0);
+    s.plan.valid = ok;
+    s.plan.regular = ok
+        && s.plan.trees.iter().all(|t| t.root_is_live)
+        && s.plan.live_nodes == q.children.matched_entity_count()
+        && s.plan.live_trees == q.tree_roots.matched_entity_count();
+    s.irregular_build = !s.plan.regular;
+    s.mostly_touched = false;
+    ok
+}
+
+/// Caches the locations of the plan's groups from `first` on, and computes
+/// their nodes' locals as matrices, in parallel tree by tree.
+fn prepare_groups(s: &mut PropagationScratch, q: &mut TransformQueries, first: usize) {
+    q.children.update_group_locations_from(&mut s.plan.groups, first);
     let mut locals = std::mem::take(&mut s.local_affines);
-    locals.clear();
     locals.resize(s.plan.groups.entity_count(), Affine3A::IDENTITY);
-    let all: Vec<u32> = (0..s.plan.groups.len() as u32).collect();
+    let new: Vec<u32> = (first as u32..s.plan.groups.len() as u32).collect();
     q.child_data.par_for_each_group_with(
         &s.plan.groups,
-        &all,
+        &new,
         &mut locals,
         || (),
         |_, rows, locals| {
@@ -425,8 +517,148 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         },
     );
     s.local_affines = locals;
-    s.plan.valid = ok;
-    ok
+}
+
+/// Where `e`'s changes must be taken into the plan: walks up `ChildOf`
+/// from `e` to the first entity that is a tree root now, or that holds a
+/// plan position and whose link did not change this frame (its position is
+/// current). `Err` for a walk that ends elsewhere (a dead or
+/// transform-less ancestor, a root without `Children`) or runs longer than
+/// `limit` (a loop): `e` is then in no live root's tree, which the counts
+/// checked after the update catch if it has transforms.
+fn current_tree(
+    plan: &Plan,
+    q: &TransformQueries,
+    relinked: &HashSet<Entity>,
+    e: Entity,
+    limit: usize,
+) -> Result<Place, ()> {
+    let mut x = e;
+    for _ in 0..limit {
+        if q.tree_roots.get(x).is_ok() {
+            return Ok(match plan.tree_of_root(x) {
+                Some(t) => Place::Tree(t),
+                None => Place::NewRoot(x),
+            });
+        }
+        if !relinked.contains(&x)
+            && let Some(p) = plan.position_of(x)
+        {
+            return Ok(Place::Tree(plan.node_tree[p] as usize));
+        }
+        match q.parents.get(x) {
+            Ok((_, link)) => x = link.parent(),
+            Err(_) => return Err(()),
+        }
+    }
+    Err(())
+}
+
+/// Where an entity's changes go (see [`current_tree`]).
+enum Place {
+    Tree(usize),
+    NewRoot(Entity),
+}
+
+/// Updates a valid, regular plan in place after a structural change: the
+/// trees the frame's changes touched are retired and built again from
+/// their roots (and trees are built for new roots), the others are kept
+/// as they are. The changes are found from the `Children` lists that
+/// changed, the links that changed, the children new to the plan (step 2's
+/// entities without a position), and the removals of links, lists and
+/// transforms (despawns included).
+///
+/// Returns false, leaving the plan invalid, when the update is not safe to
+/// trust: the plan's node and tree counts must equal the live children
+/// with transforms and the live roots with children, or the hierarchy is
+/// no longer regular (a dangling child, a loop, a list that disagrees with
+/// a link); the general walk and a whole rebuild handle those. When the
+/// touched trees hold more than half the nodes, nothing is updated and the
+/// frame takes the general walk (noted in `mostly_touched`): a rebuild of
+/// most of the plan in every frame of such changes costs more than the
+/// walk. When retired positions outnumber live ones, the plan is rebuilt
+/// whole.
+fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
+    let mut touched: Vec<usize> = Vec::new();
+    let mut new_roots: Vec<Entity> = Vec::new();
+    let mut relinked: HashSet<Entity> = HashSet::new();
+    let mut candidates: Vec<Entity> = std::mem::take(&mut s.removed);
+    q.lists.for_each(|e| candidates.push(e));
+    q.relinked.for_each(|e| {
+        relinked.insert(e);
+        candidates.push(e);
+    });
+    // Step 2's entities without a plan position are new to the plan (they
+    // got a transform component); the others only moved, or relinked.
+    candidates.extend(s.own.iter().map(|&(_, e)| e).filter(|&e| s.plan.position_of(e).is_none()));
+    let limit = q.parents.matched_entity_count() + 1;
+    let plan = &s.plan;
+    let mut failed = false;
+    for &e in &candidates {
+        // The tree it was in (or was the root of) before.
+        if let Some(p) = plan.position_of(e) {
+            touched.push(plan.node_tree[p] as usize);
+        }
+        if let Some(t) = plan.tree_of_root(e) {
+            touched.push(t);
+        }
+        // The tree it is in now, if it is alive with transforms.
+        if q.alive.get(e).is_err() || (q.child_data.get(e).is_err() && q.tree_roots.get(e).is_err()) {
+            continue;
+        }
+        match current_tree(plan, q, &relinked, e, limit) {
+            Ok(Place::Tree(t)) => touched.push(t),
+            Ok(Place::NewRoot(r)) => new_roots.push(r),
+            // A child with transforms under no live root: not regular.
+            Err(()) => failed |= q.child_data.get(e).is_ok(),
+        }
+    }
+    candidates.clear();
+    s.removed = candidates;
+    if failed {
+        s.plan.valid = false;
+        return false;
+    }
+    touched.sort_unstable();
+    touched.dedup();
+    let touched_nodes: usize = touched.iter().map(|&t| plan.groups.group(t).len()).sum();
+    if 2 * touched_nodes > plan.live_nodes {
+        s.plan.valid = false;
+        s.mostly_touched = true;
+        return false;
+    }
+    let first = s.plan.groups.len();
+    for &t in &touched {
+        let tree = s.plan.trees[t];
+        s.plan.retire(t);
+        new_roots.push(tree.root);
+    }
+    if s.plan.retired_nodes > s.plan.live_nodes {
+        return rebuild_plan(s, q);
+    }
+    new_roots.sort_unstable();
+    new_roots.dedup();
+    let mut nodes: Vec<(Entity, u32)> = Vec::new();
+    let mut ok = true;
+    for root in new_roots {
+        let Ok((_, kids)) = q.tree_roots.get(root) else { continue };
+        if s.plan.tree_of_root(root).is_some() {
+            continue;
+        }
+        let kids: Vec<Entity> = kids.iter().collect();
+        nodes.clear();
+        collect_children(&mut s.plan, &q.child_data, &q.parents, root, &kids, &mut nodes);
+        ok &= add_tree(&mut s.plan, Tree { root, root_is_live: true, retired: false }, &nodes);
+    }
+    ok = ok
+        && s.plan.live_nodes == q.children.matched_entity_count()
+        && s.plan.live_trees == q.tree_roots.matched_entity_count();
+    if !ok {
+        s.plan.valid = false;
+        return false;
+    }
+    prepare_groups(s, q, first);
+    true
 }
 
 /// Places `child` under `parent` (at `index` in its tree) if it has
@@ -544,6 +776,8 @@ fn add_tree(plan: &mut Plan, tree: Tree, nodes: &[(Entity, u32)]) -> bool {
         plan.node_tree.push(t);
     }
     plan.inner_nodes.push(inner);
+    plan.live_nodes += n;
+    plan.live_trees += 1;
     if tree.root_is_live {
         let slot = tree.root.index() as usize;
         if plan.tree_of_root.len() <= slot {
@@ -845,8 +1079,16 @@ pub fn propagate_transforms(
             own.extend(view.matching_rows().map(|row| (0, entities[row])));
         }
     });
-    if structural {
-        s.plan.valid = false;
+    // Removals of links, lists and transforms that reach the plan are
+    // structural too (a root that lost its transforms changes no count).
+    s.removed.clear();
+    s.removed.extend(q.lost_links.iter());
+    s.removed.extend(q.lost_lists.iter());
+    s.removed.extend(q.lost_locals.iter());
+    s.removed.extend(q.lost_globals.iter());
+    if s.plan.valid && !structural {
+        let plan = &s.plan;
+        structural = s.removed.iter().any(|&e| plan.position_of(e).is_some() || plan.tree_of_root(e).is_some());
     }
     // Step 3: roots, in parallel; the changed ones with children are noted
     // with their new globals.
@@ -867,10 +1109,22 @@ pub fn propagate_transforms(
         }
     });
     s.moved_roots = moved.into_inner().unwrap_or_else(|e| e.into_inner());
-    // Step 4: the plan when the structure stood still, else the general
-    // walk.
+    // A structural change updates a regular plan in place; any other plan
+    // is dropped.
+    if structural && !(s.plan.valid && s.plan.regular && update_plan(s, &mut q)) {
+        s.plan.valid = false;
+    }
+    s.removed.clear();
+    // Step 4: the plan when it is valid, or rebuilt whole when the frame
+    // has trees to walk; else the general walk. In a frame with structural
+    // change the plan is rebuilt only if the last whole build was regular
+    // and the change did not touch most of it: an irregular plan cannot be
+    // updated in place, and a change to the trees holding most nodes would
+    // be rebuilt again in the next such frame, so in both cases rebuilding
+    // could cost a rebuild per frame, where the general walk costs less.
     if !s.moved_roots.is_empty() || !s.own.is_empty() {
-        let planned = !structural && (s.plan.valid || rebuild_plan(s, &mut q)) && walk_plan(s, &mut q);
+        let rebuild = !structural || !(s.irregular_build || s.mostly_touched);
+        let planned = (s.plan.valid || (rebuild && rebuild_plan(s, &mut q))) && walk_plan(s, &mut q);
         if planned {
             s.own.clear();
         } else {

@@ -433,3 +433,132 @@ fn child_of_bundles_work_without_calling_anything_first() {
     assert_eq!(world.children_of(early), &[late]);
     assert_eq!(translation(&world, late), Vec3::new(5.0, 1.0, 2.0));
 }
+
+/// Chunks the system's `ParentQuery` (its fifth query parameter, which
+/// only a whole rebuild of the plan iterates) visited in its latest run.
+fn parent_chunks_visited(schedule: &Schedule) -> u64 {
+    let stats = schedule.system_stats().next().expect("one system");
+    stats.queries[4].chunks_visited()
+}
+
+/// Every entity with a global transform against the product of the locals
+/// up its `ChildOf` chain (every ancestor here has transforms).
+fn check_all(world: &mut World, frame: usize) {
+    let mut all = world.query::<(Entity, &GlobalTransform)>();
+    let globals: Vec<(Entity, GlobalTransform)> = all.iter(world).map(|(e, g)| (e, *g)).collect();
+    for (e, global) in globals {
+        let mut want = world.get::<LocalTransform>(e).unwrap().to_affine();
+        let mut current = e;
+        while let Some(parent) = world.parent_of(current) {
+            want = world.get::<LocalTransform>(parent).unwrap().to_affine() * want;
+            current = parent;
+        }
+        assert!(global.0.abs_diff_eq(want, 1e-3), "frame {frame}: {e} is {:?}, want {want:?}", global.0);
+    }
+}
+
+#[test]
+fn structural_frames_update_the_plan_in_place_and_match_the_reference() {
+    // 400 trees (three children, one grandchild), every root moving in
+    // every frame, and in every frame one structural change of each kind
+    // in turn, then a frame with moves only. The plan is updated in place:
+    // no frame after the first rebuild iterates the parent links again.
+    let mut world = World::new();
+    let (mut roots, mut nodes) = forest(&mut world);
+    let mut schedule = schedule();
+    schedule.run(&mut world).unwrap();
+    assert!(parent_chunks_visited(&schedule) > 0, "the first frame builds the plan");
+    let live = |world: &World, list: &[Entity], i: usize| {
+        (0..list.len()).map(|k| list[(i + k) % list.len()]).find(|&e| world.contains(e))
+    };
+    for frame in 0..44 {
+        let pick = frame * 37 + 5;
+        let root = live(&world, &roots, pick).unwrap();
+        let node = live(&world, &nodes, pick * 3).unwrap();
+        match frame % 11 {
+            0 => {
+                let child = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 2.0, 3.0)));
+                world.set_parent(child, root).unwrap();
+                nodes.push(child);
+            }
+            1 => {
+                let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 4.0)));
+                world.set_parent(child, node).unwrap();
+                nodes.push(child);
+            }
+            2 => {
+                world.despawn_with(node, DespawnMode::Subtree).unwrap();
+            }
+            3 => {
+                world.despawn_with(node, DespawnMode::DetachChildren).unwrap();
+            }
+            4 => {
+                // A node moves to another tree, with its subtree.
+                world.set_parent(node, root).unwrap();
+            }
+            5 => {
+                // A node becomes a root, with its subtree.
+                world.remove_parent(node).unwrap();
+                roots.push(node);
+            }
+            6 => {
+                world.despawn_with(root, DespawnMode::Subtree).unwrap();
+            }
+            7 => {
+                // A new tree.
+                let new_root = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 7.0, 0.0)));
+                let child = world.spawn(transform_bundle(LocalTransform::from_xyz(7.0, 0.0, 0.0)));
+                world.set_parent(child, new_root).unwrap();
+                roots.push(new_root);
+                nodes.push(child);
+            }
+            8 => {
+                // A child that gets its transforms later, and a leaf that
+                // loses its global.
+                let child = world.spawn((LocalTransform::from_xyz(0.5, 0.5, 0.5),));
+                world.set_parent(child, root).unwrap();
+                world.insert_one(child, GlobalTransform::IDENTITY).unwrap();
+                nodes.push(child);
+                let leaf = (0..nodes.len())
+                    .map(|k| nodes[(pick + k) % nodes.len()])
+                    .find(|&e| world.contains(e) && world.children_of(e).is_empty() && e != child)
+                    .unwrap();
+                world.remove_one::<GlobalTransform>(leaf).unwrap();
+            }
+            9 => {
+                // A root loses its last child.
+                let lone = (0..roots.len())
+                    .map(|k| roots[(pick + k) % roots.len()])
+                    .find(|&r| world.contains(r) && world.children_of(r).len() == 1)
+                    .unwrap_or(root);
+                let child = world.children_of(lone)[0];
+                world.despawn_with(child, DespawnMode::Subtree).unwrap();
+            }
+            _ => {
+                // A root despawned behind the hierarchy's back: its
+                // children become roots.
+                let children = world.children_of(root).to_vec();
+                world.despawn(root).unwrap();
+                roots.extend(children);
+            }
+        }
+        for &r in &roots {
+            if world.contains(r) && world.parent_of(r).is_none() {
+                local_mut(&mut world, r).translation.y = frame as f32;
+            }
+        }
+        schedule.run(&mut world).unwrap();
+        check_all(&mut world, frame);
+        // A frame with moves only walks the plan as it was left: without
+        // the update in place it would be rebuilt whole here.
+        for &r in &roots {
+            if world.contains(r) && world.parent_of(r).is_none() {
+                local_mut(&mut world, r).translation.z = frame as f32 + 1.0;
+            }
+        }
+        schedule.run(&mut world).unwrap();
+        check_all(&mut world, frame);
+        assert_eq!(parent_chunks_visited(&schedule), 0, "frame {frame}: the plan was rebuilt whole");
+    }
+    assert!(recorded_errors(&world).is_empty());
+}

@@ -5,7 +5,9 @@
 //! `Changed<GlobalTransform>` must list exactly the entities whose global
 //! value changed (plus new spawns). A following frame with no edits must
 //! write nothing and skip every chunk. About half the frames only move
-//! (no structural edit), so both propagation paths are exercised.
+//! (no structural edit), so both propagation paths are exercised; in a
+//! forest of many small trees, structural frames update the cached plan
+//! in place.
 
 use std::collections::{HashMap, HashSet};
 
@@ -232,8 +234,32 @@ fn run(initial: Vec<(LocalTransform, Option<usize>)>, frames: Vec<(bool, Vec<Op>
     }
 }
 
+/// A forest of many small trees: 40 roots, 60 children of roots and 20
+/// grandchildren, so most structural edits touch a small part of it and
+/// the system updates its plan in place rather than rebuilding it.
+fn small_trees() -> impl Strategy<Value = Vec<(LocalTransform, Option<usize>)>> {
+    (
+        proptest::collection::vec(local(), 40),
+        proptest::collection::vec((local(), 0usize..40), 60),
+        proptest::collection::vec((local(), 40usize..100), 20),
+    )
+        .prop_map(|(roots, children, grandchildren)| {
+            let mut all: Vec<(LocalTransform, Option<usize>)> = roots.into_iter().map(|l| (l, None)).collect();
+            all.extend(children.into_iter().chain(grandchildren).map(|(l, p)| (l, Some(p))));
+            all
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn globals_match_the_reference_every_frame_in_a_forest_of_small_trees(
+        initial in small_trees(),
+        frames in proptest::collection::vec((any::<bool>(), proptest::collection::vec(op(), 0..6)), 1..16),
+    ) {
+        run(initial, frames);
+    }
 
     #[test]
     fn globals_match_the_reference_every_frame(
