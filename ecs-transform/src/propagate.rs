@@ -39,9 +39,10 @@
 //!      are; the plan's node and tree counts must then equal the live
 //!      children with transforms and the live roots with children. So a
 //!      game that spawns or despawns a child in every frame pays for the
-//!      trees it touched, not for the whole hierarchy. The plan is rebuilt
-//!      whole when it is first needed, when retired positions outnumber
-//!      live ones, and after a change the update cannot take (a dangling
+//!      trees it touched, not for the whole hierarchy. Retired positions
+//!      are freed by a copy when they outnumber live ones. The plan is
+//!      rebuilt whole when it is first needed, when retired trees outnumber
+//!      live ones (by more than 1024), and after a change the update cannot take (a dangling
 //!      child, a loop, a list that disagrees with a link, or a change to
 //!      trees holding most of the nodes); a rebuild waits for a frame
 //!      without structural change when the last whole build was irregular
@@ -278,6 +279,37 @@ impl Plan {
         self.live_nodes -= n;
         self.live_trees -= 1;
         self.retired_nodes += n;
+    }
+
+    /// Frees the positions of retired trees: every tree's nodes move down
+    /// to close the gaps (their per-node data and `locals` with them), so
+    /// trees keep their indices and their nodes' order.
+    fn compact(&mut self, locals: &mut Vec<Affine3A>) {
+        let old: Vec<(usize, usize)> =
+            (0..self.groups.len()).map(|g| (self.groups.group_start(g), self.groups.group(g).len())).collect();
+        self.groups.compact();
+        for (g, &(from, n)) in old.iter().enumerate() {
+            let to = self.groups.group_start(g);
+            if n == 0 || from == to {
+                continue;
+            }
+            let range = from..from + n;
+            self.parents.copy_within(range.clone(), to);
+            self.parent_slots.copy_within(range.clone(), to);
+            self.value_slots.copy_within(range.clone(), to);
+            self.node_tree.copy_within(range.clone(), to);
+            locals.copy_within(range, to);
+            for (k, e) in self.groups.group(g).iter().enumerate() {
+                self.position[e.index() as usize] = (to + k) as u32;
+            }
+        }
+        let n = self.groups.entity_count();
+        self.parents.truncate(n);
+        self.parent_slots.truncate(n);
+        self.value_slots.truncate(n);
+        self.node_tree.truncate(n);
+        locals.truncate(n);
+        self.retired_nodes = 0;
     }
 }
 
@@ -576,8 +608,9 @@ enum Place {
 /// touched trees hold more than half the nodes, nothing is updated and the
 /// frame takes the general walk (noted in `mostly_touched`): a rebuild of
 /// most of the plan in every frame of such changes costs more than the
-/// walk. When retired positions outnumber live ones, the plan is rebuilt
-/// whole.
+/// walk. When retired positions outnumber live ones, the plan is compacted
+/// (a copy, no lookups); when retired trees outnumber live ones by more
+/// than 1024, it is rebuilt whole.
 fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     let mut touched: Vec<usize> = Vec::new();
     let mut new_roots: Vec<Entity> = Vec::new();
@@ -633,7 +666,9 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         s.plan.retire(t);
         new_roots.push(tree.root);
     }
-    if s.plan.retired_nodes > s.plan.live_nodes {
+    // Retired trees are dropped only by a whole rebuild (a few bytes each;
+    // the floor keeps a small forest from rebuilding often).
+    if s.plan.trees.len() - s.plan.live_trees > s.plan.live_trees + 1024 {
         return rebuild_plan(s, q);
     }
     new_roots.sort_unstable();
@@ -658,6 +693,9 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         return false;
     }
     prepare_groups(s, q, first);
+    if s.plan.retired_nodes > s.plan.live_nodes {
+        s.plan.compact(&mut s.local_affines);
+    }
     true
 }
 

@@ -562,3 +562,48 @@ fn structural_frames_update_the_plan_in_place_and_match_the_reference() {
     }
     assert!(recorded_errors(&world).is_empty());
 }
+
+#[test]
+fn a_plan_updated_in_place_for_many_frames_stays_exact() {
+    // 40 small trees and 150 frames of edits: the retired trees' positions
+    // outnumber the live ones many times over, so the plan is compacted
+    // again and again (never rebuilt whole), and every frame still
+    // matches the reference.
+    let mut world = World::new();
+    let roots = world.spawn_batch((0..40).map(|i| transform_bundle(LocalTransform::from_xyz(i as f32, 0.0, 0.0))));
+    let mut children = Vec::new();
+    for (i, &root) in roots.iter().enumerate() {
+        for k in 0..4 {
+            let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, k as f32, i as f32)));
+            world.set_parent(child, root).unwrap();
+            children.push(child);
+        }
+    }
+    let mut schedule = schedule();
+    schedule.run(&mut world).unwrap();
+    for frame in 0..150usize {
+        let root = roots[frame * 7 % roots.len()];
+        match frame % 3 {
+            0 => {
+                let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.5, 0.0, frame as f32)));
+                world.set_parent(child, root).unwrap();
+                children.push(child);
+            }
+            1 => {
+                let child = children.swap_remove(frame * 13 % children.len());
+                world.despawn(child).unwrap();
+            }
+            _ => {
+                let child = children[frame * 11 % children.len()];
+                world.set_parent(child, root).unwrap();
+            }
+        }
+        for (i, &r) in roots.iter().enumerate() {
+            local_mut(&mut world, r).translation.y = (frame + i) as f32;
+        }
+        local_mut(&mut world, children[frame % children.len()]).translation.x = frame as f32;
+        schedule.run(&mut world).unwrap();
+        check_all(&mut world, frame);
+        assert_eq!(parent_chunks_visited(&schedule), 0, "frame {frame}: the plan was rebuilt whole");
+    }
+}

@@ -232,6 +232,43 @@ impl EntityGroups {
         self.ends[group] = self.starts[group];
     }
 
+    /// Frees the positions reserved by retired groups: every group's
+    /// entities (and cached locations) move down to close the gaps, in
+    /// order, so group `g` keeps its index and its entities' order, and
+    /// [`EntityGroups::entity_count`] becomes the number of entities held.
+    /// Callers holding per-position side data move it the same way: group
+    /// `g`'s part starts at the new [`EntityGroups::group_start`]`(g)`.
+    ///
+    /// ```
+    /// use ecs_core::{Component, EntityGroups, World};
+    /// #[derive(Component)]
+    /// struct Pos(f32);
+    /// let mut world = World::new();
+    /// let e = world.spawn_batch((0..5).map(|i| (Pos(i as f32),)));
+    /// let mut groups = EntityGroups::new();
+    /// groups.push_group(&e[..2]).unwrap();
+    /// groups.push_group(&e[2..4]).unwrap();
+    /// groups.push_group(&e[4..]).unwrap();
+    /// groups.retire_group(1);
+    /// assert_eq!((groups.entity_count(), groups.group_start(2)), (5, 4));
+    /// groups.compact();
+    /// assert_eq!((groups.entity_count(), groups.group_start(2)), (3, 2));
+    /// assert_eq!(groups.group(2), &e[4..]);
+    /// ```
+    pub fn compact(&mut self) {
+        let mut next = 0usize;
+        for g in 0..self.starts.len() {
+            let (start, end) = (self.starts[g] as usize, self.ends[g] as usize);
+            self.entities.copy_within(start..end, next);
+            self.locations.copy_within(start..end, next);
+            self.starts[g] = next as u32;
+            next += end - start;
+            self.ends[g] = next as u32;
+        }
+        self.entities.truncate(next);
+        self.locations.truncate(next);
+    }
+
     /// Number of groups (retired ones included).
     pub fn len(&self) -> usize {
         self.starts.len()
@@ -537,6 +574,24 @@ mod tests {
         assert_eq!(&side[3..6], &[3, 4, 5]);
         assert_eq!(side[8], 8 + 1000 * 105);
         assert_eq!(side[10], 10 + 1000 * 108);
+        // Compacting closes the gap: same groups, same order, same cached
+        // locations, no reserved positions.
+        let before: Vec<(Vec<Entity>, Vec<EntityLocation>)> = (0..groups.len())
+            .map(|g| {
+                let range = groups.group_start(g)..groups.group_start(g) + groups.group(g).len();
+                (groups.group(g).to_vec(), groups.locations()[range].to_vec())
+            })
+            .collect();
+        groups.compact();
+        assert_eq!(groups.entity_count(), 8);
+        assert_eq!((groups.group_start(1), groups.group_start(2), groups.group_start(3)), (3, 3, 5));
+        for (g, (entities, locations)) in before.iter().enumerate() {
+            let range = groups.group_start(g)..groups.group_start(g) + groups.group(g).len();
+            assert_eq!(groups.group(g), &entities[..]);
+            assert_eq!(&groups.locations()[range], &locations[..]);
+        }
+        assert_eq!(groups.push_group(&[e[4]]), Ok(4));
+        assert_eq!(groups.group_start(4), 8);
         groups.clear();
         assert_eq!(groups.push_group(&e), Ok(0));
     }
