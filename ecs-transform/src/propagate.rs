@@ -123,6 +123,11 @@ pub type ChildDataQuery<'w, 's> =
 /// Parent links, read to find depths, parents and broken links.
 pub type ParentQuery<'w, 's> = Query<'w, 's, (Entity, &'static ChildOf)>;
 
+/// The children with transforms, reached by entity while the plan's trees
+/// are collected: each one's link and children list in one lookup.
+pub type NodeQuery<'w, 's> =
+    Query<'w, 's, (&'static ChildOf, Option<&'static Children>), (With<LocalTransform>, With<GlobalTransform>)>;
+
 /// The roots that have children: the trees of the plan.
 pub type TreeRootQuery<'w, 's> =
     Query<'w, 's, (Entity, &'static Children), (Without<ChildOf>, With<LocalTransform>, With<GlobalTransform>)>;
@@ -150,6 +155,7 @@ pub struct TransformQueries<'w, 's> {
     children: ChildQuery<'w, 's>,
     child_data: ChildDataQuery<'w, 's>,
     parents: ParentQuery<'w, 's>,
+    tree_nodes: NodeQuery<'w, 's>,
     tree_roots: TreeRootQuery<'w, 's>,
     alive: AliveQuery<'w, 's>,
     lists: ListQuery<'w, 's>,
@@ -463,7 +469,7 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         nodes.clear();
         if let Ok((_, kids)) = q.tree_roots.get(root) {
             let kids: Vec<Entity> = kids.iter().collect();
-            collect_children(&mut s.plan, &q.child_data, &q.parents, root, &kids, &mut nodes);
+            collect_children(&mut s.plan, &q.tree_nodes, root, &kids, &mut nodes);
         }
         ok &= add_tree(&mut s.plan, Tree { root, root_is_live: true, retired: false }, &nodes);
     }
@@ -513,7 +519,7 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
             s.dangling(top, parent);
         }
         nodes.clear();
-        collect_children(&mut s.plan, &q.child_data, &q.parents, parent, &[top], &mut nodes);
+        collect_children(&mut s.plan, &q.tree_nodes, parent, &[top], &mut nodes);
         ok &= add_tree(&mut s.plan, Tree { root: parent, root_is_live: false, retired: false }, &nodes);
     }
     s.local_affines.clear();
@@ -682,7 +688,7 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         }
         let kids: Vec<Entity> = kids.iter().collect();
         nodes.clear();
-        collect_children(&mut s.plan, &q.child_data, &q.parents, root, &kids, &mut nodes);
+        collect_children(&mut s.plan, &q.tree_nodes, root, &kids, &mut nodes);
         ok &= add_tree(&mut s.plan, Tree { root, root_is_live: true, retired: false }, &nodes);
     }
     ok = ok
@@ -700,23 +706,25 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
 }
 
 /// Places `child` under `parent` (at `index` in its tree) if it has
-/// transforms, its `ChildOf` names `parent` and it is not placed yet.
-fn accept(
+/// transforms, its `ChildOf` names `parent` and it is not placed yet, and
+/// notes its children list (one lookup per node).
+fn accept<'a>(
     plan: &mut Plan,
-    data: &ChildDataQuery,
-    parents: &ParentQuery,
+    tree_nodes: &'a NodeQuery,
     nodes: &mut Vec<(Entity, u32)>,
+    lists: &mut Vec<&'a [Entity]>,
     (child, parent, index): (Entity, Entity, u32),
 ) {
     let slot = child.index() as usize;
     if plan.position.len() <= slot {
         plan.position.resize(slot + 1, NONE);
     }
-    let linked = parents.get(child).is_ok_and(|(_, link)| link.parent() == parent);
-    if linked && plan.position[slot] == NONE && data.get(child).is_ok() {
+    let Ok((link, kids)) = tree_nodes.get(child) else { return };
+    if link.parent() == parent && plan.position[slot] == NONE {
         // Marked taken; `add_tree` sets the final position.
         plan.position[slot] = TAKEN;
         nodes.push((child, index));
+        lists.push(kids.map_or(&[], Children::as_slice));
     }
 }
 
@@ -724,26 +732,22 @@ fn accept(
 /// descendants breadth first (parents before children).
 fn collect_children(
     plan: &mut Plan,
-    data: &ChildDataQuery,
-    parents: &ParentQuery,
+    tree_nodes: &NodeQuery,
     parent: Entity,
     kids: &[Entity],
     nodes: &mut Vec<(Entity, u32)>,
 ) {
     let first = nodes.len();
+    let mut lists = Vec::new();
     for &k in kids {
-        accept(plan, data, parents, nodes, (k, parent, NO_PARENT));
+        accept(plan, tree_nodes, nodes, &mut lists, (k, parent, NO_PARENT));
     }
-    let mut grandkids = Vec::new();
     let mut i = first;
     while i < nodes.len() {
-        let (e, _) = nodes[i];
-        grandkids.clear();
-        if let Ok((_, Some(list))) = data.get(e) {
-            grandkids.extend(list.iter());
-        }
-        for &k in &grandkids {
-            accept(plan, data, parents, nodes, (k, e, (i - first) as u32));
+        let e = nodes[i].0;
+        let list = lists[i - first];
+        for &k in list {
+            accept(plan, tree_nodes, nodes, &mut lists, (k, e, (i - first) as u32));
         }
         i += 1;
     }
@@ -764,8 +768,13 @@ fn add_tree(plan: &mut Plan, tree: Tree, nodes: &[(Entity, u32)]) -> bool {
             has_children[p as usize] = true;
         }
     }
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| (!has_children[i], nodes[i].0.index()));
+    // Sorted by (leaf, entity index), one packed key per node: the indices
+    // are distinct; the stable sort merges the runs that breadth-first
+    // order keeps from spawn order.
+    let mut keyed: Vec<(u64, u32)> =
+        (0..n).map(|i| ((u64::from(!has_children[i]) << 32) | u64::from(nodes[i].0.index()), i as u32)).collect();
+    keyed.sort();
+    let mut order: Vec<usize> = keyed.iter().map(|&(_, i)| i as usize).collect();
     let mut position = vec![0u32; n];
     for (k, &i) in order.iter().enumerate() {
         position[i] = k as u32;
