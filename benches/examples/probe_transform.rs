@@ -182,11 +182,9 @@ fn structural_frames(parents: &[Option<usize>], change: &str) -> Result<(f64, f6
                 let child = world.spawn(transform_bundle(local(1.0)));
                 world.set_parent(child, parent).map_err(|e| e.to_string())?;
             }
-            "one leaf despawned" => {
-                if !leaves.is_empty() {
-                    let leaf = leaves.swap_remove(rng.below(leaves.len() as u32) as usize);
-                    world.despawn(leaf).map_err(|e| e.to_string())?;
-                }
+            "one leaf despawned" if !leaves.is_empty() => {
+                let leaf = leaves.swap_remove(rng.below(leaves.len() as u32) as usize);
+                world.despawn(leaf).map_err(|e| e.to_string())?;
             }
             _ => {}
         }
