@@ -364,6 +364,10 @@ pub struct PropagationScratch {
     /// Whether an update in place found trees holding more than half the
     /// plan's nodes touched, since the last whole build.
     mostly_touched: bool,
+    /// Never update the plan in place (the tests' reference behaviour:
+    /// every structural change drops the plan).
+    #[cfg(test)]
+    no_update_in_place: bool,
     /// Broken links reported so far (child, parent), and loops (entity).
     reported_dangling: HashSet<(Entity, Entity)>,
     reported_cycles: HashSet<Entity>,
@@ -839,6 +843,16 @@ fn add_tree(plan: &mut Plan, tree: Tree, nodes: &[(Entity, u32)]) -> bool {
 /// Walks the dirty trees of the plan (step 4, plan path). Returns false,
 /// having written nothing, if the frame's changes do not fit the plan.
 fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
+    // The cached matrices of changed locals are refreshed first: if this
+    // walk gives up, the general walk runs from the live locals, and the
+    // plan, still valid, must not keep the old ones for a later frame.
+    for &(_, e) in &s.own {
+        if let Some(p) = s.plan.position_of(e)
+            && let Ok((local, _)) = q.child_data.get(e)
+        {
+            s.local_affines[p] = local.to_affine();
+        }
+    }
     let trees = s.plan.trees.len();
     s.tree_inputs.clear();
     s.dirty.clear();
@@ -892,13 +906,6 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
             s.input_slot[t] = s.dirty.len() as u32;
             s.dirty.push(t as u32);
             s.tree_inputs.push((root_value, false));
-        }
-    }
-    // The cached matrices of changed locals are refreshed.
-    for &p in &flagged {
-        let e = s.plan.groups_entity(p).expect("a flagged node is planned");
-        if let Ok((local, _)) = q.child_data.get(e) {
-            s.local_affines[p] = local.to_affine();
         }
     }
     let failed = AtomicBool::new(false);
@@ -1158,7 +1165,11 @@ pub fn propagate_transforms(
     s.moved_roots = moved.into_inner().unwrap_or_else(|e| e.into_inner());
     // A structural change updates a regular plan in place; any other plan
     // is dropped.
-    if structural && !(s.plan.valid && s.plan.regular && update_plan(s, &mut q)) {
+    #[cfg(test)]
+    let in_place = !s.no_update_in_place;
+    #[cfg(not(test))]
+    let in_place = true;
+    if structural && !(in_place && s.plan.valid && s.plan.regular && update_plan(s, &mut q)) {
         s.plan.valid = false;
     }
     s.removed.clear();
@@ -1187,4 +1198,232 @@ pub fn propagate_transforms(
 /// [`LocalTransform`] before it with `.before(propagate_transforms)`.
 pub fn add_transform_systems(schedule: &mut Schedule) -> &mut Schedule {
     schedule.add_systems(propagate_transforms)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The update in place against dropping the plan: the same edits,
+    //! hostile ones included, on two worlds must give bit-identical
+    //! globals, the same `Changed<GlobalTransform>` and the same reported
+    //! errors in every frame.
+
+    use super::*;
+    use crate::hierarchy::{DespawnMode, WorldHierarchyExt};
+    use crate::transform_bundle;
+    use ecs_core::QueryState;
+    use proptest::prelude::*;
+
+    /// `propagate_transforms` that never updates its plan in place.
+    fn propagate_without_updates(
+        q: TransformQueries,
+        commands: Commands,
+        mut scratch: Local<PropagationScratch>,
+        hooks: Local<HierarchyHooksInstalled>,
+    ) {
+        scratch.no_update_in_place = true;
+        propagate_transforms(q, commands, scratch, hooks);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Spawn {
+            parent: usize,
+            linked: bool,
+        },
+        Move {
+            node: usize,
+            x: i8,
+        },
+        SetParent {
+            child: usize,
+            parent: usize,
+        },
+        RemoveParent {
+            node: usize,
+        },
+        Despawn {
+            node: usize,
+            mode: u8,
+        },
+        /// A link written by hand: the hooks do not run, so the parent's
+        /// list does not name the child.
+        OverwriteLink {
+            child: usize,
+            parent: usize,
+        },
+        RemoveGlobal {
+            node: usize,
+        },
+        RemoveLocal {
+            node: usize,
+        },
+        AddTransforms {
+            node: usize,
+        },
+        RemoveChildren {
+            node: usize,
+        },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => (any::<usize>(), any::<bool>()).prop_map(|(parent, linked)| Op::Spawn { parent, linked }),
+            6 => (any::<usize>(), any::<i8>()).prop_map(|(node, x)| Op::Move { node, x }),
+            3 => (any::<usize>(), any::<usize>()).prop_map(|(child, parent)| Op::SetParent { child, parent }),
+            1 => any::<usize>().prop_map(|node| Op::RemoveParent { node }),
+            2 => (any::<usize>(), 0u8..3).prop_map(|(node, mode)| Op::Despawn { node, mode }),
+            1 => (any::<usize>(), any::<usize>()).prop_map(|(child, parent)| Op::OverwriteLink { child, parent }),
+            1 => any::<usize>().prop_map(|node| Op::RemoveGlobal { node }),
+            1 => any::<usize>().prop_map(|node| Op::RemoveLocal { node }),
+            2 => any::<usize>().prop_map(|node| Op::AddTransforms { node }),
+            1 => any::<usize>().prop_map(|node| Op::RemoveChildren { node }),
+        ]
+    }
+
+    fn local(i: usize) -> LocalTransform {
+        LocalTransform::from_xyz(i as f32 * 0.5, 1.0, -(i as f32))
+            .with_rotation(glam::Quat::from_rotation_z(i as f32 * 0.1))
+    }
+
+    /// Applies `op` to `world` (both worlds get the same calls, so the
+    /// same entities). Errors are part of the behaviour and ignored.
+    fn apply(world: &mut World, alive: &mut Vec<Entity>, op: &Op) {
+        let pick = |alive: &[Entity], i: usize| (!alive.is_empty()).then(|| alive[i % alive.len()]);
+        match *op {
+            Op::Spawn { parent, linked } => {
+                let e = world.spawn(transform_bundle(local(alive.len())));
+                if linked && let Some(p) = pick(alive, parent) {
+                    let _ = world.set_parent(e, p);
+                }
+                alive.push(e);
+            }
+            Op::Move { node, x } => {
+                if let Some(e) = pick(alive, node)
+                    && let Ok(mut l) = world.get_mut::<LocalTransform>(e)
+                {
+                    l.translation.x = f32::from(x);
+                }
+            }
+            Op::SetParent { child, parent } => {
+                if let (Some(c), Some(p)) = (pick(alive, child), pick(alive, parent)) {
+                    let _ = world.set_parent(c, p);
+                }
+            }
+            Op::RemoveParent { node } => {
+                if let Some(e) = pick(alive, node) {
+                    let _ = world.remove_parent(e);
+                }
+            }
+            Op::Despawn { node, mode } => {
+                if let Some(e) = pick(alive, node) {
+                    let _ = match mode {
+                        0 => world.despawn_with(e, DespawnMode::Subtree).map(drop),
+                        1 => world.despawn_with(e, DespawnMode::DetachChildren).map(drop),
+                        _ => world.despawn(e).map(drop).map_err(Into::into),
+                    };
+                    alive.retain(|&x| world.contains(x));
+                }
+            }
+            Op::OverwriteLink { child, parent } => {
+                if let (Some(c), Some(p)) = (pick(alive, child), pick(alive, parent))
+                    && let Ok(mut link) = world.get_mut::<ChildOf>(c)
+                {
+                    link.0 = p;
+                }
+            }
+            Op::RemoveGlobal { node } => {
+                if let Some(e) = pick(alive, node) {
+                    let _ = world.remove_one::<GlobalTransform>(e);
+                }
+            }
+            Op::RemoveLocal { node } => {
+                if let Some(e) = pick(alive, node) {
+                    let _ = world.remove_one::<LocalTransform>(e);
+                }
+            }
+            Op::AddTransforms { node } => {
+                if let Some(e) = pick(alive, node) {
+                    if !world.has::<LocalTransform>(e).unwrap_or(true) {
+                        let _ = world.insert_one(e, local(node % 7));
+                    }
+                    if !world.has::<GlobalTransform>(e).unwrap_or(true) {
+                        let _ = world.insert_one(e, GlobalTransform::IDENTITY);
+                    }
+                }
+            }
+            Op::RemoveChildren { node } => {
+                if let Some(e) = pick(alive, node) {
+                    let _ = world.remove_one::<Children>(e);
+                }
+            }
+        }
+    }
+
+    /// Every entity's global (bits), whether it was written this frame,
+    /// and the errors reported so far.
+    type Snapshot = (Vec<(Entity, Option<[u32; 12]>)>, Vec<Entity>, Vec<HierarchyError>);
+
+    fn snapshot(world: &mut World, changed: &mut QueryState<Entity, Changed<GlobalTransform>>) -> Snapshot {
+        let mut all = world.query::<Entity>();
+        let entities: Vec<Entity> = all.iter(world).collect();
+        let mut globals: Vec<(Entity, Option<[u32; 12]>)> = entities
+            .iter()
+            .map(|&e| (e, world.get::<GlobalTransform>(e).ok().map(|g| g.0.to_cols_array().map(f32::to_bits))))
+            .collect();
+        globals.sort_by_key(|&(e, _)| e);
+        let mut written: Vec<Entity> = changed.iter(world).collect();
+        written.sort();
+        let errors = world.resource::<HierarchyErrors>().map(|e| e.0.clone()).unwrap_or_default();
+        (globals, written, errors)
+    }
+
+    fn run(forest: Vec<usize>, frames: Vec<Vec<Op>>) {
+        let mut worlds = [World::new(), World::new()];
+        let mut schedules = [Schedule::new(), Schedule::new()];
+        schedules[0].add_systems(propagate_transforms);
+        schedules[1].add_systems(propagate_without_updates);
+        let mut changed: Vec<QueryState<Entity, Changed<GlobalTransform>>> =
+            worlds.iter_mut().map(|w| w.query_filtered()).collect();
+        let mut alive = [Vec::new(), Vec::new()];
+        for (w, world) in worlds.iter_mut().enumerate() {
+            // Small trees: node i hangs under node parent (a root when the
+            // parent is not an earlier node).
+            for (i, &parent) in forest.iter().enumerate() {
+                let e = world.spawn(transform_bundle(local(i)));
+                if parent < i {
+                    world.set_parent(e, alive[w][parent]).unwrap();
+                }
+                alive[w].push(e);
+            }
+        }
+        for (frame, ops) in frames.iter().enumerate() {
+            let mut shots = Vec::new();
+            for w in 0..2 {
+                for op in ops {
+                    apply(&mut worlds[w], &mut alive[w], op);
+                }
+                // Roots move in every other frame.
+                if frame % 2 == 0 {
+                    let mut roots = worlds[w].query_filtered::<&mut LocalTransform, Without<ChildOf>>();
+                    roots.for_each_mut(&mut worlds[w], |mut l| l.translation.y += 1.0);
+                }
+                schedules[w].run(&mut worlds[w]).unwrap();
+                shots.push(snapshot(&mut worlds[w], &mut changed[w]));
+            }
+            assert_eq!(alive[0], alive[1]);
+            assert_eq!(shots[0], shots[1], "frame {frame} after {ops:?}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+
+        #[test]
+        fn updating_the_plan_in_place_changes_nothing_but_the_cost(
+            forest in proptest::collection::vec(0usize..60, 20..60),
+            frames in proptest::collection::vec(proptest::collection::vec(op(), 0..5), 1..14),
+        ) {
+            run(forest, frames);
+        }
+    }
 }

@@ -607,3 +607,33 @@ fn a_plan_updated_in_place_for_many_frames_stays_exact() {
         assert_eq!(parent_chunks_visited(&schedule), 0, "frame {frame}: the plan was rebuilt whole");
     }
 }
+
+#[test]
+fn a_local_changed_in_a_frame_the_plan_gave_up_is_used_in_the_next() {
+    // Root `a` with child `c`, and root `b`. In one frame `b` gets its
+    // first child (one without a global, so not a structural change for
+    // propagation) and moves, which the plan cannot walk, and `c`'s local
+    // changes: the general walk takes that frame. The plan stays valid,
+    // and the next frame, where `a` moves, must use `c`'s new local.
+    let mut world = World::new();
+    let a = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
+    let c = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0)));
+    let b = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 1.0)));
+    world.set_parent(c, a).unwrap();
+    let mut schedule = schedule();
+    schedule.run(&mut world).unwrap();
+    local_mut(&mut world, a).translation.x = 2.0;
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, c), Vec3::new(2.0, 1.0, 0.0));
+
+    let bare = world.spawn((LocalTransform::IDENTITY,));
+    world.set_parent(bare, b).unwrap();
+    local_mut(&mut world, b).translation.z = 2.0;
+    local_mut(&mut world, c).translation.y = 5.0;
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, c), Vec3::new(2.0, 5.0, 0.0));
+
+    local_mut(&mut world, a).translation.x = 3.0;
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, c), Vec3::new(3.0, 5.0, 0.0));
+}
