@@ -637,3 +637,31 @@ fn a_local_changed_in_a_frame_the_plan_gave_up_is_used_in_the_next() {
     schedule.run(&mut world).unwrap();
     assert_eq!(translation(&world, c), Vec3::new(3.0, 5.0, 0.0));
 }
+
+#[test]
+fn a_link_overwritten_by_hand_into_a_loop_stops_propagation_on_every_path() {
+    // A link written through `Mut<ChildOf>` runs no hook: `b` names itself
+    // while `root`'s list still names `b`. Whether the frame walks the plan
+    // or (here: a link changed) the general walk from the moved root, `b`
+    // and its child are on or below a loop and keep their globals.
+    let mut world = World::new();
+    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
+    let a = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0)));
+    let b = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 2.0, 0.0)));
+    let c = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 3.0)));
+    world.set_parent(a, root).unwrap();
+    world.set_parent(b, root).unwrap();
+    world.set_parent(c, b).unwrap();
+    let mut schedule = schedule();
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, c), Vec3::new(1.0, 2.0, 3.0));
+    world.get_mut::<ChildOf>(b).unwrap().0 = b;
+    for frame in 1..4 {
+        local_mut(&mut world, root).translation.x = 10.0 * frame as f32;
+        schedule.run(&mut world).unwrap();
+        assert_eq!(translation(&world, a), Vec3::new(10.0 * frame as f32, 1.0, 0.0), "frame {frame}");
+        assert_eq!(translation(&world, b), Vec3::new(1.0, 2.0, 0.0), "frame {frame}");
+        assert_eq!(translation(&world, c), Vec3::new(1.0, 2.0, 3.0), "frame {frame}");
+    }
+    assert!(matches!(recorded_errors(&world)[..], [HierarchyError::CycleFound { .. }]));
+}
