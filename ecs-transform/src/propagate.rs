@@ -108,21 +108,19 @@ pub type LeafRootQuery<'w, 's> = Query<
 /// The children with transforms. Iterated, it yields those whose own local
 /// or link changed, or that got a global, since the last run (step 2);
 /// reached by entity (`get_mut`, the plan's groups), it reaches every child,
-/// since tick filters do not apply to random access.
+/// since tick filters do not apply to random access. An item also holds the
+/// child's children list and link, so the general walk takes one lookup a
+/// node.
 pub type ChildQuery<'w, 's> = Query<
     'w,
     's,
-    (&'static LocalTransform, &'static mut GlobalTransform),
+    (&'static LocalTransform, &'static mut GlobalTransform, Option<&'static Children>, &'static ChildOf),
     (With<ChildOf>, Or<(Changed<LocalTransform>, Changed<ChildOf>, Added<GlobalTransform>)>),
 >;
 
-/// The same children's locals, children lists and links, read by entity.
-pub type ChildDataQuery<'w, 's> = Query<
-    'w,
-    's,
-    (&'static LocalTransform, Option<&'static Children>, &'static ChildOf),
-    (With<ChildOf>, With<GlobalTransform>),
->;
+/// The same children's locals and children lists, read by entity.
+pub type ChildDataQuery<'w, 's> =
+    Query<'w, 's, (&'static LocalTransform, Option<&'static Children>), (With<ChildOf>, With<GlobalTransform>)>;
 
 /// Parent links, read to find depths, parents and broken links.
 pub type ParentQuery<'w, 's> = Query<'w, 's, (Entity, &'static ChildOf)>;
@@ -447,7 +445,7 @@ impl Walk {
 
     /// Runs the walk to the end: each child computes its global from its
     /// parent's, and one whose global really changes hands it on.
-    fn descend(&mut self, children: &mut ChildQuery, data: &ChildDataQuery) {
+    fn descend(&mut self, children: &mut ChildQuery) {
         while let Some((child, index, parent)) = self.stack.pop() {
             let parent_value = self.values[index as usize];
             // A child without the transform components (or despawned
@@ -455,7 +453,7 @@ impl Walk {
             // does one listed by a parent its link does not name (a link
             // overwritten by hand), as in the plan: it is propagated from
             // the parent it names, or not at all in a loop.
-            let (Ok((_, kids, link)), Ok((local, mut global))) = (data.get(child), children.get_mut(child)) else {
+            let Ok((local, mut global, kids, link)) = children.get_mut(child) else {
                 continue;
             };
             if link.parent() != parent {
@@ -563,7 +561,7 @@ fn prepare_groups(s: &mut PropagationScratch, q: &mut TransformQueries, first: u
         || (),
         |_, rows, locals| {
             for (k, slot) in locals.iter_mut().enumerate() {
-                if let Ok((local, _, _)) = rows.get_mut(k) {
+                if let Ok((local, _)) = rows.get_mut(k) {
                     *slot = local.to_affine();
                 }
             }
@@ -859,7 +857,7 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     // plan, still valid, must not keep the old ones for a later frame.
     for &(_, e) in &s.own {
         if let Some(p) = s.plan.position_of(e)
-            && let Ok((local, _, _)) = q.child_data.get(e)
+            && let Ok((local, _)) = q.child_data.get(e)
         {
             s.local_affines[p] = local.to_affine();
         }
@@ -964,7 +962,7 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
                     p if parent_known => values[p as usize],
                     // The parent did not move: its stored global is final.
                     _ => match rows.get_mut(parents[k] as usize) {
-                        Ok((_, global)) => global.0,
+                        Ok((_, global, _, _)) => global.0,
                         Err(_) => {
                             failed.store(true, Ordering::Relaxed);
                             Affine3A::IDENTITY
@@ -972,7 +970,7 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
                     },
                 };
                 match rows.get_mut(k) {
-                    Ok((_, mut global)) => {
+                    Ok((_, mut global, _, _)) => {
                         let value = parent_value * locals[k];
                         let changed = write_if_changed(&mut global, value);
                         let v = value_slots[k] as usize;
@@ -1044,14 +1042,14 @@ fn general_walk(s: &mut PropagationScratch, q: &mut TransformQueries) {
             walk.hand_down(root, Some(kids), value);
         }
     }
-    walk.descend(&mut q.children, &q.child_data);
+    walk.descend(&mut q.children);
     for &(_, child) in &own {
         // The parent is final now. One without a global transform counts
         // as the identity; a dead one too, and is reported.
         let Ok((_, link)) = q.parents.get(child) else { continue };
         let parent = link.parent();
         let parent_value = match q.children.get_mut(parent) {
-            Ok((_, global)) => global.0,
+            Ok((_, global, _, _)) => global.0,
             Err(_) => match q.roots.get_mut(parent) {
                 Ok((_, _, global, _)) => global.0,
                 Err(_) if q.leaf_roots.get_mut(parent).is_ok() => {
@@ -1065,13 +1063,11 @@ fn general_walk(s: &mut PropagationScratch, q: &mut TransformQueries) {
                 }
             },
         };
-        let (Ok((_, kids, _)), Ok((local, mut global))) = (q.child_data.get(child), q.children.get_mut(child)) else {
-            continue;
-        };
+        let Ok((local, mut global, kids, _)) = q.children.get_mut(child) else { continue };
         let value = parent_value * local.to_affine();
         if global.set_if_neq(GlobalTransform(value)) {
             walk.hand_down(child, kids, value);
-            walk.descend(&mut q.children, &q.child_data);
+            walk.descend(&mut q.children);
         }
     }
     own.clear();
