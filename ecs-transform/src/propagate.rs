@@ -211,10 +211,11 @@ struct Plan {
     position: Vec<u32>,
     /// By entity index: the tree the entity is the live root of, or `NONE`.
     tree_of_root: Vec<u32>,
-    /// Whether the last full build found a regular hierarchy: every child
-    /// with transforms in the tree of a live root, so no dangling tree and
-    /// no loop. Only a regular plan is updated in place.
-    regular: bool,
+    /// Whether the last whole build found an irregular hierarchy: a child
+    /// with transforms outside every live root's tree (a dangling tree, a
+    /// loop). A plan whose last whole build was irregular is never updated
+    /// in place.
+    irregular: bool,
     /// Nodes of the trees not retired.
     live_nodes: usize,
     /// Trees not retired.
@@ -259,7 +260,6 @@ impl Plan {
         self.inner_nodes.clear();
         self.node_tree.clear();
         self.valid = false;
-        self.regular = false;
         self.live_nodes = 0;
         self.live_trees = 0;
         self.retired_nodes = 0;
@@ -361,8 +361,6 @@ pub struct PropagationScratch {
     /// The entities that lost a link, a `Children` list or a transform
     /// component since the last run (despawns included).
     removed: Vec<Entity>,
-    /// Whether the last whole build of the plan was not regular.
-    irregular_build: bool,
     /// Whether an update in place found trees holding more than half the
     /// plan's nodes touched, since the last whole build.
     mostly_touched: bool,
@@ -479,12 +477,9 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     let mut nodes: Vec<(Entity, u32)> = Vec::new();
     let mut ok = true;
     for &root in &roots {
-        nodes.clear();
         if let Ok((_, kids)) = q.tree_roots.get(root) {
-            let kids: Vec<Entity> = kids.iter().collect();
-            collect_children(&mut s.plan, &q.tree_nodes, root, &kids, &mut nodes);
+            ok &= add_root_tree(&mut s.plan, &q.tree_nodes, root, kids.as_slice(), &mut nodes);
         }
-        ok &= add_tree(&mut s.plan, Tree { root, root_is_live: true, retired: false }, &nodes);
     }
     // Children not reached from a root: a dead or transform-less parent at
     // the top of their chain, or a loop.
@@ -538,13 +533,30 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     s.local_affines.clear();
     prepare_groups(s, q, 0);
     s.plan.valid = ok;
-    s.plan.regular = ok
-        && s.plan.trees.iter().all(|t| t.root_is_live)
-        && s.plan.live_nodes == q.children.matched_entity_count()
-        && s.plan.live_trees == q.tree_roots.matched_entity_count();
-    s.irregular_build = !s.plan.regular;
+    s.plan.irregular = !(ok && s.plan.trees.iter().all(|t| t.root_is_live) && counts_match(&s.plan, q));
     s.mostly_touched = false;
     ok
+}
+
+/// Whether the plan holds every live child with transforms and a tree for
+/// every live root with children (checked after a whole build, and after an
+/// update in place).
+fn counts_match(plan: &Plan, q: &TransformQueries) -> bool {
+    plan.live_nodes == q.children.matched_entity_count() && plan.live_trees == q.tree_roots.matched_entity_count()
+}
+
+/// Collects the tree of the live root `root`, whose children list is
+/// `kids`, and adds it to the plan (see [`add_tree`]).
+fn add_root_tree(
+    plan: &mut Plan,
+    tree_nodes: &NodeQuery,
+    root: Entity,
+    kids: &[Entity],
+    nodes: &mut Vec<(Entity, u32)>,
+) -> bool {
+    nodes.clear();
+    collect_children(plan, tree_nodes, root, kids, nodes);
+    add_tree(plan, Tree { root, root_is_live: true, retired: false }, nodes)
 }
 
 /// Caches the locations of the plan's groups from `first` on, and computes
@@ -696,18 +708,11 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     let mut ok = true;
     for root in new_roots {
         let Ok((_, kids)) = q.tree_roots.get(root) else { continue };
-        if s.plan.tree_of_root(root).is_some() {
-            continue;
+        if s.plan.tree_of_root(root).is_none() {
+            ok &= add_root_tree(&mut s.plan, &q.tree_nodes, root, kids.as_slice(), &mut nodes);
         }
-        let kids: Vec<Entity> = kids.iter().collect();
-        nodes.clear();
-        collect_children(&mut s.plan, &q.tree_nodes, root, &kids, &mut nodes);
-        ok &= add_tree(&mut s.plan, Tree { root, root_is_live: true, retired: false }, &nodes);
     }
-    ok = ok
-        && s.plan.live_nodes == q.children.matched_entity_count()
-        && s.plan.live_trees == q.tree_roots.matched_entity_count();
-    if !ok {
+    if !(ok && counts_match(&s.plan, q)) {
         s.plan.valid = false;
         return false;
     }
@@ -1176,7 +1181,7 @@ pub fn propagate_transforms(
     let in_place = !s.no_update_in_place;
     #[cfg(not(test))]
     let in_place = true;
-    if structural && !(in_place && s.plan.valid && s.plan.regular && update_plan(s, &mut q)) {
+    if structural && !(in_place && s.plan.valid && !s.plan.irregular && update_plan(s, &mut q)) {
         s.plan.valid = false;
     }
     s.removed.clear();
@@ -1188,7 +1193,7 @@ pub fn propagate_transforms(
     // be rebuilt again in the next such frame, so in both cases rebuilding
     // could cost a rebuild per frame, where the general walk costs less.
     if !s.moved_roots.is_empty() || !s.own.is_empty() {
-        let rebuild = !structural || !(s.irregular_build || s.mostly_touched);
+        let rebuild = !structural || !(s.plan.irregular || s.mostly_touched);
         let planned = (s.plan.valid || (rebuild && rebuild_plan(s, &mut q))) && walk_plan(s, &mut q);
         if planned {
             s.own.clear();
