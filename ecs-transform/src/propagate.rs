@@ -857,15 +857,25 @@ fn add_tree(plan: &mut Plan, tree: Tree, nodes: &[(Entity, u32)]) -> bool {
 /// Walks the dirty trees of the plan (step 4, plan path). Returns false,
 /// having written nothing, if the frame's changes do not fit the plan.
 fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
-    // The cached matrices of changed locals are refreshed first: if this
-    // walk gives up, the general walk runs from the live locals, and the
-    // plan, still valid, must not keep the old ones for a later frame.
+    // The changed children's positions, and their cached matrices
+    // refreshed, first: if this walk gives up, the general walk runs from
+    // the live locals, and the plan, still valid, must not keep the old
+    // ones for a later frame.
+    let mut flagged = Vec::with_capacity(s.own.len());
+    let mut unplanned = false;
     for &(_, e) in &s.own {
-        if let Some(p) = s.plan.position_of(e)
-            && let Ok((local, _)) = q.child_data.get(e)
-        {
-            s.local_affines[p] = local.to_affine();
+        match s.plan.position_of(e) {
+            Some(p) => {
+                if let Ok((local, _)) = q.child_data.get(e) {
+                    s.local_affines[p] = local.to_affine();
+                }
+                flagged.push(p);
+            }
+            None => unplanned = true,
         }
+    }
+    if unplanned {
+        return false;
     }
     let trees = s.plan.trees.len();
     s.tree_inputs.clear();
@@ -886,16 +896,8 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     if s.own_flags.len() < s.plan.parents.len() {
         s.own_flags.resize(s.plan.parents.len(), false);
     }
-    let mut flagged = Vec::with_capacity(s.own.len());
-    for &(_, e) in &s.own {
-        let Some(p) = s.plan.position_of(e) else {
-            for &q in &flagged {
-                s.own_flags[q] = false;
-            }
-            return false;
-        };
+    for &p in &flagged {
         s.own_flags[p] = true;
-        flagged.push(p);
         let t = s.plan.node_tree[p] as usize;
         if !is_dirty(s, t) {
             let tree = s.plan.trees[t];
