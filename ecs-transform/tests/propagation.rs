@@ -22,6 +22,27 @@ fn local_mut(world: &mut World, e: Entity) -> ecs_core::Mut<'_, LocalTransform> 
     world.get_mut::<LocalTransform>(e).unwrap()
 }
 
+/// The product of the locals up `e`'s `ChildOf` chain (every ancestor
+/// must have a local transform).
+fn reference(world: &World, e: Entity) -> glam::Affine3A {
+    let mut affine = world.get::<LocalTransform>(e).unwrap().to_affine();
+    let mut current = e;
+    while let Some(parent) = world.parent_of(current) {
+        affine = world.get::<LocalTransform>(parent).unwrap().to_affine() * affine;
+        current = parent;
+    }
+    affine
+}
+
+/// Spawns an entity with transforms at `(x, y, z)`, under `parent` if any.
+fn spawn_at(world: &mut World, (x, y, z): (f32, f32, f32), parent: Option<Entity>) -> Entity {
+    let e = world.spawn(transform_bundle(LocalTransform::from_xyz(x, y, z)));
+    if let Some(parent) = parent {
+        world.set_parent(e, parent).unwrap();
+    }
+    e
+}
+
 fn translation(world: &World, e: Entity) -> Vec3 {
     world.get::<GlobalTransform>(e).unwrap().translation()
 }
@@ -171,15 +192,6 @@ fn many_moving_roots_walk_the_plan_and_match_the_reference() {
     let mut changed: QueryState<Entity, Changed<GlobalTransform>> = world.query_filtered();
     schedule.run(&mut world).unwrap();
     changed.iter(&world).count();
-    let reference = |world: &World, e: Entity| {
-        let mut affine = world.get::<LocalTransform>(e).unwrap().to_affine();
-        let mut current = e;
-        while let Some(parent) = world.parent_of(current) {
-            affine = world.get::<LocalTransform>(parent).unwrap().to_affine() * affine;
-            current = parent;
-        }
-        affine
-    };
     for frame in 1..4 {
         for &root in &roots {
             local_mut(&mut world, root).translation.y = frame as f32;
@@ -231,12 +243,10 @@ fn despawning_a_parent_with_world_despawn_makes_its_children_roots() {
 #[test]
 fn a_loop_made_by_copying_a_link_is_refused_and_reported() {
     let mut world = World::new();
-    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
-    let child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0)));
-    let other = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 5.0)));
-    let other_child = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 1.0)));
-    world.set_parent(child, root).unwrap();
-    world.set_parent(other_child, other).unwrap();
+    let root = spawn_at(&mut world, (1.0, 0.0, 0.0), None);
+    let child = spawn_at(&mut world, (0.0, 1.0, 0.0), Some(root));
+    let other = spawn_at(&mut world, (0.0, 0.0, 5.0), None);
+    let other_child = spawn_at(&mut world, (0.0, 0.0, 1.0), Some(other));
     let mut schedule = schedule();
     schedule.run(&mut world).unwrap();
     // `ChildOf` is `Copy`: a copy of the child's link put on the root would
@@ -447,12 +457,7 @@ fn check_all(world: &mut World, frame: usize) {
     let mut all = world.query::<(Entity, &GlobalTransform)>();
     let globals: Vec<(Entity, GlobalTransform)> = all.iter(world).map(|(e, g)| (e, *g)).collect();
     for (e, global) in globals {
-        let mut want = world.get::<LocalTransform>(e).unwrap().to_affine();
-        let mut current = e;
-        while let Some(parent) = world.parent_of(current) {
-            want = world.get::<LocalTransform>(parent).unwrap().to_affine() * want;
-            current = parent;
-        }
+        let want = reference(world, e);
         assert!(global.0.abs_diff_eq(want, 1e-3), "frame {frame}: {e} is {:?}, want {want:?}", global.0);
     }
 }
@@ -616,10 +621,9 @@ fn a_local_changed_in_a_frame_the_plan_gave_up_is_used_in_the_next() {
     // changes: the general walk takes that frame. The plan stays valid,
     // and the next frame, where `a` moves, must use `c`'s new local.
     let mut world = World::new();
-    let a = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
-    let c = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0)));
-    let b = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 1.0)));
-    world.set_parent(c, a).unwrap();
+    let a = spawn_at(&mut world, (1.0, 0.0, 0.0), None);
+    let c = spawn_at(&mut world, (0.0, 1.0, 0.0), Some(a));
+    let b = spawn_at(&mut world, (0.0, 0.0, 1.0), None);
     let mut schedule = schedule();
     schedule.run(&mut world).unwrap();
     local_mut(&mut world, a).translation.x = 2.0;
@@ -645,13 +649,10 @@ fn a_link_overwritten_by_hand_into_a_loop_stops_propagation_on_every_path() {
     // or (here: a link changed) the general walk from the moved root, `b`
     // and its child are on or below a loop and keep their globals.
     let mut world = World::new();
-    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.0, 0.0)));
-    let a = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 1.0, 0.0)));
-    let b = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 2.0, 0.0)));
-    let c = world.spawn(transform_bundle(LocalTransform::from_xyz(0.0, 0.0, 3.0)));
-    world.set_parent(a, root).unwrap();
-    world.set_parent(b, root).unwrap();
-    world.set_parent(c, b).unwrap();
+    let root = spawn_at(&mut world, (1.0, 0.0, 0.0), None);
+    let a = spawn_at(&mut world, (0.0, 1.0, 0.0), Some(root));
+    let b = spawn_at(&mut world, (0.0, 2.0, 0.0), Some(root));
+    let c = spawn_at(&mut world, (0.0, 0.0, 3.0), Some(b));
     let mut schedule = schedule();
     schedule.run(&mut world).unwrap();
     assert_eq!(translation(&world, c), Vec3::new(1.0, 2.0, 3.0));
