@@ -21,9 +21,7 @@ use std::time::Instant;
 use ecs_bench::scenes::replication::median;
 use ecs_bench::scenes::spatial::SplitMix64;
 use ecs_bench::scenes::transform::{Forest, TransformScene, bevy, ours};
-use ecs_core::{Schedule, World};
-use ecs_transform::{LocalTransform, WorldHierarchyExt, add_transform_systems, transform_bundle};
-use glam::{Quat, Vec3};
+use ecs_transform::{LocalTransform, WorldHierarchyExt, transform_bundle};
 
 /// The parents of the forest called `name` (parents before children).
 fn parents(name: &str) -> Vec<Option<usize>> {
@@ -143,43 +141,27 @@ fn main() -> Result<(), String> {
 }
 
 /// The median and the slowest frame of the forest of `parents` (parents
-/// before children) with all roots moving, and `change` made before each
-/// frame: a leaf spawned under a node picked across the forest, or a leaf
-/// despawned.
+/// before children), built as the `transform` scenario builds ours, with
+/// all roots moving, and `change` made before each frame: a leaf spawned
+/// under a node picked across the forest, or a leaf despawned.
 fn structural_frames(parents: &[Option<usize>], change: &str) -> Result<(f64, f64), String> {
-    let local = |x: f32| LocalTransform {
-        translation: Vec3::new(x, 0.25, 0.0),
-        rotation: Quat::from_rotation_y(0.01),
-        scale: Vec3::ONE,
-    };
-    let mut world = World::new();
-    let mut entities = Vec::with_capacity(parents.len());
-    let mut roots = Vec::new();
+    let movers = parents.iter().enumerate().filter(|(_, p)| p.is_none()).map(|(i, _)| i).collect();
+    let mut scene = ours::Propagation::from_forest(Forest { parents: parents.to_vec(), movers });
+    let entities = scene.entities().to_vec();
     let mut has_children = vec![false; parents.len()];
-    for (i, parent) in parents.iter().enumerate() {
-        let e = world.spawn(transform_bundle(local(i as f32 * 0.001)));
-        match *parent {
-            Some(p) => {
-                world.set_parent(e, entities[p]).map_err(|e| e.to_string())?;
-                has_children[p] = true;
-            }
-            None => roots.push(e),
-        }
-        entities.push(e);
+    for p in parents.iter().flatten() {
+        has_children[*p] = true;
     }
     let mut leaves: Vec<_> = entities.iter().zip(&has_children).filter(|(_, has)| !**has).map(|(&e, _)| e).collect();
     let mut rng = SplitMix64::new(0x5EED);
-    let mut schedule = Schedule::new();
-    add_transform_systems(&mut schedule);
     let mut times = Vec::new();
     for frame in 0..62 {
-        for &root in &roots {
-            world.get_mut::<LocalTransform>(root).map_err(|e| e.to_string())?.translation.x = frame as f32 * 0.001;
-        }
+        scene.move_roots();
+        let world = scene.world_mut();
         match change {
             "one leaf spawned" => {
                 let parent = entities[rng.below(entities.len() as u32) as usize];
-                let child = world.spawn(transform_bundle(local(1.0)));
+                let child = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.25, 0.0)));
                 world.set_parent(child, parent).map_err(|e| e.to_string())?;
             }
             "one leaf despawned" if !leaves.is_empty() => {
@@ -189,7 +171,7 @@ fn structural_frames(parents: &[Option<usize>], change: &str) -> Result<(f64, f6
             _ => {}
         }
         let t = Instant::now();
-        schedule.run(&mut world).map_err(|e| e.to_string())?;
+        scene.propagate();
         if frame >= 2 {
             times.push(t.elapsed().as_secs_f64() * 1e6);
         }

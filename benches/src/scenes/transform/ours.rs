@@ -41,6 +41,16 @@ impl Propagation {
         add_transform_systems(&mut schedule);
         Self { world, schedule, entities, forest, frames: 0 }
     }
+
+    /// The world, for edits between frames (a structural change, say).
+    pub fn world_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+
+    /// The forest's entities, by node index.
+    pub fn entities(&self) -> &[Entity] {
+        &self.entities
+    }
 }
 
 impl TransformScene for Propagation {
