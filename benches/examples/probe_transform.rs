@@ -10,18 +10,17 @@
 //! worker threads are still spinning down). Every scene is checked against
 //! the reference product before its figures are printed.
 //!
-//! Last, ours alone: each forest with all roots moving and, in every
-//! frame, one leaf spawned under a node picked across the forest, or one
-//! leaf despawned (a structural change: the system updates its cached plan
-//! in place, rebuilding the trees it touched), against the same frames
-//! without it.
+//! Last, both again, each forest with all roots moving and, in every frame,
+//! one leaf spawned under a node picked across the forest, or one leaf
+//! despawned (a structural change: our system updates its cached plan in
+//! place, rebuilding the trees it touched), 60 frames per side; each side
+//! is also compared with its own frames without the change.
 
 use std::time::Instant;
 
 use ecs_bench::scenes::replication::median;
 use ecs_bench::scenes::spatial::SplitMix64;
 use ecs_bench::scenes::transform::{Forest, TransformScene, bevy, ours};
-use ecs_transform::{LocalTransform, WorldHierarchyExt, transform_bundle};
 
 /// The parents of the forest called `name` (parents before children).
 fn parents(name: &str) -> Vec<Option<usize>> {
@@ -122,59 +121,64 @@ fn main() -> Result<(), String> {
             println!("{name} | {motion} | {ours:.0} vs {peer:.0} | {:.2}x", ours / peer);
         }
     }
-    println!("\nours, all roots moving | median frame (µs) | against no structural change | slowest frame (µs)");
+    println!(
+        "\nall roots moving, one change per frame | median frame, ours vs bevy_transform (µs) | ratio | \
+         each against its frames without the change | slowest frame, ours vs bevy (µs)"
+    );
     for name in names {
         if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
             continue;
         }
         let parents = parents(name);
-        let mut plain = 0.0;
+        let mut plain = [0.0; 2];
         for change in ["none", "one leaf spawned", "one leaf despawned"] {
-            let (t, slowest) = structural_frames(&parents, change).map_err(|e| format!("{change}: {e}"))?;
+            let [(ours, ours_max), (peer, peer_max)] = structural_frames(&parents, change);
             if change == "none" {
-                plain = t;
+                plain = [ours, peer];
             }
-            println!("{name} | {change} | {t:.0} | {:.2}x | {slowest:.0}", t / plain);
+            println!(
+                "{name} | {change} | {ours:.0} vs {peer:.0} | {:.2}x | {:.2}x vs {:.2}x | {ours_max:.0} vs {peer_max:.0}",
+                ours / peer,
+                ours / plain[0],
+                peer / plain[1]
+            );
         }
     }
     Ok(())
 }
 
-/// The median and the slowest frame of the forest of `parents` (parents
-/// before children), built as the `transform` scenario builds ours, with
-/// all roots moving, and `change` made before each frame: a leaf spawned
-/// under a node picked across the forest, or a leaf despawned.
-fn structural_frames(parents: &[Option<usize>], change: &str) -> Result<(f64, f64), String> {
-    let movers = parents.iter().enumerate().filter(|(_, p)| p.is_none()).map(|(i, _)| i).collect();
-    let mut scene = ours::Propagation::from_forest(Forest { parents: parents.to_vec(), movers });
-    let entities = scene.entities().to_vec();
+/// The median and the slowest frame, ours and bevy_transform's, of the
+/// forest of `parents` (parents before children) with all roots moving,
+/// and `change` made before each frame: a leaf spawned under a node picked
+/// across the forest, or a leaf despawned (the same nodes on both sides).
+fn structural_frames(parents: &[Option<usize>], change: &str) -> [(f64, f64); 2] {
+    let movers: Vec<usize> = parents.iter().enumerate().filter(|(_, p)| p.is_none()).map(|(i, _)| i).collect();
+    let forest = Forest { parents: parents.to_vec(), movers };
+    let scenes: [Box<dyn TransformScene>; 2] =
+        [Box::new(ours::Propagation::from_forest(forest.clone())), Box::new(bevy::Propagation::from_forest(forest))];
     let mut has_children = vec![false; parents.len()];
-    for p in parents.iter().flatten() {
-        has_children[*p] = true;
+    for &p in parents.iter().flatten() {
+        has_children[p] = true;
     }
-    let mut leaves: Vec<_> = entities.iter().zip(&has_children).filter(|(_, has)| !**has).map(|(&e, _)| e).collect();
-    let mut rng = SplitMix64::new(0x5EED);
-    let mut times = Vec::new();
-    for frame in 0..62 {
-        scene.move_roots();
-        let world = scene.world_mut();
-        match change {
-            "one leaf spawned" => {
-                let parent = entities[rng.below(entities.len() as u32) as usize];
-                let child = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 0.25, 0.0)));
-                world.set_parent(child, parent).map_err(|e| e.to_string())?;
+    scenes.map(|mut scene| {
+        let mut leaves: Vec<usize> = (0..parents.len()).filter(|&i| !has_children[i]).collect();
+        let mut rng = SplitMix64::new(0x5EED);
+        let mut times = Vec::new();
+        for frame in 0..62 {
+            scene.move_roots();
+            match change {
+                "one leaf spawned" => scene.spawn_leaf(rng.below(parents.len() as u32) as usize),
+                "one leaf despawned" if !leaves.is_empty() => {
+                    scene.despawn_node(leaves.swap_remove(rng.below(leaves.len() as u32) as usize));
+                }
+                _ => {}
             }
-            "one leaf despawned" if !leaves.is_empty() => {
-                let leaf = leaves.swap_remove(rng.below(leaves.len() as u32) as usize);
-                world.despawn(leaf).map_err(|e| e.to_string())?;
+            let t = Instant::now();
+            scene.propagate();
+            if frame >= 2 {
+                times.push(t.elapsed().as_secs_f64() * 1e6);
             }
-            _ => {}
         }
-        let t = Instant::now();
-        scene.propagate();
-        if frame >= 2 {
-            times.push(t.elapsed().as_secs_f64() * 1e6);
-        }
-    }
-    Ok((median(&times), times.iter().copied().fold(0.0, f64::max)))
+        (median(&times), times.iter().copied().fold(0.0, f64::max))
+    })
 }

@@ -76,6 +76,15 @@ impl TransformScene for Propagation {
         self.schedule.run(&mut self.world);
     }
 
+    fn spawn_leaf(&mut self, parent: usize) {
+        let bundle = (transform(node_local(self.forest.len())), GlobalTransform::default());
+        self.world.spawn((bundle, ChildOf(self.entities[parent])));
+    }
+
+    fn despawn_node(&mut self, i: usize) {
+        self.world.despawn(self.entities[i]);
+    }
+
     fn frames(&self) -> u64 {
         self.frames
     }

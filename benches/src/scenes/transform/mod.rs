@@ -224,6 +224,14 @@ pub trait TransformScene {
     /// Timed: one propagation run.
     fn propagate(&mut self);
 
+    /// Untimed: spawns a leaf with transforms under node `parent`, a
+    /// structural change (probes only: the checks do not know the leaf).
+    fn spawn_leaf(&mut self, parent: usize);
+
+    /// Untimed: despawns node `i`, a structural change (probes only: the
+    /// checks no longer hold for `i`).
+    fn despawn_node(&mut self, i: usize);
+
     /// Frames moved so far.
     fn frames(&self) -> u64;
 

@@ -41,16 +41,6 @@ impl Propagation {
         add_transform_systems(&mut schedule);
         Self { world, schedule, entities, forest, frames: 0 }
     }
-
-    /// The world, for edits between frames (a structural change, say).
-    pub fn world_mut(&mut self) -> &mut World {
-        &mut self.world
-    }
-
-    /// The forest's entities, by node index.
-    pub fn entities(&self) -> &[Entity] {
-        &self.entities
-    }
 }
 
 impl TransformScene for Propagation {
@@ -67,6 +57,18 @@ impl TransformScene for Propagation {
         if let Err(e) = self.schedule.run(&mut self.world) {
             panic!("transform schedule failed: {e}");
         }
+    }
+
+    fn spawn_leaf(&mut self, parent: usize) {
+        let leaf = self.world.spawn(transform_bundle(local(node_local(self.forest.len()))));
+        if let Err(e) = self.world.set_parent(leaf, self.entities[parent]) {
+            panic!("a leaf under node {parent}: {e}");
+        }
+    }
+
+    fn despawn_node(&mut self, i: usize) {
+        // Already gone is fine: the probe picks each node once.
+        let _ = self.world.despawn(self.entities[i]);
     }
 
     fn frames(&self) -> u64 {
