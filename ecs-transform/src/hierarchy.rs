@@ -20,6 +20,18 @@
 //! Structural follow-ups (adding or dropping `Children` on the parent)
 //! are deferred commands that run as soon as the operation completes.
 //!
+//! Costs: a link is appended without searching the list (each `ChildOf`
+//! insert is linked once, and replacing the link has already taken the
+//! child out of its old list), so a parent with 100 000 children is built
+//! in linear time, by `set_parent` one child at a time or by one batch of
+//! `ChildOf` bundles. Links that must wait for a command (the parent has no
+//! list yet, or the child has children and needs a cycle check) wait
+//! together for one command, in insert order. Unlinking searches the
+//! parent's list from both ends, so a subtree despawned children first (as
+//! `despawn_with` does) takes each child from the end of its list; a child
+//! in the middle of a long list costs a search and a shift of the list, as
+//! in bevy.
+//!
 //! [`WorldHierarchyExt`] (immediate) and [`CommandsHierarchyExt`] (deferred)
 //! add checked edits on top: `set_parent` refuses a cycle with
 //! [`HierarchyError::Cycle`] before changing anything, `remove_parent` makes
@@ -150,8 +162,19 @@ pub trait WorldHierarchyExt {
     fn children_of(&self, entity: Entity) -> &[Entity];
 }
 
-/// Marks that the hierarchy hooks are registered in a world.
-struct HierarchyHooks;
+/// Marks that the hierarchy hooks are registered in a world, and holds the
+/// links a hook could not complete in place, in hook order, until the one
+/// command that completes them ([`link_pending`]) runs.
+#[derive(Default)]
+struct HierarchyHooks {
+    /// `(child, parent)` per `ChildOf` insert still to link.
+    pending: Vec<(Entity, Entity)>,
+    /// Whether a [`link_pending`] command is queued.
+    drain_queued: bool,
+    /// Scratch of [`link_pending`]: one bit per entity index (all clear
+    /// between runs).
+    seen: Vec<u64>,
+}
 
 /// Proof that a world has the hierarchy hooks: as a system's
 /// `Local<HierarchyHooksInstalled>` it registers them (and repairs the
@@ -175,7 +198,7 @@ pub fn init_hierarchy(world: &mut World) {
     if world.contains_resource::<HierarchyHooks>() {
         return;
     }
-    world.insert_resource(HierarchyHooks);
+    world.insert_resource(HierarchyHooks::default());
     world.register_component_hooks::<ChildOf>().on_insert(child_linked).on_replace(child_unlinked);
     world.register_component_hooks::<Children>().on_remove(parent_removed);
     // Repair: every live link, in entity order, becomes a list entry.
@@ -206,12 +229,12 @@ fn link(world: &mut World, child: Entity, parent: Entity) {
         push_error(world, error);
         return;
     }
+    // No search for the child in the list: each `ChildOf` insert is linked
+    // once, and replacing or removing the link took the child out of its
+    // old parent's list (a parent with 100 000 children is built in linear
+    // time).
     match world.get_mut::<Children>(parent) {
-        Ok(mut children) => {
-            if !children.0.contains(&child) {
-                children.0.push(child);
-            }
-        }
+        Ok(mut children) => children.0.push(child),
         Err(_) => {
             let _ = world.insert_one(parent, Children(smallvec![child]));
         }
@@ -259,26 +282,98 @@ fn drop_empty_lists(world: &mut World) {
 }
 
 /// `ChildOf` was written: link the child to its parent. The parent's list
-/// may need a structural change, so the link is a deferred command (it runs
-/// as soon as the operation completes).
+/// may need a structural change, so such a link waits in
+/// [`HierarchyHooks::pending`] for a deferred command (it runs as soon as
+/// the operation completes).
 fn child_linked(mut world: DeferredWorld<'_>, child: Entity) {
     let Ok(&ChildOf(parent)) = world.get::<ChildOf>(child) else { return };
+    let Some(waiting) = world.resource::<HierarchyHooks>().map(|h| !h.pending.is_empty()) else {
+        // The hooks come with the resource, which nothing else removes.
+        return;
+    };
     // The common case (a leaf joins a parent that has children) needs no
-    // structural change and no cycle walk.
+    // structural change and no cycle walk. While earlier links wait, this
+    // one waits behind them, so lists keep the order of the inserts.
     let leaf = child != parent && world.get::<Children>(child).is_err();
-    if leaf && let Ok(mut children) = world.get_mut::<Children>(parent) {
-        if !children.0.contains(&child) {
-            children.0.push(child);
-        }
+    if leaf
+        && !waiting
+        && let Ok(mut children) = world.get_mut::<Children>(parent)
+    {
+        children.0.push(child);
         return;
     }
-    world.commands().add(move |world: &mut World| {
-        // Still the same link by the time it runs?
-        if world.get::<ChildOf>(child).is_ok_and(|c| c.0 == parent) {
-            link(world, child, parent);
+    let Some(hooks) = world.resource_mut::<HierarchyHooks>() else { return };
+    hooks.pending.push((child, parent));
+    if !hooks.drain_queued {
+        hooks.drain_queued = true;
+        world.commands().add(link_pending);
+    }
+}
+
+/// Links the children waiting in [`HierarchyHooks::pending`], in order. A
+/// child whose link was written more than once before this ran has several
+/// entries; only its last one counts (as if each insert had been linked at
+/// once), and only if its `ChildOf` still names that parent.
+///
+/// A panic in the middle (a user's hook on `Children`) puts the links not
+/// yet made back in front of the queue; the next link queued runs them.
+fn link_pending(world: &mut World) -> Result<(), StoreError> {
+    let Some(hooks) = world.resource_mut::<HierarchyHooks>() else { return Ok(()) };
+    hooks.drain_queued = false;
+    let mut pending = std::mem::take(&mut hooks.pending);
+    let mut seen = std::mem::take(&mut hooks.seen);
+    // Each child's last entry, kept in place; the earlier ones dropped.
+    let mut keep = pending.len();
+    for i in (0..pending.len()).rev() {
+        let index = pending[i].0.index() as usize;
+        let (word, bit) = (index / 64, 1u64 << (index % 64));
+        if seen.len() <= word {
+            seen.resize(word + 1, 0);
         }
-        Ok(())
-    });
+        if seen[word] & bit == 0 {
+            seen[word] |= bit;
+            keep -= 1;
+            pending[keep] = pending[i];
+        }
+    }
+    for &(child, _) in &pending[keep..] {
+        seen[child.index() as usize / 64] = 0;
+    }
+    pending.drain(..keep);
+    if let Some(hooks) = world.resource_mut::<HierarchyHooks>() {
+        hooks.seen = seen;
+    }
+
+    /// Gives the buffer back, with the entries not yet run.
+    struct Drain<'w> {
+        world: &'w mut World,
+        pending: Vec<(Entity, Entity)>,
+        next: usize,
+    }
+    impl Drop for Drain<'_> {
+        fn drop(&mut self) {
+            let Some(hooks) = self.world.resource_mut::<HierarchyHooks>() else { return };
+            // Only a panic leaves entries; any queued meanwhile go behind.
+            let mut rest = self.pending.split_off(self.next);
+            rest.append(&mut hooks.pending);
+            if rest.is_empty() {
+                self.pending.clear();
+                hooks.pending = std::mem::take(&mut self.pending);
+            } else {
+                hooks.pending = rest;
+            }
+        }
+    }
+    let mut drain = Drain { world, pending, next: 0 };
+    while drain.next < drain.pending.len() {
+        let (child, parent) = drain.pending[drain.next];
+        drain.next += 1;
+        // Still the same link by the time it runs?
+        if drain.world.get::<ChildOf>(child).is_ok_and(|c| c.0 == parent) {
+            link(drain.world, child, parent);
+        }
+    }
+    Ok(())
 }
 
 /// `ChildOf` is about to be replaced or removed: take the child out of its
@@ -287,7 +382,7 @@ fn child_unlinked(mut world: DeferredWorld<'_>, child: Entity) {
     let Ok(&ChildOf(parent)) = world.get::<ChildOf>(child) else { return };
     let now_empty = match world.get_mut::<Children>(parent) {
         Ok(mut children) => {
-            if let Some(i) = children.0.iter().position(|&c| c == child) {
+            if let Some(i) = find_child(&children.0, child) {
                 children.0.remove(i);
             }
             children.0.is_empty()
@@ -302,6 +397,24 @@ fn child_unlinked(mut world: DeferredWorld<'_>, child: Entity) {
             Ok(())
         });
     }
+}
+
+/// Where `child` is in `list`, searched from both ends at once: the
+/// first child and the latest one are found at once (a subtree despawned
+/// children first takes each from the end of its parent's list).
+fn find_child(list: &[Entity], child: Entity) -> Option<usize> {
+    let (mut front, mut back) = (0, list.len());
+    while front < back {
+        if list[front] == child {
+            return Some(front);
+        }
+        back -= 1;
+        if list[back] == child {
+            return Some(back);
+        }
+        front += 1;
+    }
+    None
 }
 
 /// A parent's `Children` is about to go (despawn, or removed by hand): its
@@ -562,5 +675,170 @@ mod tests {
         }
         assert_eq!(queue.apply(&mut world), vec![StoreError::NoSuchEntity(a)]);
         assert_eq!(world.parent_of(b), None);
+    }
+
+    /// A command queued by a hook runs while the world flushes, so the
+    /// links its inserts queue wait until it returns.
+    #[derive(Clone, Copy)]
+    struct InsertsLinks(&'static [(usize, usize)]);
+    impl ecs_core::Component for InsertsLinks {}
+
+    struct Nodes(Vec<Entity>);
+
+    fn insert_links(mut world: DeferredWorld<'_>, entity: Entity) {
+        let Ok(&InsertsLinks(links)) = world.get::<InsertsLinks>(entity) else { return };
+        world.commands().add(move |world: &mut World| {
+            let nodes = world.resource::<Nodes>().unwrap().0.clone();
+            for &(child, parent) in links {
+                world.insert_one(nodes[child], ChildOf(nodes[parent]))?;
+            }
+            Ok(())
+        });
+    }
+
+    /// A world with `n` nodes (in the `Nodes` resource) and the
+    /// `InsertsLinks` hook.
+    fn world_with_link_hook(n: usize) -> (World, Vec<Entity>) {
+        let mut world = World::new();
+        init_hierarchy(&mut world);
+        world.register_component_hooks::<InsertsLinks>().on_insert(insert_links);
+        let nodes: Vec<Entity> = (0..n).map(|_| spawn(&mut world)).collect();
+        world.insert_resource(Nodes(nodes.clone()));
+        (world, nodes)
+    }
+
+    #[test]
+    fn a_link_written_twice_before_it_is_made_is_listed_once() {
+        let (mut world, n) = world_with_link_hook(3);
+        // Node 0 has no list yet: both inserts wait for one command.
+        world.spawn((InsertsLinks(&[(1, 0), (1, 0), (2, 0), (1, 0)]),));
+        // Listed once, where its last insert puts it (after node 2), as
+        // if each insert had been linked at once.
+        assert_eq!(world.children_of(n[0]), &[n[2], n[1]]);
+        assert!(world.take_lifecycle_errors().is_empty());
+        // Re-parented and back before the links are made: one entry, under
+        // the parent named last.
+        world.spawn((InsertsLinks(&[(1, 1), (1, 2), (2, 1), (1, 0)]),));
+        assert_eq!(world.children_of(n[0]), &[n[1]]);
+        assert_eq!(world.children_of(n[1]), &[n[2]]);
+        world.spawn((InsertsLinks(&[(2, 0), (1, 2), (1, 0)]),));
+        assert_eq!(world.children_of(n[0]), &[n[2], n[1]]);
+        assert_eq!(world.children_of(n[1]), &[] as &[Entity]);
+        assert_eq!(world.children_of(n[2]), &[] as &[Entity]);
+        // An entry dropped for a later one is not linked, so the self-link
+        // in between is not reported.
+        assert!(world.resource::<HierarchyErrors>().is_none_or(|e| e.0.is_empty()));
+        assert_eq!(world.despawn_with(n[0], DespawnMode::Subtree), Ok(3));
+        // The three hook carriers are left.
+        assert_eq!(world.len(), 3);
+    }
+
+    #[test]
+    fn links_made_later_keep_the_order_of_the_inserts() {
+        let (mut world, n) = world_with_link_hook(5);
+        world.set_parent(n[1], n[0]).unwrap();
+        world.set_parent(n[4], n[3]).unwrap();
+        // Node 3 has children, so its link waits (a cycle check); the leaf
+        // 2 queued after it must not go first.
+        world.spawn((InsertsLinks(&[(3, 0), (2, 0)]),));
+        assert_eq!(world.children_of(n[0]), &[n[1], n[3], n[2]]);
+        // A batch under a parent without a list: spawn order.
+        let batch = world.spawn_batch((0..100).map(|_| {
+            let (l, g) = crate::transform_bundle(LocalTransform::IDENTITY);
+            (l, g, ChildOf(n[4]))
+        }));
+        assert_eq!(world.children_of(n[4]), &batch[..]);
+    }
+
+    struct PanicOnInsert(bool);
+
+    fn children_inserted(mut world: DeferredWorld<'_>, _: Entity) {
+        if let Some(armed) = world.resource_mut::<PanicOnInsert>()
+            && std::mem::take(&mut armed.0)
+        {
+            panic!("a user's hook on Children");
+        }
+    }
+
+    #[test]
+    fn a_panic_while_links_are_made_keeps_the_rest_for_the_next_link() {
+        let mut world = World::new();
+        init_hierarchy(&mut world);
+        world.register_component_hooks::<Children>().on_insert(children_inserted);
+        world.insert_resource(PanicOnInsert(true));
+        let [p, q, x] = [(); 3].map(|_| spawn(&mut world));
+        let batch = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            world.spawn_batch((0..10).map(|_| {
+                let (l, g) = crate::transform_bundle(LocalTransform::IDENTITY);
+                (l, g, ChildOf(p))
+            }))
+        }));
+        assert!(batch.is_err());
+        // The first link was made when the hook panicked; the others wait.
+        assert_eq!(world.children_of(p).len(), 1);
+        let kids: Vec<Entity> =
+            world.query_filtered::<Entity, ()>().iter(&world).filter(|&e| world.parent_of(e) == Some(p)).collect();
+        assert_eq!(kids.len(), 10);
+        world.set_parent(x, q).unwrap();
+        assert_eq!(world.children_of(p), &kids[..]);
+        assert_eq!(world.children_of(q), &[x]);
+        // Every link is made once: nothing is left over for later links.
+        world.set_parent(x, p).unwrap();
+        assert_eq!(world.children_of(p).len(), 11);
+        assert_eq!(world.despawn_with(p, DespawnMode::Subtree), Ok(12));
+        assert_eq!(world.len(), 1);
+    }
+
+    #[test]
+    fn find_child_finds_every_entry_from_either_end() {
+        let mut world = World::new();
+        for n in 0..6 {
+            let list: Vec<Entity> = (0..n).map(|_| spawn(&mut world)).collect();
+            for (i, &e) in list.iter().enumerate() {
+                assert_eq!(find_child(&list, e), Some(i));
+            }
+            let absent = spawn(&mut world);
+            assert_eq!(find_child(&list, absent), None);
+        }
+    }
+
+    #[test]
+    fn a_big_parent_keeps_its_list_exact_through_links_and_removals() {
+        let mut world = World::new();
+        let root = spawn(&mut world);
+        let mut model: Vec<Entity> = world.spawn_batch((0..3000).map(|_| {
+            let (l, g) = crate::transform_bundle(LocalTransform::IDENTITY);
+            (l, g, ChildOf(root))
+        }));
+        init_hierarchy(&mut world);
+        assert_eq!(world.children_of(root), &model[..]);
+        let more: Vec<Entity> = (0..1000).map(|_| spawn(&mut world)).collect();
+        for &e in &more {
+            world.set_parent(e, root).unwrap();
+            model.push(e);
+        }
+        assert_eq!(world.children_of(root), &model[..]);
+        // Removals from the front, the back and the middle, in a scrambled
+        // order, some by despawn and some by re-linking to the same parent
+        // (which moves the child to the end).
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for step in 0..1500 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let i = match step % 3 {
+                0 => 0,
+                1 => model.len() - 1,
+                _ => (state % model.len() as u64) as usize,
+            };
+            let e = model.remove(i);
+            if step % 5 == 0 {
+                world.insert_one(e, ChildOf(root)).unwrap();
+                model.push(e);
+            } else {
+                world.despawn(e).unwrap();
+            }
+        }
+        assert_eq!(world.children_of(root), &model[..]);
     }
 }
