@@ -15,6 +15,10 @@
 //! despawned (a structural change: our system updates its cached plan in
 //! place, rebuilding the trees it touched), 60 frames per side; each side
 //! is also compared with its own frames without the change.
+//!
+//! Then the hierarchy itself: each forest built with one spawn per node
+//! carrying its parent link (parents first), then despawned root by root
+//! with each root's subtree, on both sides, in turns, five times each.
 
 use std::time::Instant;
 
@@ -144,7 +148,110 @@ fn main() -> Result<(), String> {
             );
         }
     }
+    println!(
+        "\nbuilding the forest, one spawn per node with its link | despawning it, root by root with subtrees | (ms, ours vs bevy_ecs, median of 5)"
+    );
+    for name in names {
+        if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
+            continue;
+        }
+        let parents = parents(name);
+        let (mut ours, mut peer) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+        for _ in 0..5 {
+            let [b, d] = build_and_despawn_ours(&parents)?;
+            ours[0].push(b);
+            ours[1].push(d);
+            let [b, d] = build_and_despawn_bevy(&parents)?;
+            peer[0].push(b);
+            peer[1].push(d);
+        }
+        let [ob, od] = ours.map(|t| median(&t));
+        let [pb, pd] = peer.map(|t| median(&t));
+        println!("{name} | build {ob:.1} vs {pb:.1} ({:.2}x) | despawn {od:.1} vs {pd:.1} ({:.2}x)", ob / pb, od / pd);
+    }
     Ok(())
+}
+
+/// The roots of the forest of `parents`.
+fn roots(parents: &[Option<usize>]) -> impl Iterator<Item = usize> + '_ {
+    parents.iter().enumerate().filter(|(_, p)| p.is_none()).map(|(i, _)| i)
+}
+
+/// Ours: milliseconds to spawn the forest (checked: every node's list holds
+/// its children in spawn order) and to despawn it (checked: nothing left).
+fn build_and_despawn_ours(parents: &[Option<usize>]) -> Result<[f64; 2], String> {
+    use ecs_core::World;
+    use ecs_transform::{ChildOf, DespawnMode, LocalTransform, WorldHierarchyExt, init_hierarchy, transform_bundle};
+    let mut world = World::new();
+    init_hierarchy(&mut world);
+    let t = Instant::now();
+    let mut entities = Vec::with_capacity(parents.len());
+    for (i, parent) in parents.iter().enumerate() {
+        let (translation, rotation, scale) = ecs_bench::scenes::transform::node_local(i);
+        let bundle = transform_bundle(LocalTransform { translation, rotation, scale });
+        entities.push(match *parent {
+            Some(p) => world.spawn((bundle.0, bundle.1, ChildOf(entities[p]))),
+            None => world.spawn(bundle),
+        });
+    }
+    let build = t.elapsed().as_secs_f64() * 1e3;
+    let mut lists = vec![Vec::new(); parents.len()];
+    for (i, p) in parents.iter().enumerate() {
+        if let Some(p) = *p {
+            lists[p].push(entities[i]);
+        }
+    }
+    if lists.iter().enumerate().any(|(i, list)| world.children_of(entities[i]) != &list[..]) {
+        return Err("ours: a children list differs from the forest".into());
+    }
+    let t = Instant::now();
+    for r in roots(parents) {
+        world.despawn_with(entities[r], DespawnMode::Subtree).map_err(|e| e.to_string())?;
+    }
+    let despawn = t.elapsed().as_secs_f64() * 1e3;
+    if !world.is_empty() {
+        return Err("ours: entities left after despawning every root".into());
+    }
+    Ok([build, despawn])
+}
+
+/// bevy_ecs: the same, with bevy's `ChildOf` and its recursive despawn.
+fn build_and_despawn_bevy(parents: &[Option<usize>]) -> Result<[f64; 2], String> {
+    use bevy_ecs::hierarchy::{ChildOf, Children};
+    use bevy_transform::components::{GlobalTransform, Transform};
+    let mut world = bevy_ecs::world::World::new();
+    // The world's own entities (bevy keeps some), not the forest's.
+    let own = world.entities().count_spawned();
+    let t = Instant::now();
+    let mut entities = Vec::with_capacity(parents.len());
+    for (i, parent) in parents.iter().enumerate() {
+        let (translation, rotation, scale) = ecs_bench::scenes::transform::node_local(i);
+        let transform = Transform {
+            translation: bevy_math::Vec3::from_array(translation.to_array()),
+            rotation: bevy_math::Quat::from_array(rotation.to_array()),
+            scale: bevy_math::Vec3::from_array(scale.to_array()),
+        };
+        let bundle = (transform, GlobalTransform::default());
+        entities.push(match *parent {
+            Some(p) => world.spawn((bundle, ChildOf(entities[p]))).id(),
+            None => world.spawn(bundle).id(),
+        });
+    }
+    let build = t.elapsed().as_secs_f64() * 1e3;
+    let children = parents.iter().filter(|p| p.is_some()).count();
+    let listed: usize = entities.iter().map(|&e| world.get::<Children>(e).map_or(0, |c| c.len())).sum();
+    if listed != children {
+        return Err(format!("bevy: {listed} children listed, {children} in the forest"));
+    }
+    let t = Instant::now();
+    for r in roots(parents) {
+        world.despawn(entities[r]);
+    }
+    let despawn = t.elapsed().as_secs_f64() * 1e3;
+    if world.entities().count_spawned() != own {
+        return Err("bevy: entities left after despawning every root".into());
+    }
+    Ok([build, despawn])
 }
 
 /// The median and the slowest frame, ours and bevy_transform's, of the
