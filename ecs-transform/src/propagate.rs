@@ -27,7 +27,11 @@
 //!      [`EntityGroups`] so the trees can be walked in parallel on rayon
 //!      with each row found from its cached location. While a tree is
 //!      walked, only its nodes with children keep their new global (for
-//!      their children). Only dirty trees are walked (a root whose global
+//!      their children). A tree of more than 2048 nodes is held as packs
+//!      of about 1024: each pack the whole subtrees of some of the root's
+//!      children, walked like a tree of its own from the root's global, so
+//!      one root with every entity under it is walked on every core. Only
+//!      dirty trees are walked (a root whose global
 //!      changed, or a child whose own local changed); inside one, a node is
 //!      computed when its parent's global changed or its own local did, and
 //!      hands the change on only if its own global really changed.
@@ -35,14 +39,17 @@
 //!      place: the trees it touched (found from the `Children` lists that
 //!      changed, the links that changed, the children new to the plan, and
 //!      the removals of links, lists and transforms, despawns included) are
-//!      retired and built again from their roots, the others kept as they
-//!      are; the plan's node and tree counts must then equal the live
+//!      retired and built again from their roots (a pack from its root's
+//!      children it held, and a child new under a packed root gets a pack
+//!      of its own), the others kept as they
+//!      are; the plan's node and root counts must then equal the live
 //!      children with transforms and the live roots with children. So a
 //!      game that spawns or despawns a child in every frame pays for the
 //!      trees it touched, not for the whole hierarchy. Retired positions
 //!      are freed by a copy when they outnumber live ones. The plan is
 //!      rebuilt whole when it is first needed, when retired trees outnumber
-//!      live ones (by more than 1024), and after a change the update cannot take (a dangling
+//!      live ones (by more than 1024) or packs of less than 512 nodes
+//!      number more than 1024, and after a change the update cannot take (a dangling
 //!      child, a loop, a list that disagrees with a link, or a change to
 //!      trees holding most of the nodes); a rebuild waits for a frame
 //!      without structural change when the last whole build was irregular
@@ -174,6 +181,12 @@ const NO_PARENT: u32 = u32::MAX;
 const NONE: u32 = u32::MAX;
 /// An entity taken by a tree being collected.
 const TAKEN: u32 = u32::MAX - 1;
+/// A root's tree of more than twice this many nodes is split into packs of
+/// whole subtrees of its children, about this many nodes each (see
+/// [`add_packs`]).
+const PACK_NODES: usize = 1024;
+/// Packs of less than half [`PACK_NODES`] that make the plan rebuilt whole.
+const SMALL_PACKS_MAX: usize = 1024;
 
 /// One tree of the plan.
 #[derive(Clone, Copy, Debug)]
@@ -185,6 +198,17 @@ struct Tree {
     root_is_live: bool,
     /// Taken out of the plan by an update in place: its group is empty.
     retired: bool,
+    /// One of the packs a big tree is split into (its group holds whole
+    /// subtrees of some of the root's children; see [`add_packs`]).
+    packed: bool,
+    /// The next tree of the same live root, or `NONE`.
+    next: u32,
+}
+
+impl Tree {
+    fn new(root: Entity, root_is_live: bool, packed: bool) -> Self {
+        Tree { root, root_is_live, retired: false, packed, next: NONE }
+    }
 }
 
 /// The propagation plan (see the [module docs](self)).
@@ -209,7 +233,8 @@ struct Plan {
     node_tree: Vec<u32>,
     /// By entity index: the node's overall position, or `NONE`.
     position: Vec<u32>,
-    /// By entity index: the tree the entity is the live root of, or `NONE`.
+    /// By entity index: the first tree (of a list through `Tree::next`)
+    /// the entity is the live root of, or `NONE`.
     tree_of_root: Vec<u32>,
     /// Whether the last whole build found an irregular hierarchy: a child
     /// with transforms outside every live root's tree (a dangling tree, a
@@ -220,6 +245,15 @@ struct Plan {
     live_nodes: usize,
     /// Trees not retired.
     live_trees: usize,
+    /// Live roots with at least one tree not retired.
+    live_roots: usize,
+    /// Packs not retired of less than half the pack size.
+    small_packs: usize,
+    /// Nodes per pack ([`PACK_NODES`] when 0) and the small packs that
+    /// make a whole rebuild ([`SMALL_PACKS_MAX`] when 0): the tests make
+    /// both small.
+    pack_nodes: usize,
+    small_packs_max: usize,
     /// Positions still reserved by retired trees.
     retired_nodes: usize,
 }
@@ -239,6 +273,35 @@ impl Plan {
     fn tree_of_root(&self, root: Entity) -> Option<usize> {
         let t = *self.tree_of_root.get(root.index() as usize)?;
         (t != NONE && self.trees[t as usize].root == root && self.trees[t as usize].root_is_live).then_some(t as usize)
+    }
+
+    /// The trees `root` is the live root of.
+    fn trees_of_root(&self, root: Entity) -> impl Iterator<Item = usize> + '_ {
+        let mut t = self.tree_of_root(root).map_or(NONE, |t| t as u32);
+        std::iter::from_fn(move || {
+            (t != NONE).then(|| {
+                let this = t as usize;
+                t = self.trees[this].next;
+                this
+            })
+        })
+    }
+
+    /// Whether `root`'s tree is split into packs.
+    fn is_packed_root(&self, root: Entity) -> bool {
+        self.tree_of_root(root).is_some_and(|t| self.trees[t].packed)
+    }
+
+    fn pack_size(&self) -> usize {
+        if self.pack_nodes == 0 { PACK_NODES } else { self.pack_nodes }
+    }
+
+    fn small_packs_max(&self) -> usize {
+        if self.small_packs_max == 0 { SMALL_PACKS_MAX } else { self.small_packs_max }
+    }
+
+    fn is_small_pack(&self, tree: &Tree, nodes: usize) -> bool {
+        tree.packed && 2 * nodes < self.pack_size()
     }
 
     fn clear(&mut self) {
@@ -262,6 +325,8 @@ impl Plan {
         self.valid = false;
         self.live_nodes = 0;
         self.live_trees = 0;
+        self.live_roots = 0;
+        self.small_packs = 0;
         self.retired_nodes = 0;
     }
 
@@ -273,16 +338,33 @@ impl Plan {
             return;
         }
         tree.retired = true;
-        let root = tree.root;
+        let tree = *tree;
         for e in self.groups.group(t) {
             self.position[e.index() as usize] = NONE;
         }
         let n = self.groups.group(t).len();
         self.groups.retire_group(t);
-        if let Some(slot) = self.tree_of_root.get_mut(root.index() as usize)
-            && *slot == t as u32
+        // Out of its root's list.
+        if tree.root_is_live
+            && let Some(head) = self.tree_of_root(tree.root)
         {
-            *slot = NONE;
+            if head == t {
+                self.tree_of_root[tree.root.index() as usize] = tree.next;
+                if tree.next == NONE {
+                    self.live_roots -= 1;
+                }
+            } else {
+                let mut prev = head;
+                while self.trees[prev].next != NONE && self.trees[prev].next as usize != t {
+                    prev = self.trees[prev].next as usize;
+                }
+                if self.trees[prev].next as usize == t {
+                    self.trees[prev].next = tree.next;
+                }
+            }
+        }
+        if self.is_small_pack(&tree, n) {
+            self.small_packs -= 1;
         }
         self.live_nodes -= n;
         self.live_trees -= 1;
@@ -478,7 +560,7 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     let mut ok = true;
     for &root in &roots {
         if let Ok((_, kids)) = q.tree_roots.get(root) {
-            ok &= add_root_tree(&mut s.plan, &q.tree_nodes, root, kids.as_slice(), &mut nodes);
+            ok &= add_root_tree(&mut s.plan, &q.tree_nodes, root, kids.as_slice(), &mut nodes, false);
         }
     }
     // Children not reached from a root: a dead or transform-less parent at
@@ -528,7 +610,7 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         }
         nodes.clear();
         collect_children(&mut s.plan, &q.tree_nodes, parent, &[top], &mut nodes);
-        ok &= add_tree(&mut s.plan, Tree { root: parent, root_is_live: false, retired: false }, &nodes);
+        ok &= add_tree(&mut s.plan, Tree::new(parent, false, false), &nodes);
     }
     s.local_affines.clear();
     prepare_groups(s, q, 0);
@@ -542,21 +624,80 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
 /// every live root with children (checked after a whole build, and after an
 /// update in place).
 fn counts_match(plan: &Plan, q: &TransformQueries) -> bool {
-    plan.live_nodes == q.children.matched_entity_count() && plan.live_trees == q.tree_roots.matched_entity_count()
+    plan.live_nodes == q.children.matched_entity_count() && plan.live_roots == q.tree_roots.matched_entity_count()
 }
 
 /// Collects the tree of the live root `root`, whose children list is
-/// `kids`, and adds it to the plan (see [`add_tree`]).
+/// `kids` (only the children without a plan position), and adds it to the
+/// plan (see [`add_tree`]): split into packs ([`add_packs`]) when it holds
+/// more than two packs' worth of nodes, or when `packed`.
 fn add_root_tree(
     plan: &mut Plan,
     tree_nodes: &NodeQuery,
     root: Entity,
     kids: &[Entity],
     nodes: &mut Vec<(Entity, u32)>,
+    packed: bool,
 ) -> bool {
     nodes.clear();
     collect_children(plan, tree_nodes, root, kids, nodes);
-    add_tree(plan, Tree { root, root_is_live: true, retired: false }, nodes)
+    if packed || nodes.len() > 2 * plan.pack_size() {
+        add_packs(plan, root, nodes)
+    } else {
+        add_tree(plan, Tree::new(root, true, false), nodes)
+    }
+}
+
+/// Adds the tree of `nodes` (as collected under `root`: its top nodes,
+/// children of `root`, first) as packs: each pack holds the whole subtrees
+/// of consecutive top nodes, about the pack size in all (one bigger
+/// subtree makes a pack alone). Packs are walked in parallel like trees,
+/// and a structural change under a top node rebuilds only its pack, so one
+/// root with every entity under it is neither walked on one thread nor
+/// rebuilt whole for a leaf.
+fn add_packs(plan: &mut Plan, root: Entity, nodes: &[(Entity, u32)]) -> bool {
+    let n = nodes.len();
+    let pack = plan.pack_size();
+    // Per node its top node; per top node its subtree's size, then its pack.
+    let mut top = vec![0u32; n];
+    let mut size = vec![0u32; n];
+    for i in 0..n {
+        top[i] = match nodes[i].1 {
+            NO_PARENT => i as u32,
+            p => top[p as usize],
+        };
+        size[top[i] as usize] += 1;
+    }
+    let mut pack_of = vec![0u32; n];
+    let (mut packs, mut fill) = (0u32, 0usize);
+    for i in 0..n {
+        if nodes[i].1 == NO_PARENT {
+            if fill > 0 && fill + size[i] as usize > pack {
+                packs += 1;
+                fill = 0;
+            }
+            pack_of[i] = packs;
+            fill += size[i] as usize;
+        }
+    }
+    // Each pack's nodes in the collected order (parents first), parents
+    // renumbered within the pack.
+    let mut buckets: Vec<Vec<(Entity, u32)>> = vec![Vec::new(); packs as usize + usize::from(n > 0)];
+    let mut index = vec![0u32; n];
+    for i in 0..n {
+        let bucket = &mut buckets[pack_of[top[i] as usize] as usize];
+        index[i] = bucket.len() as u32;
+        let parent = match nodes[i].1 {
+            NO_PARENT => NO_PARENT,
+            p => index[p as usize],
+        };
+        bucket.push((nodes[i].0, parent));
+    }
+    let mut ok = true;
+    for bucket in &buckets {
+        ok &= add_tree(plan, Tree::new(root, true, true), bucket);
+    }
+    ok
 }
 
 /// Caches the locations of the plan's groups from `first` on, and computes
@@ -597,11 +738,17 @@ fn current_tree(
     limit: usize,
 ) -> Result<Place, ()> {
     let mut x = e;
+    let mut below = None;
     for _ in 0..limit {
         if q.tree_roots.get(x).is_ok() {
-            return Ok(match plan.tree_of_root(x) {
-                Some(t) => Place::Tree(t),
-                None => Place::NewRoot(x),
+            return Ok(match (plan.tree_of_root(x), below) {
+                // A packed root's new top node gets a pack of its own; its
+                // list changing touches no pack (the nodes that joined or
+                // left it are candidates themselves).
+                (Some(t), Some(top)) if plan.trees[t].packed => Place::NewTop(x, top),
+                (Some(t), None) if plan.trees[t].packed => Place::PackedRoot,
+                (Some(t), _) => Place::Tree(t),
+                (None, _) => Place::NewRoot(x),
             });
         }
         if !relinked.contains(&x)
@@ -610,7 +757,10 @@ fn current_tree(
             return Ok(Place::Tree(plan.node_tree[p] as usize));
         }
         match q.parents.get(x) {
-            Ok((_, link)) => x = link.parent(),
+            Ok((_, link)) => {
+                below = Some(x);
+                x = link.parent();
+            }
             Err(_) => return Err(()),
         }
     }
@@ -621,6 +771,10 @@ fn current_tree(
 enum Place {
     Tree(usize),
     NewRoot(Entity),
+    /// A top node (child of a packed root) without a pack.
+    NewTop(Entity, Entity),
+    /// A packed root itself.
+    PackedRoot,
 }
 
 /// Updates a valid, regular plan in place after a structural change: the
@@ -645,6 +799,8 @@ enum Place {
 fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     let mut touched: Vec<usize> = Vec::new();
     let mut new_roots: Vec<Entity> = Vec::new();
+    // (root, top node) per top node of a packed root to collect again.
+    let mut tops: Vec<(Entity, Entity)> = Vec::new();
     let mut relinked: HashSet<Entity> = HashSet::new();
     let mut candidates: Vec<Entity> = std::mem::take(&mut s.removed);
     q.lists.for_each(|e| candidates.push(e));
@@ -663,8 +819,12 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         if let Some(p) = plan.position_of(e) {
             touched.push(plan.node_tree[p] as usize);
         }
-        if let Some(t) = plan.tree_of_root(e) {
-            touched.push(t);
+        // A root's trees, unless it is a packed root still (its packs
+        // are touched by the nodes that joined or left its list).
+        if plan.tree_of_root(e).is_some()
+            && !(plan.is_packed_root(e) && q.tree_roots.get(e).is_ok() && !relinked.contains(&e))
+        {
+            touched.extend(plan.trees_of_root(e));
         }
         // The tree it is in now, if it is alive with transforms.
         if q.alive.get(e).is_err() || (q.child_data.get(e).is_err() && q.tree_roots.get(e).is_err()) {
@@ -673,6 +833,8 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         match current_tree(plan, q, &relinked, e, limit) {
             Ok(Place::Tree(t)) => touched.push(t),
             Ok(Place::NewRoot(r)) => new_roots.push(r),
+            Ok(Place::NewTop(r, top)) => tops.push((r, top)),
+            Ok(Place::PackedRoot) => {}
             // A child with transforms under no live root: not regular.
             Err(()) => failed |= q.child_data.get(e).is_ok(),
         }
@@ -694,8 +856,16 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     let first = s.plan.groups.len();
     for &t in &touched {
         let tree = s.plan.trees[t];
+        if tree.packed {
+            // Its top nodes are collected again, under the same root.
+            let start = s.plan.groups.group_start(t);
+            let group = s.plan.groups.group(t);
+            let parents = &s.plan.parents[start..start + group.len()];
+            tops.extend(group.iter().zip(parents).filter(|&(_, &p)| p == NO_PARENT).map(|(&e, _)| (tree.root, e)));
+        } else {
+            new_roots.push(tree.root);
+        }
         s.plan.retire(t);
-        new_roots.push(tree.root);
     }
     // Retired trees are dropped only by a whole rebuild (a few bytes each;
     // the floor keeps a small forest from rebuilding often).
@@ -709,8 +879,43 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     for root in new_roots {
         let Ok((_, kids)) = q.tree_roots.get(root) else { continue };
         if s.plan.tree_of_root(root).is_none() {
-            ok &= add_root_tree(&mut s.plan, &q.tree_nodes, root, kids.as_slice(), &mut nodes);
+            ok &= add_root_tree(&mut s.plan, &q.tree_nodes, root, kids.as_slice(), &mut nodes, false);
         }
+    }
+    // Top nodes of packed roots (those taken above, or no longer children
+    // of the root, are skipped), new packs per root.
+    tops.sort_unstable_by_key(|&(root, top)| (root.to_bits(), top.to_bits()));
+    tops.dedup();
+    let mut kids = Vec::new();
+    let mut i = 0;
+    while i < tops.len() {
+        let root = tops[i].0;
+        kids.clear();
+        while i < tops.len() && tops[i].0 == root {
+            kids.push(tops[i].1);
+            i += 1;
+        }
+        if q.tree_roots.get(root).is_ok() {
+            // The root's latest pack, while small and older than this
+            // update, is built again with them: children added one by one
+            // fill one pack instead of making a pack each.
+            if let Some(head) = s.plan.tree_of_root(root)
+                && head < first
+                && s.plan.is_small_pack(&s.plan.trees[head], s.plan.groups.group(head).len())
+            {
+                let start = s.plan.groups.group_start(head);
+                let group = s.plan.groups.group(head);
+                let parents = &s.plan.parents[start..start + group.len()];
+                kids.extend(group.iter().zip(parents).filter(|&(_, &p)| p == NO_PARENT).map(|(&e, _)| e));
+                s.plan.retire(head);
+            }
+            ok &= add_root_tree(&mut s.plan, &q.tree_nodes, root, &kids, &mut nodes, true);
+        }
+    }
+    // Packs of a few nodes each (top nodes added one by one) are merged by
+    // a whole rebuild once they are many.
+    if s.plan.small_packs > s.plan.small_packs_max() {
+        return rebuild_plan(s, q);
     }
     if !(ok && counts_match(&s.plan, q)) {
         s.plan.valid = false;
@@ -843,7 +1048,17 @@ fn add_tree(plan: &mut Plan, tree: Tree, nodes: &[(Entity, u32)]) -> bool {
     plan.inner_nodes.push(inner);
     plan.live_nodes += n;
     plan.live_trees += 1;
+    if plan.is_small_pack(&tree, n) {
+        plan.small_packs += 1;
+    }
+    let mut tree = tree;
     if tree.root_is_live {
+        // First in its root's list.
+        let head = plan.tree_of_root(tree.root);
+        if head.is_none() {
+            plan.live_roots += 1;
+        }
+        tree.next = head.map_or(NONE, |h| h as u32);
         let slot = tree.root.index() as usize;
         if plan.tree_of_root.len() <= slot {
             plan.tree_of_root.resize(slot + 1, NONE);
@@ -886,11 +1101,18 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     let is_dirty =
         |s: &PropagationScratch, t: usize| s.dirty.get(s.input_slot[t] as usize).is_some_and(|&d| d as usize == t);
     for &(root, value) in &s.moved_roots {
-        let Some(t) = s.plan.tree_of_root(root) else { return false };
-        if !is_dirty(s, t) {
-            s.input_slot[t] = s.dirty.len() as u32;
-            s.dirty.push(t as u32);
-            s.tree_inputs.push((value, true));
+        let Some(head) = s.plan.tree_of_root(root) else { return false };
+        let mut t = head;
+        loop {
+            if !is_dirty(s, t) {
+                s.input_slot[t] = s.dirty.len() as u32;
+                s.dirty.push(t as u32);
+                s.tree_inputs.push((value, true));
+            }
+            match s.plan.trees[t].next {
+                NONE => break,
+                next => t = next as usize,
+            }
         }
     }
     if s.own_flags.len() < s.plan.parents.len() {
@@ -1238,6 +1460,20 @@ mod tests {
         propagate_transforms(q, commands, scratch, hooks);
     }
 
+    /// `propagate_transforms` splitting every tree of more than eight
+    /// nodes into packs of about four, and rebuilding whole past three
+    /// small packs.
+    fn propagate_in_small_packs(
+        q: TransformQueries,
+        commands: Commands,
+        mut scratch: Local<PropagationScratch>,
+        hooks: Local<HierarchyHooksInstalled>,
+    ) {
+        scratch.plan.pack_nodes = 4;
+        scratch.plan.small_packs_max = 3;
+        propagate_transforms(q, commands, scratch, hooks);
+    }
+
     #[derive(Clone, Debug)]
     enum Op {
         Spawn {
@@ -1396,13 +1632,14 @@ mod tests {
     }
 
     fn run(forest: Vec<usize>, frames: Vec<Vec<Op>>) {
-        let mut worlds = [World::new(), World::new()];
-        let mut schedules = [Schedule::new(), Schedule::new()];
+        let mut worlds = [World::new(), World::new(), World::new()];
+        let mut schedules = [Schedule::new(), Schedule::new(), Schedule::new()];
         schedules[0].add_systems(propagate_transforms);
         schedules[1].add_systems(propagate_without_updates);
+        schedules[2].add_systems(propagate_in_small_packs);
         let mut changed: Vec<QueryState<Entity, Changed<GlobalTransform>>> =
             worlds.iter_mut().map(|w| w.query_filtered()).collect();
-        let mut alive = [Vec::new(), Vec::new()];
+        let mut alive = [Vec::new(), Vec::new(), Vec::new()];
         for (w, world) in worlds.iter_mut().enumerate() {
             // Small trees: node i hangs under node parent (a root when the
             // parent is not an earlier node).
@@ -1416,7 +1653,7 @@ mod tests {
         }
         for (frame, ops) in frames.iter().enumerate() {
             let mut shots = Vec::new();
-            for w in 0..2 {
+            for w in 0..3 {
                 for op in ops {
                     apply(&mut worlds[w], &mut alive[w], op);
                 }
@@ -1429,7 +1666,42 @@ mod tests {
                 shots.push(snapshot(&mut worlds[w], &mut changed[w]));
             }
             assert_eq!(alive[0], alive[1]);
+            assert_eq!(alive[0], alive[2]);
             assert_eq!(shots[0], shots[1], "frame {frame} after {ops:?}");
+            assert_eq!(shots[2], shots[1], "small packs: frame {frame} after {ops:?}");
+        }
+    }
+
+    #[test]
+    fn children_added_one_by_one_to_a_packed_root_fill_one_pack() {
+        // A root of 12 children (packs of about 4), then a new child in
+        // every frame: each joins the root's latest small pack, so the
+        // small packs never pass the limit (3) that rebuilds the plan
+        // whole, and no frame reads the parent links again.
+        let mut world = World::new();
+        let mut schedule = Schedule::new();
+        schedule.add_systems(propagate_in_small_packs);
+        let root = world.spawn(transform_bundle(local(0)));
+        let mut children = Vec::new();
+        for i in 1..13 {
+            let e = world.spawn(transform_bundle(local(i)));
+            world.set_parent(e, root).unwrap();
+            children.push(e);
+        }
+        schedule.run(&mut world).unwrap();
+        for frame in 0..40 {
+            let e = world.spawn(transform_bundle(local(13 + frame)));
+            world.set_parent(e, root).unwrap();
+            children.push(e);
+            world.get_mut::<LocalTransform>(root).unwrap().translation.y = frame as f32;
+            schedule.run(&mut world).unwrap();
+            let stats = schedule.system_stats().next().unwrap();
+            assert_eq!(stats.queries[4].chunks_visited(), 0, "frame {frame}: the plan was rebuilt whole");
+            let root_affine = world.get::<LocalTransform>(root).unwrap().to_affine();
+            for &c in &children {
+                let want = root_affine * world.get::<LocalTransform>(c).unwrap().to_affine();
+                assert!(world.get::<GlobalTransform>(c).unwrap().0.abs_diff_eq(want, 1e-4), "frame {frame}");
+            }
         }
     }
 

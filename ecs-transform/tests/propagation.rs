@@ -569,6 +569,70 @@ fn structural_frames_update_the_plan_in_place_and_match_the_reference() {
 }
 
 #[test]
+fn one_root_with_every_entity_under_it_keeps_its_plan_through_structural_frames() {
+    // One root, 8000 children (every tenth with two children of its own):
+    // the plan splits the tree into packs, so a structural change under
+    // the root rebuilds one pack, not the tree, and the frames after it
+    // still walk the plan (without packs, each of these frames touched the
+    // tree holding every node and took the general walk).
+    let mut world = World::new();
+    let root = spawn_at(&mut world, (0.0, 0.0, 0.0), None);
+    let mut children = Vec::new();
+    let mut grandchildren = Vec::new();
+    for i in 0..8000 {
+        let child = spawn_at(&mut world, (i as f32, 1.0, 0.0), Some(root));
+        children.push(child);
+        if i % 10 == 0 {
+            for k in 0..2 {
+                grandchildren.push(spawn_at(&mut world, (0.0, k as f32, 1.0), Some(child)));
+            }
+        }
+    }
+    let mut schedule = schedule();
+    schedule.run(&mut world).unwrap();
+    let live = |world: &World, list: &[Entity], i: usize| {
+        (0..list.len()).map(|k| list[(i + k) % list.len()]).find(|&e| world.contains(e))
+    };
+    for frame in 0..36 {
+        let pick = frame * 997 + 7;
+        let child = live(&world, &children, pick).unwrap();
+        match frame % 6 {
+            0 => grandchildren.push(spawn_at(&mut world, (0.0, 0.0, 2.0), Some(child))),
+            1 => world.despawn(child).unwrap(),
+            2 => children.push(spawn_at(&mut world, (0.0, 3.0, 0.0), Some(root))),
+            3 => {
+                let grandchild = live(&world, &grandchildren, pick).unwrap();
+                world.despawn_with(grandchild, DespawnMode::Subtree).unwrap();
+            }
+            4 => {
+                // A child moves under another child, into another pack.
+                let other = live(&world, &children, pick + 4000).unwrap();
+                world.set_parent(child, other).unwrap();
+            }
+            _ => {
+                // A child with children becomes a root of its own.
+                let inner = (0..children.len())
+                    .map(|k| children[(pick + k) % children.len()])
+                    .find(|&e| {
+                        world.contains(e) && world.parent_of(e) == Some(root) && !world.children_of(e).is_empty()
+                    })
+                    .unwrap();
+                world.remove_parent(inner).unwrap();
+            }
+        }
+        local_mut(&mut world, root).translation.y = frame as f32;
+        schedule.run(&mut world).unwrap();
+        check_all(&mut world, frame);
+        assert_eq!(parent_chunks_visited(&schedule), 0, "frame {frame}: the change rebuilt the plan whole");
+        local_mut(&mut world, root).translation.z = frame as f32 + 1.0;
+        schedule.run(&mut world).unwrap();
+        check_all(&mut world, frame);
+        assert_eq!(parent_chunks_visited(&schedule), 0, "frame {frame}: the plan was rebuilt whole");
+    }
+    assert!(recorded_errors(&world).is_empty());
+}
+
+#[test]
 fn a_plan_updated_in_place_for_many_frames_stays_exact() {
     // 40 small trees and 150 frames of edits: the retired trees' positions
     // outnumber the live ones many times over, so the plan is compacted
