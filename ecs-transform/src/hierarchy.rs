@@ -304,8 +304,7 @@ fn child_linked(mut world: DeferredWorld<'_>, child: Entity) {
     }
     let Some(hooks) = world.resource_mut::<HierarchyHooks>() else { return };
     hooks.pending.push((child, parent));
-    if !hooks.drain_queued {
-        hooks.drain_queued = true;
+    if !std::mem::replace(&mut hooks.drain_queued, true) {
         world.commands().add(link_pending);
     }
 }
@@ -321,27 +320,26 @@ fn link_pending(world: &mut World) -> Result<(), StoreError> {
     let Some(hooks) = world.resource_mut::<HierarchyHooks>() else { return Ok(()) };
     hooks.drain_queued = false;
     let mut pending = std::mem::take(&mut hooks.pending);
-    let mut seen = std::mem::take(&mut hooks.seen);
-    // Each child's last entry, kept in place; the earlier ones dropped.
-    let mut keep = pending.len();
-    for i in (0..pending.len()).rev() {
-        let index = pending[i].0.index() as usize;
-        let (word, bit) = (index / 64, 1u64 << (index % 64));
-        if seen.len() <= word {
-            seen.resize(word + 1, 0);
+    if pending.len() > 1 {
+        // Each child's last entry, kept in place; the earlier ones dropped.
+        let seen = &mut hooks.seen;
+        let mut keep = pending.len();
+        for i in (0..pending.len()).rev() {
+            let index = pending[i].0.index() as usize;
+            let (word, bit) = (index / 64, 1u64 << (index % 64));
+            if seen.len() <= word {
+                seen.resize(word + 1, 0);
+            }
+            if seen[word] & bit == 0 {
+                seen[word] |= bit;
+                keep -= 1;
+                pending[keep] = pending[i];
+            }
         }
-        if seen[word] & bit == 0 {
-            seen[word] |= bit;
-            keep -= 1;
-            pending[keep] = pending[i];
+        for &(child, _) in &pending[keep..] {
+            seen[child.index() as usize / 64] = 0;
         }
-    }
-    for &(child, _) in &pending[keep..] {
-        seen[child.index() as usize / 64] = 0;
-    }
-    pending.drain(..keep);
-    if let Some(hooks) = world.resource_mut::<HierarchyHooks>() {
-        hooks.seen = seen;
+        pending.drain(..keep);
     }
 
     /// Gives the buffer back, with the entries not yet run.
