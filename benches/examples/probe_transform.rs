@@ -1,6 +1,6 @@
 //! The transform system against bevy_transform on hierarchies the
-//! `transform` scenario does not have: one root with 100k children,
-//! families of nine, binary trees, random trees, long chains and trees of
+//! `transform` scenario does not have: one root with 100k children, one
+//! root whose one child holds 100k, families of nine, binary trees, random trees, long chains and trees of
 //! mixed size, with all roots or every 20th root moving.
 //!
 //! `cargo run --release -p ecs-bench --features peers --example probe_transform [filter]`
@@ -35,6 +35,11 @@ fn parents(name: &str) -> Vec<Option<usize>> {
         "one root, 100k children" => {
             parents.push(None);
             parents.extend(std::iter::repeat_n(Some(0), 99_999));
+        }
+        "one root, one child, 100k under it" => {
+            // A scene root with a level holding everything.
+            parents.extend([None, Some(0)]);
+            parents.extend(std::iter::repeat_n(Some(1), 99_998));
         }
         "10000 families of 9" => {
             for _ in 0..10_000 {
@@ -85,6 +90,7 @@ fn main() -> Result<(), String> {
     let filter = std::env::args().nth(1);
     let names = [
         "one root, 100k children",
+        "one root, one child, 100k under it",
         "10000 families of 9",
         "8 binary trees of depth 13",
         "1000 random trees of 100",
