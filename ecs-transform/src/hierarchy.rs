@@ -400,7 +400,7 @@ fn child_unlinked(mut world: DeferredWorld<'_>, child: Entity) {
 /// Where `child` is in `list`, searched from both ends at once: the
 /// first child and the latest one are found at once (a subtree despawned
 /// children first takes each from the end of its parent's list).
-fn find_child(list: &[Entity], child: Entity) -> Option<usize> {
+pub(crate) fn find_child(list: &[Entity], child: Entity) -> Option<usize> {
     let (mut front, mut back) = (0, list.len());
     while front < back {
         if list[front] == child {

@@ -575,8 +575,24 @@ fn one_root_with_every_entity_under_it_keeps_its_plan_through_structural_frames(
     // the root rebuilds one pack, not the tree, and the frames after it
     // still walk the plan (without packs, each of these frames touched the
     // tree holding every node and took the general walk).
+    structural_frames_under_one_node(false);
+}
+
+#[test]
+fn a_level_under_the_root_holding_every_entity_keeps_its_plan_through_structural_frames() {
+    // The same 8000 children under a level node, the root's only child:
+    // the packs are anchored at the level, their input computed from the
+    // root's and the level's transforms, which move in turns.
+    structural_frames_under_one_node(true);
+}
+
+/// 8000 children of one node (the root, or with `level` the root's only
+/// child) through six kinds of structural change, each frame checked
+/// against the reference and required not to rebuild the plan whole.
+fn structural_frames_under_one_node(level: bool) {
     let mut world = World::new();
-    let root = spawn_at(&mut world, (0.0, 0.0, 0.0), None);
+    let top = spawn_at(&mut world, (0.0, 0.0, 0.0), None);
+    let root = if level { spawn_at(&mut world, (0.0, 0.0, 5.0), Some(top)) } else { top };
     let mut children = Vec::new();
     let mut grandchildren = Vec::new();
     for i in 0..8000 {
@@ -620,11 +636,14 @@ fn one_root_with_every_entity_under_it_keeps_its_plan_through_structural_frames(
                 world.remove_parent(inner).unwrap();
             }
         }
-        local_mut(&mut world, root).translation.y = frame as f32;
+        // The top moves; with a level, every third frame the level moves
+        // instead (a changed local on the path to the anchor).
+        let mover = if level && frame % 3 == 2 { root } else { top };
+        local_mut(&mut world, mover).translation.y = frame as f32;
         schedule.run(&mut world).unwrap();
         check_all(&mut world, frame);
         assert_eq!(parent_chunks_visited(&schedule), 0, "frame {frame}: the change rebuilt the plan whole");
-        local_mut(&mut world, root).translation.z = frame as f32 + 1.0;
+        local_mut(&mut world, mover).translation.z = frame as f32 + 1.0;
         schedule.run(&mut world).unwrap();
         check_all(&mut world, frame);
         assert_eq!(parent_chunks_visited(&schedule), 0, "frame {frame}: the plan was rebuilt whole");
