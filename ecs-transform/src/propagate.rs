@@ -299,6 +299,13 @@ impl Plan {
         })
     }
 
+    /// The nodes of tree `t` that hang from its root.
+    fn top_nodes(&self, t: usize) -> impl Iterator<Item = Entity> + '_ {
+        let start = self.groups.group_start(t);
+        let group = self.groups.group(t);
+        group.iter().zip(&self.parents[start..start + group.len()]).filter(|&(_, &p)| p == NO_PARENT).map(|(&e, _)| e)
+    }
+
     /// Whether `root`'s tree is split into packs.
     fn is_packed_root(&self, root: Entity) -> bool {
         self.tree_of_root(root).is_some_and(|t| self.trees[t].packed)
@@ -427,6 +434,49 @@ struct TreeScratch {
     states: Vec<u8>,
 }
 
+/// The trees a plan walk visits, in order, each with its input: its root's
+/// global and whether it changed (for an anchor's packs, the anchor's).
+#[derive(Debug, Default)]
+struct DirtyTrees {
+    trees: Vec<u32>,
+    inputs: Vec<(Affine3A, bool)>,
+    /// By tree: its entry in `trees` and `inputs`, if `trees` there names
+    /// it (stale slots are told apart that way).
+    slot: Vec<u32>,
+}
+
+impl DirtyTrees {
+    fn clear(&mut self, trees: usize) {
+        self.trees.clear();
+        self.inputs.clear();
+        if self.slot.len() < trees {
+            self.slot.resize(trees, 0);
+        }
+    }
+
+    fn input(&self, t: usize) -> Option<(Affine3A, bool)> {
+        let slot = self.slot[t] as usize;
+        (self.trees.get(slot) == Some(&(t as u32))).then(|| self.inputs[slot])
+    }
+
+    /// Adds tree `t` with `input`, unless it is in already.
+    fn add(&mut self, t: usize, input: (Affine3A, bool)) {
+        if self.input(t).is_none() {
+            self.slot[t] = self.trees.len() as u32;
+            self.trees.push(t as u32);
+            self.inputs.push(input);
+        }
+    }
+
+    /// Sets the input of tree `t`, adding it if it is not in.
+    fn set(&mut self, t: usize, input: (Affine3A, bool)) {
+        match self.input(t) {
+            Some(_) => self.inputs[self.slot[t] as usize] = input,
+            None => self.add(t, input),
+        }
+    }
+}
+
 const UNTOUCHED: u8 = 0;
 const COMPUTED: u8 = 1;
 const CHANGED: u8 = 2;
@@ -449,14 +499,9 @@ pub struct PropagationScratch {
     local_affines: Vec<Affine3A>,
     depths: HashMap<Entity, usize>,
     path: Vec<Entity>,
-    /// Plan walk inputs by tree: the root's global and whether it changed.
-    /// Per dirty tree (in `dirty`'s order): the root's global and whether
-    /// it changed; `input_slot` finds a tree's entry (stale entries are
-    /// told apart by `dirty`).
-    tree_inputs: Vec<(Affine3A, bool)>,
-    input_slot: Vec<u32>,
+    /// The trees the plan walk visits, with their inputs.
+    dirty: DirtyTrees,
     own_flags: Vec<bool>,
-    dirty: Vec<u32>,
     /// The entities that lost a link, a `Children` list or a transform
     /// component since the last run (despawns included).
     removed: Vec<Entity>,
@@ -664,12 +709,11 @@ fn add_root_tree(
     if anchored {
         return add_packs(plan, root, nodes, true);
     }
-    if nodes.len() > 2 * plan.pack_size()
-        && let Some(anchor) = single_child_path(nodes)
-    {
+    let big = nodes.len() > 2 * plan.pack_size();
+    if big && let Some(anchor) = single_child_path(nodes) {
         return add_anchored(plan, root, nodes, anchor, packed);
     }
-    if packed || nodes.len() > 2 * plan.pack_size() {
+    if packed || big {
         add_packs(plan, root, nodes, false)
     } else {
         add_tree(plan, Tree::new(root, true, false), nodes)
@@ -720,24 +764,32 @@ fn add_anchored(plan: &mut Plan, root: Entity, nodes: &[(Entity, u32)], anchor: 
             p => at = p,
         }
     }
-    // Both parts in the collected order (parents first), parents
-    // renumbered; the anchor's children become top nodes.
-    let (mut path, mut below) = (Vec::new(), Vec::new());
-    let mut index = vec![0u32; n];
-    for i in 0..n {
-        let p = nodes[i].1;
-        if on_path[i] {
-            index[i] = path.len() as u32;
-            path.push((nodes[i].0, if p == NO_PARENT { NO_PARENT } else { index[p as usize] }));
-        } else {
-            index[i] = below.len() as u32;
-            below.push((nodes[i].0, if p as usize == anchor { NO_PARENT } else { index[p as usize] }));
-        }
-    }
+    // The path, then the rest: the anchor's children become top nodes.
+    let part: Vec<u32> = on_path.iter().map(|&on| u32::from(!on)).collect();
+    let [path, below] = <[_; 2]>::try_from(split_nodes(nodes, &part, 2)).unwrap_or_default();
     let anchor_entity = nodes[anchor].0;
     let mut head = Tree::new(root, true, packed);
     head.anchor = Some(anchor_entity);
     add_tree(plan, head, &path) && add_packs(plan, anchor_entity, &below, true)
+}
+
+/// Splits `nodes` (parents first) into `parts` lists by `part` (per node),
+/// each in the same order with its parents renumbered within it: a node
+/// whose parent is in another part becomes a top node.
+fn split_nodes(nodes: &[(Entity, u32)], part: &[u32], parts: usize) -> Vec<Vec<(Entity, u32)>> {
+    let mut lists: Vec<Vec<(Entity, u32)>> = vec![Vec::new(); parts];
+    let mut index = vec![0u32; nodes.len()];
+    for (i, &(e, p)) in nodes.iter().enumerate() {
+        let k = part[i];
+        let list = &mut lists[k as usize];
+        index[i] = list.len() as u32;
+        let parent = match p {
+            p if p != NO_PARENT && part[p as usize] == k => index[p as usize],
+            _ => NO_PARENT,
+        };
+        list.push((e, parent));
+    }
+    lists
 }
 
 /// Adds the tree of `nodes` (as collected under `root`: its top nodes,
@@ -772,21 +824,10 @@ fn add_packs(plan: &mut Plan, root: Entity, nodes: &[(Entity, u32)], anchored: b
             fill += size[i] as usize;
         }
     }
-    // Each pack's nodes in the collected order (parents first), parents
-    // renumbered within the pack.
-    let mut buckets: Vec<Vec<(Entity, u32)>> = vec![Vec::new(); packs as usize + usize::from(n > 0)];
-    let mut index = vec![0u32; n];
-    for i in 0..n {
-        let bucket = &mut buckets[pack_of[top[i] as usize] as usize];
-        index[i] = bucket.len() as u32;
-        let parent = match nodes[i].1 {
-            NO_PARENT => NO_PARENT,
-            p => index[p as usize],
-        };
-        bucket.push((nodes[i].0, parent));
-    }
+    // Each pack's nodes in the collected order (parents first).
+    let part: Vec<u32> = top.iter().map(|&t| pack_of[t as usize]).collect();
     let mut ok = true;
-    for bucket in &buckets {
+    for bucket in &split_nodes(nodes, &part, packs as usize + usize::from(n > 0)) {
         let mut tree = Tree::new(root, true, true);
         tree.anchored = anchored;
         ok &= add_tree(plan, tree, bucket);
@@ -982,10 +1023,7 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         let tree = s.plan.trees[t];
         if tree.packed {
             // Its top nodes are collected again, under the same root.
-            let start = s.plan.groups.group_start(t);
-            let group = s.plan.groups.group(t);
-            let parents = &s.plan.parents[start..start + group.len()];
-            tops.extend(group.iter().zip(parents).filter(|&(_, &p)| p == NO_PARENT).map(|(&e, _)| (tree.root, e)));
+            tops.extend(s.plan.top_nodes(t).map(|e| (tree.root, e)));
         } else {
             new_roots.push(tree.root);
         }
@@ -1028,10 +1066,7 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
                 && head < first
                 && s.plan.is_small_pack(&s.plan.trees[head], s.plan.groups.group(head).len())
             {
-                let start = s.plan.groups.group_start(head);
-                let group = s.plan.groups.group(head);
-                let parents = &s.plan.parents[start..start + group.len()];
-                kids.extend(group.iter().zip(parents).filter(|&(_, &p)| p == NO_PARENT).map(|(&e, _)| e));
+                kids.extend(s.plan.top_nodes(head));
                 s.plan.retire(head);
             }
             ok &= add_root_tree(&mut s.plan, &q.tree_nodes, root, &kids, &mut nodes, true, anchored);
@@ -1217,27 +1252,13 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     if unplanned {
         return false;
     }
-    let trees = s.plan.trees.len();
-    s.tree_inputs.clear();
-    s.dirty.clear();
-    if s.input_slot.len() < trees {
-        s.input_slot.resize(trees, 0);
-    }
-    let is_dirty =
-        |s: &PropagationScratch, t: usize| s.dirty.get(s.input_slot[t] as usize).is_some_and(|&d| d as usize == t);
+    s.dirty.clear(s.plan.trees.len());
     for &(root, value) in &s.moved_roots {
-        let Some(head) = s.plan.tree_of_root(root) else { return false };
-        let mut t = head;
-        loop {
-            if !is_dirty(s, t) {
-                s.input_slot[t] = s.dirty.len() as u32;
-                s.dirty.push(t as u32);
-                s.tree_inputs.push((value, true));
-            }
-            match s.plan.trees[t].next {
-                NONE => break,
-                next => t = next as usize,
-            }
+        if s.plan.tree_of_root(root).is_none() {
+            return false;
+        }
+        for t in s.plan.trees_of_root(root) {
+            s.dirty.add(t, (value, true));
         }
     }
     if s.own_flags.len() < s.plan.parents.len() {
@@ -1246,32 +1267,23 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     for &p in &flagged {
         s.own_flags[p] = true;
         let t = s.plan.node_tree[p] as usize;
-        if !is_dirty(s, t) {
+        if s.dirty.input(t).is_none() {
             let tree = s.plan.trees[t];
             // The root did not move: its global is final. (An anchor's
             // packs get their input below.)
-            let root_value = if tree.anchored {
-                Affine3A::IDENTITY
-            } else if tree.root_is_live {
-                match q.roots.get_mut(tree.root) {
-                    Ok((_, _, global, _)) => global.0,
-                    Err(_) => {
-                        // Despawned behind the hierarchy's back: its
-                        // children are dangling from now on. The general
-                        // walk handles (and reports) them this frame.
-                        s.plan.valid = false;
-                        for &q in &flagged {
-                            s.own_flags[q] = false;
-                        }
-                        return false;
-                    }
+            let root_value =
+                if tree.root_is_live && !tree.anchored { root_global(q, tree.root) } else { Some(Affine3A::IDENTITY) };
+            let Some(root_value) = root_value else {
+                // Despawned behind the hierarchy's back: its children are
+                // dangling from now on. The general walk handles (and
+                // reports) them this frame.
+                s.plan.valid = false;
+                for &q in &flagged {
+                    s.own_flags[q] = false;
                 }
-            } else {
-                Affine3A::IDENTITY
+                return false;
             };
-            s.input_slot[t] = s.dirty.len() as u32;
-            s.dirty.push(t as u32);
-            s.tree_inputs.push((root_value, false));
+            s.dirty.add(t, (root_value, false));
         }
     }
     if !anchor_inputs(s, q) {
@@ -1282,11 +1294,11 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     }
     let failed = AtomicBool::new(false);
     let plan = &s.plan;
-    let (inputs, input_slot, own_flags) = (&s.tree_inputs, &s.input_slot, &s.own_flags);
+    let (dirty, own_flags) = (&s.dirty, &s.own_flags);
     let mut locals = std::mem::take(&mut s.local_affines);
     q.children.par_for_each_group_with(
         &plan.groups,
-        &s.dirty,
+        &s.dirty.trees,
         &mut locals,
         TreeScratch::default,
         |scratch, rows, locals| {
@@ -1302,7 +1314,10 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
                 failed.store(true, Ordering::Relaxed);
                 return;
             };
-            let (root_value, root_changed) = inputs[input_slot[g] as usize];
+            let Some((root_value, root_changed)) = dirty.input(g) else {
+                failed.store(true, Ordering::Relaxed);
+                return;
+            };
             // Per node with children: its new global and whether it changed
             // (or was not computed).
             let TreeScratch { values, states } = scratch;
@@ -1366,10 +1381,8 @@ fn walk_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
 /// same), and changed when the root moved or a local on the path changed.
 /// Returns false if an anchor has no position or its root no global.
 fn anchor_inputs(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
-    let is_dirty =
-        |s: &PropagationScratch, t: usize| s.dirty.get(s.input_slot[t] as usize).is_some_and(|&d| d as usize == t);
     let mut anchors: Vec<Entity> = Vec::new();
-    for &d in &s.dirty {
+    for &d in &s.dirty.trees {
         let tree = &s.plan.trees[d as usize];
         if let Some(anchor) = tree.anchor {
             anchors.push(anchor);
@@ -1400,35 +1413,30 @@ fn anchor_inputs(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
             }
         }
         // The root's input: the head's if it is dirty, else its global.
-        let (mut value, mut changed) = if is_dirty(s, head) {
-            s.tree_inputs[s.input_slot[head] as usize]
-        } else {
-            match q.roots.get_mut(s.plan.trees[head].root) {
-                Ok((_, _, global, _)) => (global.0, false),
-                Err(_) => {
-                    // Despawned behind the hierarchy's back (as in
-                    // `walk_plan`): the general walk takes the frame.
-                    s.plan.valid = false;
-                    return false;
-                }
-            }
+        let input = s.dirty.input(head).or_else(|| root_global(q, s.plan.trees[head].root).map(|g| (g, false)));
+        let Some((mut value, mut changed)) = input else {
+            // Despawned behind the hierarchy's back (as in `walk_plan`):
+            // the general walk takes the frame.
+            s.plan.valid = false;
+            return false;
         };
         for &p in path.iter().rev() {
             value *= s.local_affines[p];
             changed |= s.own_flags[p];
         }
-        let packs: Vec<usize> = s.plan.trees_of_root(anchor).collect();
-        for t in packs {
-            if is_dirty(s, t) {
-                s.tree_inputs[s.input_slot[t] as usize] = (value, changed);
-            } else if changed {
-                s.input_slot[t] = s.dirty.len() as u32;
-                s.dirty.push(t as u32);
-                s.tree_inputs.push((value, true));
+        for t in s.plan.trees_of_root(anchor) {
+            if changed || s.dirty.input(t).is_some() {
+                s.dirty.set(t, (value, changed));
             }
         }
     }
     true
+}
+
+/// The stored global of the live root `root` (`None`: it has no children
+/// or no transforms any more, or is gone).
+fn root_global(q: &mut TransformQueries, root: Entity) -> Option<Affine3A> {
+    q.roots.get_mut(root).ok().map(|(_, _, global, _)| global.0)
 }
 
 /// Writes `value` to `global` unless it is equal already (as `set_if_neq`,
