@@ -575,6 +575,12 @@ mod tests {
         world.spawn(crate::transform_bundle(LocalTransform::IDENTITY))
     }
 
+    /// Transforms and a link to `parent`, for batches.
+    fn child_bundle(parent: Entity) -> (LocalTransform, crate::GlobalTransform, ChildOf) {
+        let (l, g) = crate::transform_bundle(LocalTransform::IDENTITY);
+        (l, g, ChildOf(parent))
+    }
+
     #[test]
     fn reparenting_moves_the_child_between_children_lists() {
         let mut world = World::new();
@@ -741,10 +747,7 @@ mod tests {
         world.spawn((InsertsLinks(&[(3, 0), (2, 0)]),));
         assert_eq!(world.children_of(n[0]), &[n[1], n[3], n[2]]);
         // A batch under a parent without a list: spawn order.
-        let batch = world.spawn_batch((0..100).map(|_| {
-            let (l, g) = crate::transform_bundle(LocalTransform::IDENTITY);
-            (l, g, ChildOf(n[4]))
-        }));
+        let batch = world.spawn_batch((0..100).map(|_| child_bundle(n[4])));
         assert_eq!(world.children_of(n[4]), &batch[..]);
     }
 
@@ -766,10 +769,7 @@ mod tests {
         world.insert_resource(PanicOnInsert(true));
         let [p, q, x] = [(); 3].map(|_| spawn(&mut world));
         let batch = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            world.spawn_batch((0..10).map(|_| {
-                let (l, g) = crate::transform_bundle(LocalTransform::IDENTITY);
-                (l, g, ChildOf(p))
-            }))
+            world.spawn_batch((0..10).map(|_| child_bundle(p)))
         }));
         assert!(batch.is_err());
         // The first link was made when the hook panicked; the others wait.
@@ -804,10 +804,7 @@ mod tests {
     fn a_big_parent_keeps_its_list_exact_through_links_and_removals() {
         let mut world = World::new();
         let root = spawn(&mut world);
-        let mut model: Vec<Entity> = world.spawn_batch((0..3000).map(|_| {
-            let (l, g) = crate::transform_bundle(LocalTransform::IDENTITY);
-            (l, g, ChildOf(root))
-        }));
+        let mut model: Vec<Entity> = world.spawn_batch((0..3000).map(|_| child_bundle(root)));
         init_hierarchy(&mut world);
         assert_eq!(world.children_of(root), &model[..]);
         let more: Vec<Entity> = (0..1000).map(|_| spawn(&mut world)).collect();

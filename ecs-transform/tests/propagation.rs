@@ -446,6 +446,12 @@ fn child_of_bundles_work_without_calling_anything_first() {
 
 /// Chunks the system's `ParentQuery` (its fifth query parameter, which
 /// only a whole rebuild of the plan iterates) visited in its latest run.
+/// The first entity of `list` from index `i` on (wrapping around) that
+/// `keep` accepts.
+fn pick_from(list: &[Entity], i: usize, keep: impl Fn(Entity) -> bool) -> Option<Entity> {
+    (0..list.len()).map(|k| list[(i + k) % list.len()]).find(|&e| keep(e))
+}
+
 fn parent_chunks_visited(schedule: &Schedule) -> u64 {
     let stats = schedule.system_stats().next().expect("one system");
     stats.queries[4].chunks_visited()
@@ -473,13 +479,10 @@ fn structural_frames_update_the_plan_in_place_and_match_the_reference() {
     let mut schedule = schedule();
     schedule.run(&mut world).unwrap();
     assert!(parent_chunks_visited(&schedule) > 0, "the first frame builds the plan");
-    let live = |world: &World, list: &[Entity], i: usize| {
-        (0..list.len()).map(|k| list[(i + k) % list.len()]).find(|&e| world.contains(e))
-    };
     for frame in 0..44 {
         let pick = frame * 37 + 5;
-        let root = live(&world, &roots, pick).unwrap();
-        let node = live(&world, &nodes, pick * 3).unwrap();
+        let root = pick_from(&roots, pick, |e| world.contains(e)).unwrap();
+        let node = pick_from(&nodes, pick * 3, |e| world.contains(e)).unwrap();
         match frame % 11 {
             0 => {
                 let child = world.spawn(transform_bundle(LocalTransform::from_xyz(1.0, 2.0, 3.0)));
@@ -524,18 +527,15 @@ fn structural_frames_update_the_plan_in_place_and_match_the_reference() {
                 world.set_parent(child, root).unwrap();
                 world.insert_one(child, GlobalTransform::IDENTITY).unwrap();
                 nodes.push(child);
-                let leaf = (0..nodes.len())
-                    .map(|k| nodes[(pick + k) % nodes.len()])
-                    .find(|&e| world.contains(e) && world.children_of(e).is_empty() && e != child)
-                    .unwrap();
+                let leaf =
+                    pick_from(&nodes, pick, |e| world.contains(e) && world.children_of(e).is_empty() && e != child)
+                        .unwrap();
                 world.remove_one::<GlobalTransform>(leaf).unwrap();
             }
             9 => {
                 // A root loses its last child.
-                let lone = (0..roots.len())
-                    .map(|k| roots[(pick + k) % roots.len()])
-                    .find(|&r| world.contains(r) && world.children_of(r).len() == 1)
-                    .unwrap_or(root);
+                let lone =
+                    pick_from(&roots, pick, |r| world.contains(r) && world.children_of(r).len() == 1).unwrap_or(root);
                 let child = world.children_of(lone)[0];
                 world.despawn_with(child, DespawnMode::Subtree).unwrap();
             }
@@ -606,33 +606,28 @@ fn structural_frames_under_one_node(level: bool) {
     }
     let mut schedule = schedule();
     schedule.run(&mut world).unwrap();
-    let live = |world: &World, list: &[Entity], i: usize| {
-        (0..list.len()).map(|k| list[(i + k) % list.len()]).find(|&e| world.contains(e))
-    };
     for frame in 0..36 {
         let pick = frame * 997 + 7;
-        let child = live(&world, &children, pick).unwrap();
+        let child = pick_from(&children, pick, |e| world.contains(e)).unwrap();
         match frame % 6 {
             0 => grandchildren.push(spawn_at(&mut world, (0.0, 0.0, 2.0), Some(child))),
             1 => world.despawn(child).unwrap(),
             2 => children.push(spawn_at(&mut world, (0.0, 3.0, 0.0), Some(root))),
             3 => {
-                let grandchild = live(&world, &grandchildren, pick).unwrap();
+                let grandchild = pick_from(&grandchildren, pick, |e| world.contains(e)).unwrap();
                 world.despawn_with(grandchild, DespawnMode::Subtree).unwrap();
             }
             4 => {
                 // A child moves under another child, into another pack.
-                let other = live(&world, &children, pick + 4000).unwrap();
+                let other = pick_from(&children, pick + 4000, |e| world.contains(e)).unwrap();
                 world.set_parent(child, other).unwrap();
             }
             _ => {
                 // A child with children becomes a root of its own.
-                let inner = (0..children.len())
-                    .map(|k| children[(pick + k) % children.len()])
-                    .find(|&e| {
-                        world.contains(e) && world.parent_of(e) == Some(root) && !world.children_of(e).is_empty()
-                    })
-                    .unwrap();
+                let inner = pick_from(&children, pick, |e| {
+                    world.contains(e) && world.parent_of(e) == Some(root) && !world.children_of(e).is_empty()
+                })
+                .unwrap();
                 world.remove_parent(inner).unwrap();
             }
         }
