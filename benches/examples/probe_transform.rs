@@ -103,7 +103,7 @@ fn main() -> Result<(), String> {
             continue;
         }
         let parents = parents(name);
-        let roots: Vec<usize> = parents.iter().enumerate().filter(|(_, p)| p.is_none()).map(|(i, _)| i).collect();
+        let roots: Vec<usize> = roots(&parents).collect();
         for (motion, movers) in [("all roots", roots.clone()), ("5 %", roots.iter().copied().step_by(20).collect())] {
             let forest = Forest { parents: parents.clone(), movers };
             let mut scenes: [Box<dyn TransformScene>; 2] = [
@@ -265,7 +265,7 @@ fn build_and_despawn_bevy(parents: &[Option<usize>]) -> Result<[f64; 2], String>
 /// and `change` made before each frame: a leaf spawned under a node picked
 /// across the forest, or a leaf despawned (the same nodes on both sides).
 fn structural_frames(parents: &[Option<usize>], change: &str) -> [(f64, f64); 2] {
-    let movers: Vec<usize> = parents.iter().enumerate().filter(|(_, p)| p.is_none()).map(|(i, _)| i).collect();
+    let movers: Vec<usize> = roots(parents).collect();
     let forest = Forest { parents: parents.to_vec(), movers };
     let scenes: [Box<dyn TransformScene>; 2] =
         [Box::new(ours::Propagation::from_forest(forest.clone())), Box::new(bevy::Propagation::from_forest(forest))];
