@@ -764,32 +764,24 @@ fn add_anchored(plan: &mut Plan, root: Entity, nodes: &[(Entity, u32)], anchor: 
             p => at = p,
         }
     }
-    // The path, then the rest: the anchor's children become top nodes.
-    let part: Vec<u32> = on_path.iter().map(|&on| u32::from(!on)).collect();
-    let [path, below] = <[_; 2]>::try_from(split_nodes(nodes, &part, 2)).unwrap_or_default();
+    // Both parts in the collected order (parents first), parents
+    // renumbered; the anchor's children become top nodes.
+    let (mut path, mut below) = (Vec::new(), Vec::new());
+    let mut index = vec![0u32; n];
+    for i in 0..n {
+        let p = nodes[i].1;
+        if on_path[i] {
+            index[i] = path.len() as u32;
+            path.push((nodes[i].0, if p == NO_PARENT { NO_PARENT } else { index[p as usize] }));
+        } else {
+            index[i] = below.len() as u32;
+            below.push((nodes[i].0, if p as usize == anchor { NO_PARENT } else { index[p as usize] }));
+        }
+    }
     let anchor_entity = nodes[anchor].0;
     let mut head = Tree::new(root, true, packed);
     head.anchor = Some(anchor_entity);
     add_tree(plan, head, &path) && add_packs(plan, anchor_entity, &below, true)
-}
-
-/// Splits `nodes` (parents first) into `parts` lists by `part` (per node),
-/// each in the same order with its parents renumbered within it: a node
-/// whose parent is in another part becomes a top node.
-fn split_nodes(nodes: &[(Entity, u32)], part: &[u32], parts: usize) -> Vec<Vec<(Entity, u32)>> {
-    let mut lists: Vec<Vec<(Entity, u32)>> = vec![Vec::new(); parts];
-    let mut index = vec![0u32; nodes.len()];
-    for (i, &(e, p)) in nodes.iter().enumerate() {
-        let k = part[i];
-        let list = &mut lists[k as usize];
-        index[i] = list.len() as u32;
-        let parent = match p {
-            p if p != NO_PARENT && part[p as usize] == k => index[p as usize],
-            _ => NO_PARENT,
-        };
-        list.push((e, parent));
-    }
-    lists
 }
 
 /// Adds the tree of `nodes` (as collected under `root`: its top nodes,
@@ -824,10 +816,21 @@ fn add_packs(plan: &mut Plan, root: Entity, nodes: &[(Entity, u32)], anchored: b
             fill += size[i] as usize;
         }
     }
-    // Each pack's nodes in the collected order (parents first).
-    let part: Vec<u32> = top.iter().map(|&t| pack_of[t as usize]).collect();
+    // Each pack's nodes in the collected order (parents first), parents
+    // renumbered within the pack.
+    let mut buckets: Vec<Vec<(Entity, u32)>> = vec![Vec::new(); packs as usize + usize::from(n > 0)];
+    let mut index = vec![0u32; n];
+    for i in 0..n {
+        let bucket = &mut buckets[pack_of[top[i] as usize] as usize];
+        index[i] = bucket.len() as u32;
+        let parent = match nodes[i].1 {
+            NO_PARENT => NO_PARENT,
+            p => index[p as usize],
+        };
+        bucket.push((nodes[i].0, parent));
+    }
     let mut ok = true;
-    for bucket in &split_nodes(nodes, &part, packs as usize + usize::from(n > 0)) {
+    for bucket in &buckets {
         let mut tree = Tree::new(root, true, true);
         tree.anchored = anchored;
         ok &= add_tree(plan, tree, bucket);
