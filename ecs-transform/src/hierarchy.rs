@@ -116,7 +116,9 @@ impl From<StoreError> for HierarchyError {
 /// What despawning a parent does to its descendants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum DespawnMode {
-    /// Despawn the entity and every descendant.
+    /// Despawn the entity and every descendant: the children its
+    /// `Children` lists whose link names it, and theirs (a child whose link
+    /// was written by hand to name another parent is left to that parent).
     #[default]
     Subtree,
     /// Despawn only the entity; its children become roots (their subtrees
@@ -481,12 +483,19 @@ impl WorldHierarchyExt for World {
         match mode {
             DespawnMode::Subtree => {
                 // Children before parents, so no despawn leaves orphans to
-                // re-root.
+                // re-root. A listed child whose link names another parent
+                // (written by hand) is that parent's, as in propagation:
+                // with one link per entity, each is then met once, and a
+                // loop of links through `entity` ends where it started.
                 let mut order = vec![entity];
                 let mut i = 0;
                 while i < order.len() {
                     let e = order[i];
-                    order.extend_from_slice(self.children_of(e));
+                    for &c in self.children_of(e) {
+                        if c != entity && self.parent_of(c) == Some(e) {
+                            order.push(c);
+                        }
+                    }
                     i += 1;
                 }
                 let mut despawned = 0;
@@ -640,6 +649,36 @@ mod tests {
         assert_eq!(world.despawn_with(root, DespawnMode::Subtree), Ok(2));
         assert!(world.contains(leaf));
         assert_eq!(world.len(), 1);
+    }
+
+    #[test]
+    fn despawning_a_subtree_ends_on_lists_that_loop() {
+        // r -> p -> c, then c's link written by hand to name `other`: p's
+        // list still names c. Made c's child, p is then in c's list and c
+        // in p's: the lists loop.
+        let mut world = World::new();
+        let [r, p, c, other] = [(); 4].map(|_| spawn(&mut world));
+        world.set_parent(p, r).unwrap();
+        world.set_parent(c, p).unwrap();
+        world.get_mut::<ChildOf>(c).unwrap().0 = other;
+        world.set_parent(p, c).unwrap();
+        assert_eq!(world.children_of(p), &[c]);
+        assert_eq!(world.children_of(c), &[p]);
+        // c's link names `other`: it is not p's to despawn.
+        assert_eq!(world.despawn_with(p, DespawnMode::Subtree), Ok(1));
+        assert!(world.contains(c));
+        // A loop of links and lists through the entity (y's list copied
+        // onto b): each despawned once.
+        let [a, b, y] = [(); 3].map(|_| spawn(&mut world));
+        world.set_parent(a, y).unwrap();
+        world.set_parent(b, a).unwrap();
+        world.get_mut::<ChildOf>(a).unwrap().0 = b;
+        let list = world.get::<Children>(y).unwrap().clone();
+        world.insert_one(b, list).unwrap();
+        assert_eq!(world.children_of(b), &[a]);
+        assert_eq!(world.despawn_with(a, DespawnMode::Subtree), Ok(2));
+        assert!(!world.contains(b));
+        assert!(world.contains(y));
     }
 
     #[test]
