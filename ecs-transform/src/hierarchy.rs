@@ -67,7 +67,9 @@ pub enum HierarchyError {
     /// Found by propagation: `child`'s [`ChildOf`] names `parent`, which is
     /// not alive (despawned with `World::despawn` instead of
     /// [`WorldHierarchyExt::despawn_with`]). `child` is propagated as a
-    /// root until it is given a new parent or made a root.
+    /// root until it is given a new parent or made a root. Reported once,
+    /// by the first propagation that computes `child` (its local or link
+    /// changed) after `parent` died.
     DanglingParent {
         /// The entity with the broken link.
         child: Entity,
@@ -76,7 +78,12 @@ pub enum HierarchyError {
     },
     /// Found by propagation: the [`ChildOf`] links above `entity` loop (a
     /// link copied by hand, not made by [`WorldHierarchyExt::set_parent`]).
-    /// The entities on and below the loop are not propagated.
+    /// The entities on and below the loop are not propagated. Only links
+    /// between entities with both transform components make a loop: an
+    /// entity without them cuts the chain, and the child below it is
+    /// propagated from the identity, like the child of a root. A loop is
+    /// reported once: not again while it holds an entity reported on a
+    /// loop before.
     CycleFound {
         /// An entity on or below the loop.
         entity: Entity,
