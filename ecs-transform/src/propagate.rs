@@ -2025,6 +2025,19 @@ mod tests {
             run(forest, frames);
         }
 
+        /// A chain deeper than the walk up marks entities from (so a loop
+        /// closed on it is found by the marks), with a few branches.
+        #[test]
+        fn deep_chains_change_nothing_but_the_cost(
+            depth in MARK_FROM_DEPTH..MARK_FROM_DEPTH + 40,
+            branches in proptest::collection::vec(any::<usize>(), 0..20),
+            frames in proptest::collection::vec(proptest::collection::vec(op(), 0..5), 1..14),
+        ) {
+            let mut forest: Vec<usize> = (0..depth).map(|i| i.wrapping_sub(1)).collect();
+            forest.extend(branches.iter().map(|&b| b % depth));
+            run(forest, frames);
+        }
+
         #[test]
         fn updating_the_plan_in_place_changes_nothing_but_the_cost(
             forest in proptest::collection::vec(0usize..60, 20..60),
