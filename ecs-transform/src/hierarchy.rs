@@ -123,9 +123,9 @@ impl From<StoreError> for HierarchyError {
 /// What despawning a parent does to its descendants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum DespawnMode {
-    /// Despawn the entity and every descendant: the children its
-    /// `Children` lists whose link names it, and theirs (a child whose link
-    /// was written by hand to name another parent is left to that parent).
+    /// Despawn the entity and every descendant: every entity its
+    /// `Children` list reaches, each once (lists made to loop by links
+    /// written by hand included).
     #[default]
     Subtree,
     /// Despawn only the entity; its children become roots (their subtrees
@@ -490,18 +490,18 @@ impl WorldHierarchyExt for World {
         match mode {
             DespawnMode::Subtree => {
                 // Children before parents, so no despawn leaves orphans to
-                // re-root. A listed child whose link names another parent
-                // (written by hand) is that parent's, as in propagation:
-                // with one link per entity, each is then met once, and a
-                // loop of links through `entity` ends where it started.
+                // re-root. Lists kept by the hooks form a tree; lists that
+                // name an entity twice (links written by hand can make them
+                // loop) make the list longer than the world, and the walk
+                // starts again, marking what it met.
                 let mut order = vec![entity];
                 let mut i = 0;
                 while i < order.len() {
                     let e = order[i];
-                    for &c in self.children_of(e) {
-                        if c != entity && self.parent_of(c) == Some(e) {
-                            order.push(c);
-                        }
+                    order.extend_from_slice(self.children_of(e));
+                    if order.len() > self.len() as usize {
+                        order = reached_once(self, entity);
+                        break;
                     }
                     i += 1;
                 }
@@ -530,6 +530,23 @@ impl WorldHierarchyExt for World {
     fn children_of(&self, entity: Entity) -> &[Entity] {
         self.get::<Children>(entity).map_or(&[], Children::as_slice)
     }
+}
+
+/// `entity` and every entity its `Children` lists reach, each once,
+/// parents before children (for lists that are not a tree).
+fn reached_once(world: &World, entity: Entity) -> Vec<Entity> {
+    let mut order = vec![entity];
+    let mut seen: std::collections::HashSet<Entity> = order.iter().copied().collect();
+    let mut i = 0;
+    while i < order.len() {
+        for &c in world.children_of(order[i]) {
+            if seen.insert(c) {
+                order.push(c);
+            }
+        }
+        i += 1;
+    }
+    order
 }
 
 /// Records a hierarchy error of a deferred command in [`HierarchyErrors`].
@@ -671,9 +688,10 @@ mod tests {
         world.set_parent(p, c).unwrap();
         assert_eq!(world.children_of(p), &[c]);
         assert_eq!(world.children_of(c), &[p]);
-        // c's link names `other`: it is not p's to despawn.
-        assert_eq!(world.despawn_with(p, DespawnMode::Subtree), Ok(1));
-        assert!(world.contains(c));
+        // Both reached, each despawned once.
+        assert_eq!(world.despawn_with(p, DespawnMode::Subtree), Ok(2));
+        assert!(!world.contains(c));
+        assert!(world.contains(r) && world.contains(other));
         // A loop of links and lists through the entity (y's list copied
         // onto b): each despawned once.
         let [a, b, y] = [(); 3].map(|_| spawn(&mut world));
