@@ -749,12 +749,7 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
         f: impl Fn(&mut T, &mut GroupRows<'_, Q, F>, &mut [U]) + Send + Sync,
     ) {
         assert_eq!(side.len(), groups.entity_count(), "one side value per grouped entity");
-        let mut selected = selected.to_vec();
-        selected.sort_unstable();
-        selected.dedup();
-        if let Some(&last) = selected.last() {
-            assert!((last as usize) < groups.len(), "group {last} of {} selected", groups.len());
-        }
+        let selected = in_group_order(selected, groups.len());
         // Each selected group's part of `side`, split off in order.
         let mut parts: Vec<(u32, &mut [U])> = Vec::with_capacity(selected.len());
         let mut rest = side;
@@ -788,9 +783,65 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
     }
 }
 
+/// `selected` sorted, without repeats.
+///
+/// A list in order is copied; a short one (under one in 32 groups) is
+/// sorted; a longer one goes through a bit per group, so a list that is
+/// almost in order (a tree rebuilt at the end of a plan, listed among the
+/// others) costs a pass, not a sort.
+///
+/// # Panics
+/// If an index is not below `groups`.
+fn in_group_order(selected: &[u32], groups: usize) -> Vec<u32> {
+    if let Some(&last) = selected.iter().max() {
+        assert!((last as usize) < groups, "group {last} of {groups} selected");
+    }
+    if selected.is_sorted_by(|a, b| a < b) {
+        return selected.to_vec();
+    }
+    if selected.len() < groups / 32 {
+        let mut sorted = selected.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        return sorted;
+    }
+    let mut bits = vec![0u64; groups.div_ceil(64)];
+    for &g in selected {
+        bits[g as usize / 64] |= 1 << (g % 64);
+    }
+    let mut sorted = Vec::with_capacity(selected.len());
+    for (w, &word) in bits.iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            sorted.push((w * 64) as u32 + rest.trailing_zeros());
+            rest &= rest - 1;
+        }
+    }
+    sorted
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{first_combination, next_combination};
+    use super::{first_combination, in_group_order, next_combination};
+
+    #[test]
+    fn selected_groups_come_in_order_once() {
+        assert_eq!(in_group_order(&[], 0), Vec::<u32>::new());
+        assert_eq!(in_group_order(&[1, 4, 9], 10), [1, 4, 9]);
+        // Short lists are sorted, long ones go through the bits; both
+        // drop repeats.
+        assert_eq!(in_group_order(&[900, 3, 900, 77], 1000), [3, 77, 900]);
+        let almost: Vec<u32> = (0..200).filter(|&g| g != 50).chain([50, 199, 0]).collect();
+        assert_eq!(in_group_order(&almost, 200), (0..200).collect::<Vec<u32>>());
+        let across_words: Vec<u32> = [129, 63, 64, 0, 127, 128, 63].to_vec();
+        assert_eq!(in_group_order(&across_words, 130), [0, 63, 64, 127, 128, 129]);
+    }
+
+    #[test]
+    #[should_panic(expected = "group 10 of 10 selected")]
+    fn a_group_past_the_end_is_refused() {
+        in_group_order(&[3, 10, 2], 10);
+    }
 
     fn all<const K: usize>(n: usize) -> Vec<[usize; K]> {
         let mut out = Vec::new();
