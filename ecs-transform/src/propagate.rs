@@ -523,6 +523,8 @@ pub struct PropagationScratch {
     /// every structural change drops the plan).
     #[cfg(test)]
     no_update_in_place: bool,
+    /// The nodes of the trees being collected (kept for its capacity).
+    nodes: Vec<(Entity, u32)>,
     /// Broken links reported so far (child, parent), and loops (entity).
     reported_dangling: HashSet<(Entity, Entity)>,
     reported_cycles: HashSet<Entity>,
@@ -666,7 +668,7 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     s.plan.clear();
     let mut roots = Vec::new();
     q.tree_roots.for_each(|(root, _)| roots.push(root));
-    let mut nodes: Vec<(Entity, u32)> = Vec::new();
+    let mut nodes = std::mem::take(&mut s.nodes);
     let mut ok = true;
     for &root in &roots {
         if let Ok((_, kids)) = q.tree_roots.get(root) {
@@ -730,6 +732,8 @@ fn rebuild_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
         collect_children(&mut s.plan, &q.tree_nodes, parent, &[top], &mut nodes);
         ok &= add_tree(&mut s.plan, Tree::new(parent, false, false), &nodes);
     }
+    nodes.clear();
+    s.nodes = nodes;
     s.local_affines.clear();
     prepare_groups(s, q, 0);
     s.plan.valid = ok;
@@ -874,7 +878,13 @@ fn add_packs(plan: &mut Plan, root: Entity, nodes: &[(Entity, u32)], anchored: b
     }
     // Each pack's nodes in the collected order (parents first), parents
     // renumbered within the pack.
-    let mut buckets: Vec<Vec<(Entity, u32)>> = vec![Vec::new(); packs as usize + usize::from(n > 0)];
+    let mut sizes = vec![0usize; packs as usize + usize::from(n > 0)];
+    for i in 0..n {
+        if nodes[i].1 == NO_PARENT {
+            sizes[pack_of[i] as usize] += size[i] as usize;
+        }
+    }
+    let mut buckets: Vec<Vec<(Entity, u32)>> = sizes.iter().map(|&k| Vec::with_capacity(k)).collect();
     let mut index = vec![0u32; n];
     for i in 0..n {
         let bucket = &mut buckets[pack_of[top[i] as usize] as usize];
@@ -1095,7 +1105,7 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
     }
     new_roots.sort_unstable();
     new_roots.dedup();
-    let mut nodes: Vec<(Entity, u32)> = Vec::new();
+    let mut nodes = std::mem::take(&mut s.nodes);
     let mut ok = true;
     for root in new_roots {
         let Ok((_, kids)) = q.tree_roots.get(root) else { continue };
@@ -1131,6 +1141,8 @@ fn update_plan(s: &mut PropagationScratch, q: &mut TransformQueries) -> bool {
             ok &= add_root_tree(&mut s.plan, &q.tree_nodes, root, &kids, &mut nodes, true, anchored);
         }
     }
+    nodes.clear();
+    s.nodes = nodes;
     // Packs of a few nodes each (top nodes added one by one) are merged by
     // a whole rebuild once they are many.
     if s.plan.small_packs > s.plan.small_packs_max() {
