@@ -793,10 +793,12 @@ impl<'w, Q: QueryData + 'static, F: QueryFilter + 'static> Query<'w, '_, Q, F> {
 /// # Panics
 /// If an index is not below `groups`.
 fn in_group_order(selected: &[u32], groups: usize) -> Vec<u32> {
-    if let Some(&last) = selected.iter().max() {
+    let in_order = selected.is_sorted_by(|a, b| a < b);
+    let last = if in_order { selected.last() } else { selected.iter().max() };
+    if let Some(&last) = last {
         assert!((last as usize) < groups, "group {last} of {groups} selected");
     }
-    if selected.is_sorted_by(|a, b| a < b) {
+    if in_order {
         return selected.to_vec();
     }
     if selected.len() < groups / 32 {
