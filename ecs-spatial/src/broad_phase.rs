@@ -20,11 +20,18 @@
 //!   on the first run, rebuilds the grid from all positions instead;
 //! - drops the entities that were despawned or lost the component since its
 //!   previous run, read from the store's removal log
-//!   ([`ecs_core::RemovedComponents`]): no sweep over the tracked entities;
-//! - only when an entity left the system's query without losing the
-//!   component (it was marked [`ecs_core::Disabled`]) does the count of
-//!   entities with the component fall below the count it tracks; then, and
-//!   only then, it checks every tracked entity once.
+//!   ([`ecs_core::RemovedComponents`]), and those marked
+//!   [`ecs_core::Disabled`] since (an `Added<Disabled>` query): no sweep over
+//!   the tracked entities;
+//! - puts back the entities whose `Disabled` marker was removed (the removal
+//!   log of `Disabled`), at the position they have now, moved while disabled
+//!   or not;
+//! - keeps the entities whose position has no cell key (not finite, out of
+//!   range) in a list of their own, [`BroadPhase::invalid_entities`], each
+//!   found there in O(1);
+//! - only when the count of rows in its query disagrees with the count it
+//!   tracks (a caller of [`BroadPhase::update`] that does not pass the
+//!   entities that left or entered), it checks every entity once.
 //!
 //! Other systems read the grid through `Res<BroadPhase<C>>`, in parallel
 //! with each other.
@@ -59,7 +66,7 @@
 //! assert_eq!((stats.chunks_visited(), stats.rows_rekeyed), (0, 0));
 //! ```
 
-use ecs_core::{Changed, Component, Entity, Query, RemovedComponents, ResMut};
+use ecs_core::{Added, Changed, Component, Disabled, Entity, Query, RemovedComponents, ResMut, With};
 use glam::Vec3;
 
 use crate::cell::CellKey;
@@ -124,11 +131,17 @@ pub struct BroadPhaseStats {
     pub points_inserted: u64,
     /// Whether the grid was rebuilt from all positions.
     pub full_rebuild: bool,
-    /// Entities the removal log reported (despawned, or lost the component).
+    /// Entities reported as gone from the query: despawned, lost the
+    /// component, or disabled.
     pub removals_seen: u64,
-    /// Whether the run checked every tracked entity for membership (only
-    /// when entities left the query without losing the component, e.g.
-    /// were disabled).
+    /// Entities back in the query without a changed position (re-enabled),
+    /// put back in the grid or the invalid list.
+    pub entities_entered: u64,
+    /// Whether the run checked every entity for membership: only when the
+    /// count of rows disagreed with the count tracked, which
+    /// [`update_broad_phase`] never leaves to it (a caller of
+    /// [`BroadPhase::update`] that passes no `left` or `entered` entities
+    /// may).
     pub membership_sweep: bool,
     /// Entities with the component in the world after the run.
     pub entities: u64,
@@ -165,8 +178,9 @@ enum Known {
     /// In the grid, in this cell.
     InCell(CellKey),
     /// Has the component, but its position has no cell key (out of range or
-    /// not finite); not in the grid.
-    Invalid,
+    /// not finite); not in the grid. The entity's index in the invalid list,
+    /// so no run searches that list.
+    Invalid(u32),
 }
 
 /// An entity table entry. It counts only when `epoch` equals the table's
@@ -251,8 +265,12 @@ pub struct BroadPhase<C: SpatialPosition> {
     stats: BroadPhaseStats,
     // Scratch, reused across runs.
     changed: Vec<(Entity, C::Point)>,
-    /// Entities the removal log reported this run.
+    /// Entities the removal log reported this run, and those disabled.
     lost: Vec<Entity>,
+    /// Entities whose `Disabled` marker was removed this run.
+    entered: Vec<Entity>,
+    /// Rows of the query found untracked by a membership sweep.
+    missing: Vec<(Entity, C::Point)>,
     removed: Vec<u32>,
     inserted: Vec<(CellKey, Entity, C::Point)>,
     all_ids: Vec<Entity>,
@@ -289,6 +307,8 @@ impl<C: SpatialPosition> BroadPhase<C> {
             stats: BroadPhaseStats::default(),
             changed: Vec::new(),
             lost: Vec::new(),
+            entered: Vec::new(),
+            missing: Vec::new(),
             removed: Vec::new(),
             inserted: Vec::new(),
             all_ids: Vec::new(),
@@ -329,22 +349,34 @@ impl<C: SpatialPosition> BroadPhase<C> {
         &self.invalid
     }
 
-    /// Brings the grid up to date. `changed` must be the rows whose `C`
-    /// changed since the previous call, `present` all rows with `C`, and
-    /// `removed` the entities that were despawned or lost `C` since the
-    /// previous call (a [`RemovedComponents`] reader);
-    /// [`update_broad_phase`] passes its parameters here.
+    /// Brings the grid up to date. Since the previous call:
+    /// - `changed` must be the rows whose `C` changed, and `present` all
+    ///   rows with `C`;
+    /// - `left`, the entities that left `present`: despawned, lost `C` (a
+    ///   [`RemovedComponents`] reader), or were disabled;
+    /// - `entered`, the entities that may have come back into `present`
+    ///   without a change of `C`: those whose [`Disabled`] marker was
+    ///   removed. Entities listed that are not in `present`, or already
+    ///   tracked, are passed over.
+    ///
+    /// [`update_broad_phase`] passes its parameters here. A caller that
+    /// cannot name the entities that left or entered may pass fewer: when
+    /// the count of rows then disagrees with the count tracked, the run
+    /// checks every entity once (`membership_sweep` in [`BroadPhaseStats`]).
     pub fn update(
         &mut self,
         changed: &mut Query<'_, '_, (Entity, &C), Changed<C>>,
         present: &mut Query<'_, '_, (Entity, &C)>,
-        removed: impl IntoIterator<Item = Entity>,
+        left: impl IntoIterator<Item = Entity>,
+        entered: impl IntoIterator<Item = Entity>,
     ) {
         self.stats = BroadPhaseStats::default();
         let current = present.matched_entity_count();
         self.lost.clear();
-        self.lost.extend(removed);
+        self.lost.extend(left);
         self.stats.removals_seen = self.lost.len() as u64;
+        self.entered.clear();
+        self.entered.extend(entered);
 
         self.changed.clear();
         let list = &mut self.changed;
@@ -422,8 +454,8 @@ impl<C: SpatialPosition> BroadPhase<C> {
                 self.tracked.set(entity, Known::InCell(cell.key));
             }
         }
-        for &(entity, _) in &self.invalid {
-            self.tracked.set(entity, Known::Invalid);
+        for (i, &(entity, _)) in self.invalid.iter().enumerate() {
+            self.tracked.set(entity, Known::Invalid(i as u32));
         }
     }
 
@@ -443,38 +475,37 @@ impl<C: SpatialPosition> BroadPhase<C> {
         }
         for i in 0..self.changed.len() {
             let (entity, point) = self.changed[i];
+            self.rekey(entity, point);
+        }
+        // Entities back in the query without a changed position (their
+        // `Disabled` marker was removed): tracked again from where they are.
+        // Those that also moved came in with the changed rows above.
+        for i in 0..self.entered.len() {
+            let entity = self.entered[i];
             let slot = self.tracked.get(entity.index());
-            if slot.known != Known::No && slot.generation != entity.generation() {
-                // The index was reused: the entity tracked under it is dead.
-                let dead = Entity::from_parts(entity.index(), slot.generation);
-                self.forget(dead, slot.known);
+            if slot.generation == entity.generation() && slot.known != Known::No {
+                continue;
             }
-            let known = if slot.generation == entity.generation() { slot.known } else { Known::No };
-            match (self.grid.cell_key_of(point), known) {
-                (Ok(key), Known::InCell(old)) if key == old => {
-                    if let Some(s) = self.grid.find_slot(key, entity) {
-                        // The key was just checked: same cell.
-                        self.grid.set_position_unchecked(s, point);
-                        self.stats.moved_in_cell += 1;
-                    }
+            if let Ok((entity, c)) = present.get(entity) {
+                self.rekey(entity, c.grid_point());
+                self.stats.entities_entered += 1;
+            }
+        }
+        if self.tracked_count < current {
+            // Rows of the query that no list above named (a caller of
+            // `update` that does not pass the entities that entered it).
+            self.stats.membership_sweep = true;
+            let (tracked, missing) = (&self.tracked, &mut self.missing);
+            missing.clear();
+            present.for_each(|(entity, c)| {
+                let slot = tracked.get(entity.index());
+                if slot.generation != entity.generation() || slot.known == Known::No {
+                    missing.push((entity, c.grid_point()));
                 }
-                (Ok(key), known) => {
-                    self.leave(entity, known);
-                    self.inserted.push((key, entity, point));
-                    self.tracked.set(entity, Known::InCell(key));
-                    self.tracked_count += 1;
-                }
-                (Err(error), Known::Invalid) => {
-                    if let Some(e) = self.invalid.iter_mut().find(|(e, _)| *e == entity) {
-                        e.1 = error;
-                    }
-                }
-                (Err(error), known) => {
-                    self.leave(entity, known);
-                    self.invalid.push((entity, error));
-                    self.tracked.set(entity, Known::Invalid);
-                    self.tracked_count += 1;
-                }
+            });
+            for i in 0..self.missing.len() {
+                let (entity, point) = self.missing[i];
+                self.rekey(entity, point);
             }
         }
 
@@ -497,7 +528,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
             while i < self.invalid.len() {
                 let entity = self.invalid[i].0;
                 if present.get(entity).is_err() {
-                    self.invalid.swap_remove(i);
+                    self.drop_invalid(i);
                     self.tracked.clear(entity.index());
                     self.tracked_count -= 1;
                 } else {
@@ -513,6 +544,54 @@ impl<C: SpatialPosition> BroadPhase<C> {
         self.grid.apply_edits_unchecked(&mut self.removed, &mut self.inserted);
     }
 
+    /// Gives a row of the query (changed, or back in it) its cell again:
+    /// updated in place when it stayed in its cell, else listed for the
+    /// edit or the invalid list.
+    #[inline(always)]
+    fn rekey(&mut self, entity: Entity, point: C::Point) {
+        let slot = self.tracked.get(entity.index());
+        if slot.known != Known::No && slot.generation != entity.generation() {
+            // The index was reused: the entity tracked under it is dead.
+            let dead = Entity::from_parts(entity.index(), slot.generation);
+            self.forget(dead, slot.known);
+        }
+        let known = if slot.generation == entity.generation() { slot.known } else { Known::No };
+        match (self.grid.cell_key_of(point), known) {
+            (Ok(key), Known::InCell(old)) if key == old => {
+                if let Some(s) = self.grid.find_slot(key, entity) {
+                    // The key was just checked: same cell.
+                    self.grid.set_position_unchecked(s, point);
+                    self.stats.moved_in_cell += 1;
+                }
+            }
+            (Ok(key), known) => {
+                self.leave(entity, known);
+                self.inserted.push((key, entity, point));
+                self.tracked.set(entity, Known::InCell(key));
+                self.tracked_count += 1;
+            }
+            (Err(error), Known::Invalid(i)) => {
+                debug_assert_eq!(self.invalid[i as usize].0, entity);
+                self.invalid[i as usize].1 = error;
+            }
+            (Err(error), known) => {
+                self.leave(entity, known);
+                self.tracked.set(entity, Known::Invalid(self.invalid.len() as u32));
+                self.invalid.push((entity, error));
+                self.tracked_count += 1;
+            }
+        }
+    }
+
+    /// Takes entry `i` out of the invalid list; the entry moved into its
+    /// place keeps its index in the table.
+    fn drop_invalid(&mut self, i: usize) {
+        self.invalid.swap_remove(i);
+        if let Some(&(moved, _)) = self.invalid.get(i) {
+            self.tracked.set(moved, Known::Invalid(i as u32));
+        }
+    }
+
     /// Removes a dead entity from wherever it is tracked.
     fn forget(&mut self, dead: Entity, known: Known) {
         self.leave(dead, known);
@@ -521,6 +600,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
 
     /// Takes a live entity out of the grid or the invalid list (it is about
     /// to be tracked again under a new key).
+    #[inline]
     fn leave(&mut self, entity: Entity, known: Known) {
         match known {
             Known::No => return,
@@ -529,11 +609,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
                     self.removed.push(s as u32);
                 }
             }
-            Known::Invalid => {
-                if let Some(i) = self.invalid.iter().position(|(e, _)| *e == entity) {
-                    self.invalid.swap_remove(i);
-                }
-            }
+            Known::Invalid(i) => self.drop_invalid(i as usize),
         }
         self.tracked_count -= 1;
     }
@@ -556,9 +632,11 @@ pub fn update_broad_phase<C: SpatialPosition>(
     mut changed: Query<(Entity, &C), Changed<C>>,
     mut present: Query<(Entity, &C)>,
     mut removed: RemovedComponents<C>,
+    mut disabled: Query<Entity, (With<C>, Added<Disabled>)>,
+    mut enabled: RemovedComponents<Disabled>,
     mut broad_phase: ResMut<BroadPhase<C>>,
 ) {
-    broad_phase.update(&mut changed, &mut present, removed.iter());
+    broad_phase.update(&mut changed, &mut present, removed.iter().chain(disabled.iter()), enabled.iter());
 }
 
 #[cfg(test)]
@@ -570,20 +648,20 @@ mod tests {
         let a = Entity::from_parts(3, 7);
         let b = Entity::from_parts(9, 1);
         let mut table = EntityTable::new();
-        table.set(a, Known::Invalid);
-        assert_eq!(table.get(3).known, Known::Invalid);
+        table.set(a, Known::Invalid(0));
+        assert_eq!(table.get(3).known, Known::Invalid(0));
         assert_eq!(table.get(3).generation, 7);
         assert_eq!(table.get(9).known, Known::No, "never written");
         table.clear_all();
         assert_eq!(table.get(3).known, Known::No, "written in the previous epoch");
-        table.set(b, Known::Invalid);
+        table.set(b, Known::Invalid(0));
         table.clear(9);
         assert_eq!(table.get(9).known, Known::No);
 
         // An entry written in epoch 1 must not come back when the counter
         // wraps around to 1.
         table.epoch = 1;
-        table.set(a, Known::Invalid);
+        table.set(a, Known::Invalid(0));
         table.epoch = u32::MAX;
         table.clear_all();
         assert_eq!(table.epoch, 1);

@@ -3,6 +3,7 @@
 //! the skip counters of frames where nothing or little moved.
 #![cfg(feature = "ecs")]
 
+use ecs_core::Disabled;
 use ecs_core::prelude::*;
 use ecs_spatial::{BroadPhase, Position, update_broad_phase};
 use glam::Vec3;
@@ -37,10 +38,19 @@ fn check_against_brute_force(world: &mut World, rng: &mut Rng) {
     let mut valid: Vec<Entity> =
         all.iter(world).filter(|(_, p)| p.0.is_finite() && p.0.abs().max_element() < 1.0e6).map(|(e, _)| e).collect();
     valid.sort();
+    let mut invalid: Vec<Entity> = all
+        .iter(world)
+        .filter(|(_, p)| !(p.0.is_finite() && p.0.abs().max_element() < 1.0e6))
+        .map(|(e, _)| e)
+        .collect();
+    invalid.sort();
     let bp = world.resource::<BroadPhase<Position>>().unwrap();
     let mut ids = bp.grid().ids().to_vec();
     ids.sort();
     assert_eq!(ids, valid, "the grid holds exactly the entities with a valid position");
+    let mut listed: Vec<Entity> = bp.invalid_entities().iter().map(|&(e, _)| e).collect();
+    listed.sort();
+    assert_eq!(listed, invalid, "the invalid list holds exactly the others");
     // Every stored position is the entity's current one.
     for (&e, &p) in bp.grid().ids().iter().zip(bp.grid().positions()) {
         assert_eq!(world.get::<Position>(e).unwrap().0, p);
@@ -84,6 +94,7 @@ fn random_frames_match_brute_force() {
         schedule.run(&mut world).unwrap();
         check_against_brute_force(&mut world, &mut rng);
         let mut removed_position: Vec<Entity> = Vec::new();
+        let mut disabled: Vec<Entity> = Vec::new();
         for frame in 0..60 {
             // A share of movers that changes per frame: few, some, nearly
             // all, every one (a rebuild from the changed rows alone).
@@ -127,6 +138,21 @@ fn random_frames_match_brute_force() {
                 if !world.has::<Tag>(e).unwrap() {
                     world.insert_one(e, Tag).unwrap();
                 }
+            }
+            if rng.below(4) == 0 && !live.is_empty() {
+                // Disabled: out of the query, position kept; enabled again
+                // later, moved or not while disabled.
+                let e = live.swap_remove(rng.below(live.len() as u64) as usize);
+                world.insert_one(e, Disabled).unwrap();
+                disabled.push(e);
+            }
+            if rng.below(3) == 0 && !disabled.is_empty() {
+                let e = disabled.swap_remove(rng.below(disabled.len() as u64) as usize);
+                if rng.below(2) == 0 {
+                    world.get_mut::<Position>(e).unwrap().0 = rng.point();
+                }
+                world.remove_one::<Disabled>(e).unwrap();
+                live.push(e);
             }
             if rng.below(5) == 0 && !live.is_empty() {
                 // An invalid position leaves the grid; a later valid one re-enters it.
@@ -216,10 +242,115 @@ fn despawns_and_lost_positions_come_from_the_removal_log_not_a_sweep() {
     assert!(live.iter().step_by(50).all(|e| !grid.grid().ids().contains(e)));
 
     // Disabling hides an entity from the system's query without removing
-    // its position: that, and only that, takes the membership sweep.
-    world.insert_one(live[1], ecs_core::Disabled).unwrap();
+    // its position: the system reads it from `Added<Disabled>`, no sweep.
+    world.insert_one(live[1], Disabled).unwrap();
     schedule.run(&mut world).unwrap();
     let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
-    assert!(stats.membership_sweep && stats.points_removed == 1, "{stats:?}");
+    assert!(!stats.membership_sweep && stats.points_removed == 1, "{stats:?}");
     assert!(!world.resource::<BroadPhase<Position>>().unwrap().grid().ids().contains(&live[1]));
+}
+
+fn in_grid(world: &World, e: Entity) -> bool {
+    world.resource::<BroadPhase<Position>>().unwrap().grid().ids().contains(&e)
+}
+
+#[test]
+fn an_entity_enabled_again_comes_back_where_it_is() {
+    let (mut world, mut schedule, _rng, live) = setup(12, 3000);
+    schedule.run(&mut world).unwrap();
+    world.insert_one(live[1], Disabled).unwrap();
+    world.insert_one(live[2], Disabled).unwrap();
+    world.get_mut::<Position>(live[3]).unwrap().0 = Vec3::new(f32::NAN, 0.0, 0.0);
+    schedule.run(&mut world).unwrap();
+    assert!(!in_grid(&world, live[1]) && !in_grid(&world, live[2]));
+
+    // One enabled again as it was, one moved while disabled, in the frame
+    // where another is disabled: the counts balance, the lists do not.
+    world.remove_one::<Disabled>(live[1]).unwrap();
+    world.get_mut::<Position>(live[2]).unwrap().0 = Vec3::new(7.0, 7.0, 7.0);
+    world.remove_one::<Disabled>(live[2]).unwrap();
+    world.insert_one(live[4], Disabled).unwrap();
+    world.insert_one(live[3], Disabled).unwrap();
+    schedule.run(&mut world).unwrap();
+    let bp = world.resource::<BroadPhase<Position>>().unwrap();
+    let stats = bp.stats();
+    assert_eq!(stats.entities_entered, 1, "the moved one came in as a changed row: {stats:?}");
+    assert!(!stats.membership_sweep, "{stats:?}");
+    assert!(bp.invalid_entities().is_empty(), "a disabled entity leaves the invalid list too");
+    assert!(in_grid(&world, live[1]) && in_grid(&world, live[2]) && !in_grid(&world, live[4]));
+    let slot = bp.grid().ids().iter().position(|&e| e == live[2]).unwrap();
+    assert_eq!(bp.grid().positions()[slot], Vec3::new(7.0, 7.0, 7.0));
+
+    // Enabled again with an invalid position: back in the invalid list.
+    world.remove_one::<Disabled>(live[3]).unwrap();
+    schedule.run(&mut world).unwrap();
+    let bp = world.resource::<BroadPhase<Position>>().unwrap();
+    assert_eq!(bp.invalid_entities().iter().map(|&(e, _)| e).collect::<Vec<_>>(), vec![live[3]]);
+    assert_eq!(bp.stats().entities_entered, 1);
+    assert_eq!(bp.grid().len(), 3000 - 2);
+}
+
+/// The broad phase run by a caller that passes neither the entities that
+/// left the query nor those that entered it.
+fn update_without_lists(
+    mut changed: Query<(Entity, &Position), Changed<Position>>,
+    mut present: Query<(Entity, &Position)>,
+    mut bp: ResMut<BroadPhase<Position>>,
+) {
+    bp.update(&mut changed, &mut present, std::iter::empty(), std::iter::empty());
+}
+
+#[test]
+fn a_caller_without_the_lists_is_kept_right_by_the_membership_sweep() {
+    let (mut world, _, _rng, live) = setup(13, 2000);
+    let mut schedule = Schedule::new();
+    schedule.add_systems(update_without_lists);
+    schedule.run(&mut world).unwrap();
+    world.insert_one(live[5], Disabled).unwrap();
+    world.despawn(live[6]).unwrap();
+    schedule.run(&mut world).unwrap();
+    let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
+    assert!(stats.membership_sweep && stats.points_removed == 2, "{stats:?}");
+    assert!(!in_grid(&world, live[5]) && !in_grid(&world, live[6]));
+
+    world.remove_one::<Disabled>(live[5]).unwrap();
+    schedule.run(&mut world).unwrap();
+    let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
+    assert!(stats.membership_sweep && stats.points_inserted == 1, "{stats:?}");
+    assert!(in_grid(&world, live[5]));
+    assert_eq!(world.resource::<BroadPhase<Position>>().unwrap().grid().len(), 1999);
+}
+
+#[test]
+fn many_invalid_positions_changing_every_frame_stay_listed_exactly() {
+    // A tenth of the entities at positions without a key, each rewritten
+    // every frame (an incremental run), some made valid and some invalid.
+    let (mut world, mut schedule, mut rng, live) = setup(14, 4000);
+    schedule.run(&mut world).unwrap();
+    let bad = |rng: &mut Rng| {
+        if rng.below(2) == 0 { Vec3::new(f32::NAN, 1.0, 0.0) } else { Vec3::new(0.0, f32::INFINITY, 0.0) }
+    };
+    for &e in live.iter().step_by(10) {
+        world.get_mut::<Position>(e).unwrap().0 = bad(&mut rng);
+    }
+    schedule.run(&mut world).unwrap();
+    for frame in 0..8 {
+        for (i, &e) in live.iter().step_by(10).enumerate() {
+            let p = if (i + frame) % 7 == 0 { rng.point() } else { bad(&mut rng) };
+            world.get_mut::<Position>(e).unwrap().0 = p;
+        }
+        for &e in live.iter().skip(3).step_by(97) {
+            world.get_mut::<Position>(e).unwrap().0 = bad(&mut rng);
+        }
+        schedule.run(&mut world).unwrap();
+        let bp = world.resource::<BroadPhase<Position>>().unwrap();
+        assert!(!bp.stats().full_rebuild, "{:?}", bp.stats());
+        let mut listed: Vec<Entity> = bp.invalid_entities().iter().map(|&(e, _)| e).collect();
+        listed.sort();
+        let mut want: Vec<Entity> =
+            live.iter().copied().filter(|&e| !world.get::<Position>(e).unwrap().0.is_finite()).collect();
+        want.sort();
+        assert_eq!(listed, want, "frame {frame}");
+        assert_eq!(bp.grid().len() + listed.len(), live.len());
+    }
 }
