@@ -115,8 +115,8 @@ pub use lifecycle::{
     OnReplace, RemovedComponents, RemovedReader,
 };
 pub use query::{
-    Access, Added, Changed, ChunkStats, ChunkView, ConflictKind, Disabled, EntityGroups, GroupRows, Mut, Or, QueryData,
-    QueryError, QueryFilter, QueryIter, QueryState, ReadOnlyQueryData, With, Without,
+    Access, Added, Allow, Changed, ChunkStats, ChunkView, ConflictKind, Disabled, EntityGroups, GroupRows, Mut, Or,
+    QueryData, QueryError, QueryFilter, QueryIter, QueryState, ReadOnlyQueryData, With, Without,
 };
 pub use query::{DetectChanges, DetectChangesMut, Has, Ref};
 pub use schedule::SkippedSystem;

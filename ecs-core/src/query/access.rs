@@ -15,6 +15,9 @@ pub struct Access {
     writes: Ids,
     with: Ids,
     without: Ids,
+    /// Named by an [`Allow`](crate::query::Allow) filter: no constraint,
+    /// so never part of a disjointness proof.
+    allowed: Ids,
 }
 
 /// How two accesses collide.
@@ -85,10 +88,22 @@ impl Access {
         }
     }
 
+    /// Records that the query names `id` without narrowing what it matches
+    /// (an [`Allow`](crate::query::Allow) filter).
+    pub fn add_allowed(&mut self, id: ComponentId) {
+        if !self.allowed.contains(&id) {
+            self.allowed.push(id);
+        }
+    }
+
     /// Whether the query names `id` anywhere: read, written, or in a
-    /// `With`/`Without` filter.
+    /// `With`, `Without` or `Allow` filter.
     pub fn mentions(&self, id: ComponentId) -> bool {
-        self.reads.contains(&id) || self.writes.contains(&id) || self.with.contains(&id) || self.without.contains(&id)
+        self.reads.contains(&id)
+            || self.writes.contains(&id)
+            || self.with.contains(&id)
+            || self.without.contains(&id)
+            || self.allowed.contains(&id)
     }
 
     /// Components read.
@@ -178,5 +193,21 @@ mod tests {
         assert_eq!(x.conflict_with(&y), Some((a, ConflictKind::WriteWrite)));
         y.add_without(b);
         assert_eq!(x.conflict_with(&y), None);
+    }
+
+    #[test]
+    fn allow_names_a_component_without_making_anything_disjoint() {
+        let mut c = Components::default();
+        let (a, b) = (c.register::<A>(), c.register::<B>());
+        let mut x = Access::default();
+        x.add_write(a).unwrap();
+        x.add_allowed(b);
+        assert!(x.mentions(b));
+        let mut y = Access::default();
+        y.add_write(a).unwrap();
+        y.add_without(b);
+        // `x` matches entities without `b` too: the two still collide.
+        assert_eq!(x.conflict_with(&y), Some((a, ConflictKind::WriteWrite)));
+        assert_eq!(y.conflict_with(&x), Some((a, ConflictKind::WriteWrite)));
     }
 }

@@ -90,6 +90,22 @@ pub struct Changed<T>(PhantomData<fn() -> T>);
 pub struct Added<T>(PhantomData<fn() -> T>);
 /// Matches rows that pass any of the filters in the tuple `F`.
 pub struct Or<F>(PhantomData<fn() -> F>);
+/// Matches every entity and names `T`, so a query with it also matches the
+/// entities that queries skip unless they name `T`: `Allow<Disabled>` makes
+/// a query see enabled and [`Disabled`] entities alike (without it a query
+/// skips disabled ones; with `With<Disabled>` it sees only those).
+///
+/// ```
+/// use ecs_core::{Allow, Component, Disabled, World};
+/// #[derive(Component)]
+/// struct Part;
+/// let mut world = World::new();
+/// world.spawn((Part,));
+/// world.spawn((Part, Disabled));
+/// assert_eq!(world.query::<&Part>().iter(&world).count(), 1);
+/// assert_eq!(world.query_filtered::<&Part, Allow<Disabled>>().iter(&world).count(), 2);
+/// ```
+pub struct Allow<T>(PhantomData<fn() -> T>);
 
 // SAFETY: reads nothing; `cache` looks nothing up.
 unsafe impl<T: Component> QueryFilter for With<T> {
@@ -107,6 +123,44 @@ unsafe impl<T: Component> QueryFilter for With<T> {
     }
     fn matches(state: ComponentId, archetype: &Archetype) -> bool {
         archetype.contains(state)
+    }
+    fn cache(_: ComponentId, _: &Archetype) {}
+    #[inline]
+    fn chunk_may_pass(_: (), _: &Archetype, _: usize, _: TickWindow) -> bool {
+        true
+    }
+    #[inline]
+    fn next_passing_chunk(_: (), _: &Archetype, from: usize, _: usize, _: TickWindow) -> usize {
+        from
+    }
+    #[inline]
+    fn fetch<'w>(_: (), _: &'w Archetype, _: usize, _: TickWindow) -> Self::Fetch<'w> {}
+    #[inline]
+    fn all_rows_pass(_: &()) -> bool {
+        true
+    }
+    #[inline]
+    unsafe fn row_passes(_: &(), _: usize) -> bool {
+        true
+    }
+}
+
+// SAFETY: reads nothing; `cache` looks nothing up.
+unsafe impl<T: Component> QueryFilter for Allow<T> {
+    type State = ComponentId;
+    type Cache = ();
+    type Fetch<'w> = ();
+    const ARCHETYPAL: bool = true;
+
+    fn init_state(components: &mut Components) -> ComponentId {
+        components.register::<T>()
+    }
+    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
+        access.add_allowed(state);
+        Ok(())
+    }
+    fn matches(_: ComponentId, _: &Archetype) -> bool {
+        true
     }
     fn cache(_: ComponentId, _: &Archetype) {}
     #[inline]

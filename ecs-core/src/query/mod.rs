@@ -22,7 +22,7 @@ pub use change::Mut;
 pub use change::{DetectChanges, DetectChangesMut, Ref};
 pub use fetch::Has;
 pub use fetch::{QueryData, ReadOnlyQueryData};
-pub use filter::{Added, Changed, Disabled, Or, QueryFilter, With, Without};
+pub use filter::{Added, Allow, Changed, Disabled, Or, QueryFilter, With, Without};
 pub use groups::{EntityGroups, GroupRows};
 pub use iter::QueryIter;
 pub use state::{ChunkStats, QueryError, QueryState};
