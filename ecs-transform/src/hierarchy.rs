@@ -44,7 +44,7 @@
 //! its `LocalTransform` marked changed, so the next propagation recomputes
 //! the entity and, through it, its subtree.
 
-use ecs_core::{Commands, DeferredWorld, Entity, FromWorld, StoreError, World};
+use ecs_core::{Allow, Commands, DeferredWorld, Disabled, Entity, FromWorld, StoreError, World};
 use smallvec::smallvec;
 
 use crate::components::{ChildOf, Children, LocalTransform};
@@ -211,9 +211,10 @@ pub fn init_hierarchy(world: &mut World) {
     world.register_component_hooks::<ChildOf>().on_insert(child_linked).on_replace(child_unlinked);
     world.register_component_hooks::<Children>().on_remove(parent_removed);
     // Repair: every live link, in entity order, becomes a list entry.
-    let mut links = world.query::<(Entity, &ChildOf)>();
+    // Disabled entities are part of the hierarchy like the others.
+    let mut links = world.query_filtered::<(Entity, &ChildOf), Allow<Disabled>>();
     let pairs: Vec<(Entity, Entity)> = links.iter(world).map(|(e, c)| (e, c.0)).collect();
-    let mut lists = world.query::<&mut Children>();
+    let mut lists = world.query_filtered::<&mut Children, Allow<Disabled>>();
     lists.for_each_mut(world, |mut children| children.0.clear());
     for (child, parent) in pairs {
         link(world, child, parent);
@@ -283,7 +284,7 @@ fn push_error(world: &mut World, error: HierarchyError) {
 
 /// Removes the `Children` components that lost their last child.
 fn drop_empty_lists(world: &mut World) {
-    let mut lists = world.query::<(Entity, &Children)>();
+    let mut lists = world.query_filtered::<(Entity, &Children), Allow<Disabled>>();
     let empty: Vec<Entity> = lists.iter(world).filter(|(_, c)| c.0.is_empty()).map(|(e, _)| e).collect();
     for e in empty {
         let _ = world.remove_one::<Children>(e);

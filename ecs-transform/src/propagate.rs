@@ -95,6 +95,13 @@
 //!   is written (or its last member gets its transforms), and not again
 //!   while it holds an entity reported on a loop before.
 //!
+//! An entity marked [`Disabled`] stays in the hierarchy: every query of the
+//! system names it with [`Allow<Disabled>`], so a disabled entity's global,
+//! and those below it, follow their parents as if it were enabled, and
+//! enabling it again finds them right (as Unity keeps the transforms of
+//! inactive objects). Disabling or enabling changes no link, so it costs
+//! the plan nothing.
+//!
 //! No step recurses: a chain 10 000 deep is a loop over a list.
 
 use std::collections::{HashMap, HashSet};
@@ -102,8 +109,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ecs_core::{
-    Added, Changed, Commands, Entity, EntityGroups, Local, Mut, Or, Query, RemovedComponents, Schedule, StoreError,
-    SystemParam, With, Without, World,
+    Added, Allow, Changed, Commands, Disabled, Entity, EntityGroups, Local, Mut, Or, Query, RemovedComponents,
+    Schedule, StoreError, SystemParam, With, Without, World,
 };
 use glam::Affine3A;
 
@@ -116,7 +123,7 @@ pub type RootQuery<'w, 's> = Query<
     'w,
     's,
     (Entity, &'static LocalTransform, &'static mut GlobalTransform, &'static Children),
-    (Without<ChildOf>, With<Children>, Or<(Changed<LocalTransform>, Added<GlobalTransform>)>),
+    (Without<ChildOf>, With<Children>, Or<(Changed<LocalTransform>, Added<GlobalTransform>)>, Allow<Disabled>),
 >;
 
 /// The roots without children whose global may need recomputing (the
@@ -125,7 +132,7 @@ pub type LeafRootQuery<'w, 's> = Query<
     'w,
     's,
     (&'static LocalTransform, &'static mut GlobalTransform),
-    (Without<ChildOf>, Without<Children>, Or<(Changed<LocalTransform>, Added<GlobalTransform>)>),
+    (Without<ChildOf>, Without<Children>, Or<(Changed<LocalTransform>, Added<GlobalTransform>)>, Allow<Disabled>),
 >;
 
 /// The children with transforms. Iterated, it yields those whose own local
@@ -138,38 +145,51 @@ pub type ChildQuery<'w, 's> = Query<
     'w,
     's,
     (&'static LocalTransform, &'static mut GlobalTransform, Option<&'static Children>, &'static ChildOf),
-    (With<ChildOf>, Or<(Changed<LocalTransform>, Changed<ChildOf>, Added<GlobalTransform>)>),
+    (With<ChildOf>, Or<(Changed<LocalTransform>, Changed<ChildOf>, Added<GlobalTransform>)>, Allow<Disabled>),
 >;
 
 /// The same children's locals and children lists, read by entity.
-pub type ChildDataQuery<'w, 's> =
-    Query<'w, 's, (&'static LocalTransform, Option<&'static Children>), (With<ChildOf>, With<GlobalTransform>)>;
+pub type ChildDataQuery<'w, 's> = Query<
+    'w,
+    's,
+    (&'static LocalTransform, Option<&'static Children>),
+    (With<ChildOf>, With<GlobalTransform>, Allow<Disabled>),
+>;
 
 /// Parent links, read to find depths, parents and broken links.
-pub type ParentQuery<'w, 's> = Query<'w, 's, (Entity, &'static ChildOf)>;
+pub type ParentQuery<'w, 's> = Query<'w, 's, (Entity, &'static ChildOf), Allow<Disabled>>;
 
 /// The children with transforms, reached by entity while the plan's trees
 /// are collected: each one's link and children list in one lookup.
-pub type NodeQuery<'w, 's> =
-    Query<'w, 's, (&'static ChildOf, Option<&'static Children>), (With<LocalTransform>, With<GlobalTransform>)>;
+pub type NodeQuery<'w, 's> = Query<
+    'w,
+    's,
+    (&'static ChildOf, Option<&'static Children>),
+    (With<LocalTransform>, With<GlobalTransform>, Allow<Disabled>),
+>;
 
 /// The roots that have children: the trees of the plan.
-pub type TreeRootQuery<'w, 's> =
-    Query<'w, 's, (Entity, &'static Children), (Without<ChildOf>, With<LocalTransform>, With<GlobalTransform>)>;
+pub type TreeRootQuery<'w, 's> = Query<
+    'w,
+    's,
+    (Entity, &'static Children),
+    (Without<ChildOf>, With<LocalTransform>, With<GlobalTransform>, Allow<Disabled>),
+>;
 
 /// Every entity, reached only by entity: tells a dead parent from one
 /// without transforms.
-pub type AliveQuery<'w, 's> = Query<'w, 's, Entity>;
+pub type AliveQuery<'w, 's> = Query<'w, 's, Entity, Allow<Disabled>>;
 
 /// The entities whose `Children` list changed (or was added) since the
 /// last run: read only in a frame with structural change, to find the
 /// trees it touched.
-pub type ListQuery<'w, 's> = Query<'w, 's, Entity, Changed<Children>>;
+pub type ListQuery<'w, 's> = Query<'w, 's, Entity, (Changed<Children>, Allow<Disabled>)>;
 
 /// The children with transforms whose link changed since the last run:
 /// read only in a frame with structural change, to find the trees they
 /// left and joined.
-pub type RelinkedQuery<'w, 's> = Query<'w, 's, Entity, (With<LocalTransform>, With<GlobalTransform>, Changed<ChildOf>)>;
+pub type RelinkedQuery<'w, 's> =
+    Query<'w, 's, Entity, (With<LocalTransform>, With<GlobalTransform>, Changed<ChildOf>, Allow<Disabled>)>;
 
 /// The queries of [`propagate_transforms`], one system parameter passed
 /// around together (see the module docs for what each is for).
@@ -1796,6 +1816,10 @@ mod tests {
         RemoveChildren {
             node: usize,
         },
+        /// Disables the entity, or enables it again.
+        Toggle {
+            node: usize,
+        },
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -1810,6 +1834,7 @@ mod tests {
             1 => any::<usize>().prop_map(|node| Op::RemoveLocal { node }),
             2 => any::<usize>().prop_map(|node| Op::AddTransforms { node }),
             1 => any::<usize>().prop_map(|node| Op::RemoveChildren { node }),
+            2 => any::<usize>().prop_map(|node| Op::Toggle { node }),
         ]
     }
 
@@ -1889,6 +1914,15 @@ mod tests {
                     let _ = world.remove_one::<Children>(e);
                 }
             }
+            Op::Toggle { node } => {
+                if let Some(e) = pick(alive, node) {
+                    if world.has::<Disabled>(e).unwrap_or(true) {
+                        let _ = world.remove_one::<Disabled>(e);
+                    } else {
+                        let _ = world.insert_one(e, Disabled);
+                    }
+                }
+            }
         }
     }
 
@@ -1898,8 +1932,12 @@ mod tests {
     /// kind is compared).
     type Snapshot = (Vec<(Entity, Option<[u32; 12]>)>, Vec<Entity>, Vec<Option<HierarchyError>>);
 
-    fn snapshot(world: &mut World, changed: &mut QueryState<Entity, Changed<GlobalTransform>>) -> Snapshot {
-        let mut all = world.query::<Entity>();
+    /// The entities whose global was written since the last look, disabled
+    /// ones too.
+    type Written = QueryState<Entity, (Changed<GlobalTransform>, Allow<Disabled>)>;
+
+    fn snapshot(world: &mut World, changed: &mut Written) -> Snapshot {
+        let mut all = world.query_filtered::<Entity, Allow<Disabled>>();
         let entities: Vec<Entity> = all.iter(world).collect();
         let mut globals: Vec<(Entity, Option<[u32; 12]>)> = entities
             .iter()
@@ -1920,8 +1958,7 @@ mod tests {
         schedules[0].add_systems(propagate_transforms);
         schedules[1].add_systems(propagate_without_updates);
         schedules[2].add_systems(propagate_in_small_packs);
-        let mut changed: Vec<QueryState<Entity, Changed<GlobalTransform>>> =
-            worlds.iter_mut().map(|w| w.query_filtered()).collect();
+        let mut changed: Vec<Written> = worlds.iter_mut().map(|w| w.query_filtered()).collect();
         let mut alive = [Vec::new(), Vec::new(), Vec::new()];
         for (w, world) in worlds.iter_mut().enumerate() {
             // Small trees: node i hangs under node parent (a root when the

@@ -2,7 +2,7 @@
 //! despawning, checked through values, `Changed<GlobalTransform>` and the
 //! system's chunk counts.
 
-use ecs_core::{Changed, ChunkStats, Entity, QueryState, Schedule, World};
+use ecs_core::{Changed, ChunkStats, Disabled, Entity, QueryState, Schedule, World};
 use ecs_transform::HierarchyError;
 use ecs_transform::prelude::*;
 use glam::{Quat, Vec3};
@@ -859,4 +859,77 @@ fn a_link_overwritten_by_hand_into_a_loop_stops_propagation_on_every_path() {
         assert_eq!(translation(&world, c), Vec3::new(1.0, 2.0, 3.0), "frame {frame}");
     }
     assert!(matches!(recorded_errors(&world)[..], [HierarchyError::CycleFound { .. }]));
+}
+
+/// A disabled entity is still part of the hierarchy: its global, and those
+/// below it, follow their parents, so enabling it again finds them right.
+#[test]
+fn disabled_entities_and_their_subtrees_follow_their_parents() {
+    let mut world = World::new();
+    let mut schedule = schedule();
+    let p = spawn_at(&mut world, (1.0, 0.0, 0.0), None);
+    let c = spawn_at(&mut world, (0.0, 1.0, 0.0), Some(p));
+    let g = spawn_at(&mut world, (0.0, 0.0, 1.0), Some(c));
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, g), Vec3::new(1.0, 1.0, 1.0));
+
+    world.insert_one(c, Disabled).unwrap();
+    local_mut(&mut world, p).translation = Vec3::new(5.0, 0.0, 0.0);
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, c), Vec3::new(5.0, 1.0, 0.0));
+    assert_eq!(translation(&world, g), Vec3::new(5.0, 1.0, 1.0));
+    world.remove_one::<Disabled>(c).unwrap();
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, g), Vec3::new(5.0, 1.0, 1.0));
+
+    // A disabled root that moves moves its subtree.
+    world.insert_one(p, Disabled).unwrap();
+    local_mut(&mut world, p).translation = Vec3::new(9.0, 0.0, 0.0);
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, p), Vec3::new(9.0, 0.0, 0.0));
+    assert_eq!(translation(&world, g), Vec3::new(9.0, 1.0, 1.0));
+    assert!(recorded_errors(&world).is_empty());
+}
+
+/// A child that moves below a disabled entity is computed through it, and
+/// the disabled parent is not taken for a dead one.
+#[test]
+fn a_child_moved_below_a_disabled_entity_is_computed_through_it() {
+    let mut world = World::new();
+    let mut schedule = schedule();
+    let p = spawn_at(&mut world, (1.0, 0.0, 0.0), None);
+    let c = spawn_at(&mut world, (0.0, 1.0, 0.0), Some(p));
+    let g = spawn_at(&mut world, (0.0, 0.0, 1.0), Some(c));
+    schedule.run(&mut world).unwrap();
+    world.insert_one(c, Disabled).unwrap();
+    schedule.run(&mut world).unwrap();
+    local_mut(&mut world, g).translation = Vec3::new(0.0, 0.0, 2.0);
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, g), Vec3::new(1.0, 1.0, 2.0));
+    assert!(recorded_errors(&world).is_empty(), "{:?}", recorded_errors(&world));
+    // Re-parented under a disabled entity: the same.
+    let other = spawn_at(&mut world, (0.0, 7.0, 0.0), None);
+    world.insert_one(other, Disabled).unwrap();
+    world.set_parent(g, other).unwrap();
+    schedule.run(&mut world).unwrap();
+    assert_eq!(translation(&world, g), Vec3::new(0.0, 7.0, 2.0));
+    assert!(recorded_errors(&world).is_empty(), "{:?}", recorded_errors(&world));
+}
+
+/// The repair of lists when the hooks are installed counts disabled
+/// children and parents like the others.
+#[test]
+fn lists_repaired_on_the_first_run_keep_disabled_children() {
+    let mut world = World::new();
+    let root = world.spawn(transform_bundle(LocalTransform::from_xyz(5.0, 0.0, 0.0)));
+    let asleep =
+        world.spawn((LocalTransform::from_xyz(0.0, 1.0, 0.0), GlobalTransform::IDENTITY, ChildOf(root), Disabled));
+    let awake = world.spawn((LocalTransform::from_xyz(0.0, 2.0, 0.0), GlobalTransform::IDENTITY, ChildOf(asleep)));
+    let mut schedule = schedule();
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.children_of(root), &[asleep]);
+    assert_eq!(world.children_of(asleep), &[awake]);
+    assert_eq!(translation(&world, awake), Vec3::new(5.0, 3.0, 0.0));
+    world.despawn_with(root, DespawnMode::Subtree).unwrap();
+    assert!(!world.contains(asleep) && !world.contains(awake));
 }

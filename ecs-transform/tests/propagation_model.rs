@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use ecs_core::{Changed, Entity, QueryState, Schedule, World};
+use ecs_core::{Allow, Changed, Disabled, Entity, QueryState, Schedule, World};
 use ecs_transform::HierarchyError;
 use ecs_transform::prelude::*;
 use glam::{Affine3A, Quat, Vec3};
@@ -19,11 +19,30 @@ use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Spawn { local: LocalTransform, parent: Option<usize> },
-    Move { node: usize, local: LocalTransform },
-    SetParent { child: usize, parent: usize },
-    RemoveParent { node: usize },
-    Despawn { node: usize, subtree: bool },
+    Spawn {
+        local: LocalTransform,
+        parent: Option<usize>,
+    },
+    Move {
+        node: usize,
+        local: LocalTransform,
+    },
+    SetParent {
+        child: usize,
+        parent: usize,
+    },
+    RemoveParent {
+        node: usize,
+    },
+    Despawn {
+        node: usize,
+        subtree: bool,
+    },
+    /// Disables the entity, or enables it again: propagation keeps a
+    /// disabled entity's global, and those below it, like any other.
+    Toggle {
+        node: usize,
+    },
 }
 
 fn local() -> impl Strategy<Value = LocalTransform> {
@@ -41,6 +60,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (any::<usize>(), any::<usize>()).prop_map(|(child, parent)| Op::SetParent { child, parent }),
         1 => any::<usize>().prop_map(|node| Op::RemoveParent { node }),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(node, subtree)| Op::Despawn { node, subtree }),
+        2 => any::<usize>().prop_map(|node| Op::Toggle { node }),
     ]
 }
 
@@ -146,6 +166,15 @@ fn apply(world: &mut World, model: &mut Model, op: &Op, spawned: &mut HashSet<En
                 model.unlink(e);
             }
         }
+        Op::Toggle { node } => {
+            if let Some(e) = model.pick(node) {
+                if world.has::<Disabled>(e).unwrap() {
+                    world.remove_one::<Disabled>(e).unwrap();
+                } else {
+                    world.insert_one(e, Disabled).unwrap();
+                }
+            }
+        }
         Op::Despawn { node, subtree } => {
             if let Some(e) = model.pick(node) {
                 let mode = if subtree { DespawnMode::Subtree } else { DespawnMode::DetachChildren };
@@ -195,16 +224,17 @@ fn run(initial: Vec<(LocalTransform, Option<usize>)>, frames: Vec<(bool, Vec<Op>
     }
     let mut schedule = Schedule::new();
     add_transform_systems(&mut schedule);
-    let mut changed: QueryState<Entity, Changed<GlobalTransform>> = world.query_filtered();
+    let mut changed: QueryState<Entity, (Changed<GlobalTransform>, Allow<Disabled>)> = world.query_filtered();
     schedule.run(&mut world).unwrap();
     check(&world, &model);
     changed.iter(&world).count();
     spawned.clear();
     for (moves_only, mut ops) in frames {
         // Frames without structural edits take the cached plan; the others
-        // the general walk.
+        // the general walk. Disabling moves an entity to another archetype
+        // but changes no link: such frames keep the plan too.
         if moves_only {
-            ops.retain(|op| matches!(op, Op::Move { .. }));
+            ops.retain(|op| matches!(op, Op::Move { .. } | Op::Toggle { .. }));
         }
         let before: HashMap<Entity, Affine3A> =
             model.alive.iter().map(|&e| (e, world.get::<GlobalTransform>(e).unwrap().0)).collect();
