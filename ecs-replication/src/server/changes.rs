@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use ecs_core::{Added, Entity, QueryState, With, World};
+use ecs_core::{Added, Disabled, Entity, QueryState, RemovedReader, With, World};
 use glam::Vec3;
 
 use crate::codec::{NetId, Value};
@@ -53,6 +53,14 @@ pub(super) struct ChangeScan {
     columns: Vec<Box<dyn Column>>,
     added: QueryState<Entity, Added<Replicated>>,
     all: QueryState<Entity, With<Replicated>>,
+    /// Entities whose `Disabled` marker was removed: a disabled entity is
+    /// not replicated (its clients despawn it), so one enabled again is new
+    /// to them, and `Added<Replicated>` does not say so.
+    enabled: RemovedReader<Disabled>,
+    /// Entities despawned or that lost `Replicated`.
+    lost: RemovedReader<Replicated>,
+    /// Replicated entities disabled since the last scan.
+    disabled: QueryState<Entity, (With<Replicated>, Added<Disabled>)>,
     next_net_id: u64,
     pub(super) by_entity: IdMap<Entity, NetId>,
     pub(super) records: IdMap<NetId, Record>,
@@ -80,6 +88,9 @@ impl ChangeScan {
             columns: registry.columns(world),
             added: QueryState::new(world),
             all: QueryState::new(world),
+            enabled: world.removed_reader::<Disabled>(),
+            lost: world.removed_reader::<Replicated>(),
+            disabled: QueryState::new(world),
             next_net_id: 1,
             by_entity: IdMap::default(),
             records: IdMap::default(),
@@ -133,30 +144,50 @@ impl ChangeScan {
                 new_entities.push(e);
             }
         });
+        let enabled = self.enabled.read(world).filter(|&e| {
+            !by_entity.contains_key(&e)
+                && world.has::<Replicated>(e).unwrap_or(false)
+                && !world.has::<Disabled>(e).unwrap_or(true)
+        });
+        new_entities.extend(enabled);
+        // Added and enabled in one tick, or enabled twice: listed once.
+        new_entities.sort_unstable();
+        new_entities.dedup();
+        // The records that leave: despawned or lost `Replicated` (its
+        // removal log), or disabled (`Added<Disabled>`); each is checked,
+        // since it may have come back within the tick.
+        let gone = |e: Entity| !world.has::<Replicated>(e).unwrap_or(false) || world.has::<Disabled>(e).unwrap_or(true);
+        let mut dead: Vec<NetId> =
+            self.lost.read(world).filter(|&e| gone(e)).filter_map(|e| by_entity.get(&e).copied()).collect();
+        self.disabled.for_each(world, |e| {
+            if let Some(&net) = by_entity.get(&e) {
+                dead.push(net);
+            }
+        });
+        dead.sort_unstable();
+        dead.dedup();
         self.all.update_archetypes(world);
         let archetypes = world.archetypes();
         let count: usize = self.all.matched_archetypes().map(|id| archetypes[id.index()].len()).sum();
-        if count != self.records.len() + new_entities.len() {
-            let mut dead: Vec<NetId> = self
-                .records
-                .iter()
-                .filter(|(_, r)| !world.has::<Replicated>(r.entity).unwrap_or(false))
-                .map(|(id, _)| *id)
-                .collect();
+        if count + dead.len() != self.records.len() + new_entities.len() {
+            // The lists missed an entity (they cannot, while the server
+            // reads them every tick): find the records that left by
+            // checking every one.
+            dead = self.records.iter().filter(|(_, r)| gone(r.entity)).map(|(id, _)| *id).collect();
             dead.sort_unstable();
-            for net in dead {
-                if let Some(r) = self.records.remove(&net) {
-                    self.by_entity.remove(&r.entity);
-                    if r.position.is_some() {
-                        self.positions_changed = true;
-                    }
-                    self.departed.push_back((tick, net, r));
-                }
-                self.despawned.push(net);
-                stats.despawned += 1;
-            }
+            stats.departures_swept = true;
         }
-        new_entities.sort_unstable();
+        for net in dead {
+            if let Some(r) = self.records.remove(&net) {
+                self.by_entity.remove(&r.entity);
+                if r.position.is_some() {
+                    self.positions_changed = true;
+                }
+                self.departed.push_back((tick, net, r));
+            }
+            self.despawned.push(net);
+            stats.despawned += 1;
+        }
         // Ids first, so references between new entities resolve.
         let first = self.next_net_id;
         for entity in &new_entities {

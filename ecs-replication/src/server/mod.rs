@@ -257,6 +257,11 @@ pub struct TickStats {
     pub chunks_total: u64,
     /// Of these, chunks skipped from their chunk tick alone.
     pub chunks_skipped: u64,
+    /// Whether the tick checked every record to find the entities that
+    /// left. The removal log of `Replicated` (despawns and removals) and an
+    /// `Added<Disabled>` query name them, so this happens only if those
+    /// lists disagree with the count of replicated entities.
+    pub departures_swept: bool,
 }
 
 /// A fast hasher for the server's own keys (network ids and entities, not

@@ -78,11 +78,13 @@ impl Rng {
 pub struct Scene {
     pub live: Vec<Entity>,
     pub half: f32,
+    /// Entities marked `Disabled` by [`Scene::toggle_disabled`].
+    pub asleep: Vec<Entity>,
 }
 
 impl Scene {
     pub fn new(world: &mut World, rng: &mut Rng, count: usize, half: f32) -> Scene {
-        let mut scene = Scene { live: Vec::new(), half };
+        let mut scene = Scene { live: Vec::new(), half, asleep: Vec::new() };
         for _ in 0..count {
             scene.spawn(world, rng);
         }
@@ -94,6 +96,28 @@ impl Scene {
         let q = Quat::from_rotation_z(rng.unit() * 6.0);
         let e = world.spawn((Replicated, Position(p), Rotation(q), Health(rng.below(100) as u32)));
         self.live.push(e);
+    }
+
+    /// Disables a live entity, or enables a disabled one (written while
+    /// disabled, or not), or despawns a disabled one, at random.
+    #[allow(dead_code, reason = "used by some of the test files that include this module")]
+    pub fn toggle_disabled(&mut self, world: &mut World, rng: &mut Rng) {
+        let r = rng.unit();
+        if r < 0.4 && !self.live.is_empty() {
+            let e = self.live.swap_remove(rng.below(self.live.len()));
+            world.insert_one(e, ecs_core::Disabled).unwrap();
+            self.asleep.push(e);
+        } else if r < 0.8 && !self.asleep.is_empty() {
+            let e = self.asleep.swap_remove(rng.below(self.asleep.len()));
+            if rng.unit() < 0.5 {
+                world.get_mut::<Position>(e).unwrap().0 = rng.point(self.half);
+            }
+            world.remove_one::<ecs_core::Disabled>(e).unwrap();
+            self.live.push(e);
+        } else if r < 0.9 && !self.asleep.is_empty() {
+            let e = self.asleep.swap_remove(rng.below(self.asleep.len()));
+            world.despawn(e).unwrap();
+        }
     }
 
     /// One tick of random spawns, despawns, moves and writes.
