@@ -363,17 +363,19 @@ fn state_scoped_entities_are_despawned_after_on_exit() {
         }
         commands.spawn((Enemy, StateScoped(Game::Menu))); // another state's scope
         commands.spawn((Enemy,)); // unscoped
+        // Pooled (disabled): scoped all the same.
+        commands.spawn((Enemy, StateScoped(Game::Playing), ecs_core::Disabled));
     });
     app.add_systems(OnExit(Game::Playing), |mut q: Query<&Enemy>, mut c: ResMut<CountedOnExit>| {
         c.0 = q.iter().count();
     });
     app.insert_resource(NextState::Pending(Game::Playing));
     app.update();
-    assert_eq!(app.world().len(), 5);
+    assert_eq!(app.world().len(), 6);
     app.world_mut().resource_mut::<NextState<Game>>().unwrap().set(Game::Paused);
     app.update();
     assert_eq!(app.world().resource::<CountedOnExit>().unwrap().0, 5, "OnExit still sees them");
-    assert_eq!(app.world().len(), 2);
+    assert_eq!(app.world().len(), 2, "the disabled one went with its state");
     let mut q = app.world_mut().query::<&StateScoped<Game>>();
     assert_eq!(q.iter(app.world()).map(|s| s.0.clone()).collect::<Vec<_>>(), [Game::Menu]);
 }

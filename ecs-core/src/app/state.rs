@@ -144,8 +144,8 @@ pub struct StateTransitionEvent<S: States> {
 }
 
 /// Marks an entity to despawn when state `S` leaves this value (after
-/// [`OnExit`] ran). Only the entity itself is despawned, not entities that
-/// refer to it.
+/// [`OnExit`] ran), disabled or not. Only the entity itself is despawned,
+/// not entities that refer to it.
 ///
 /// ```
 /// use ecs_core::prelude::*;
@@ -232,7 +232,8 @@ fn run(world: &mut World, label: impl ScheduleLabel) {
 }
 
 fn despawn_scoped<S: States>(world: &mut World, exited: &S) {
-    let mut query = world.query::<(Entity, &StateScoped<S>)>();
+    // Disabled (pooled) entities belong to their state too.
+    let mut query = world.query_filtered::<(Entity, &StateScoped<S>), crate::query::Allow<crate::query::Disabled>>();
     let doomed: Vec<Entity> = query.iter(world).filter(|(_, scope)| scope.0 == *exited).map(|(e, _)| e).collect();
     for entity in doomed {
         // An entity despawned by an earlier one's hooks is already gone.
