@@ -15,7 +15,10 @@
 //! - re-keys only the changed rows: a row that stayed in its cell is
 //!   updated in place; rows that changed cell, spawned, or were despawned
 //!   are removed and inserted by one [`SparseGrid::apply_edits`] pass (a copy
-//!   of the kept points in long runs, no re-sort);
+//!   of the kept points in long runs, no re-sort). A row's slot is found by
+//!   a scan of its cell, or, in a cell of more than 32 points (a crowd),
+//!   from the slot its entity table entry keeps, so a crowd of 100 000 in
+//!   one cell costs a check per moved row, not a scan of the crowd;
 //! - when more than [`BroadPhase::rebuild_share`] of the entities changed, or
 //!   on the first run, rebuilds the grid from all positions instead;
 //! - drops the entities that were despawned or lost the component since its
@@ -124,6 +127,11 @@ pub struct BroadPhaseStats {
     pub rows_rekeyed: u64,
     /// Re-keyed rows that stayed in their cell (updated in place).
     pub moved_in_cell: u64,
+    /// Grid ids compared while finding the slots of the re-keyed rows in
+    /// their cells. A point in a cell of more than 32 keeps its slot in the
+    /// entity table, so a crowd in one cell costs a check per row, not a
+    /// scan of the crowd.
+    pub ids_scanned: u64,
     /// Points removed from the grid by the incremental edit (cell changes,
     /// despawns, lost components).
     pub points_removed: u64,
@@ -175,8 +183,10 @@ pub const DEFAULT_REBUILD_SHARE: f32 = 0.15;
 enum Known {
     /// Not tracked.
     No,
-    /// In the grid, in this cell.
-    InCell(CellKey),
+    /// In the grid, in cell `key`. `hint` is the slot it had when the
+    /// hints were last written (or [`NO_HINT`]): right while no edit moved
+    /// it, and always checked before use.
+    InCell { key: CellKey, hint: u32 },
     /// Has the component, but its position has no cell key (out of range or
     /// not finite); not in the grid. The entity's index in the invalid list,
     /// so no run searches that list.
@@ -194,6 +204,15 @@ struct Tracked {
 }
 
 const UNTRACKED: Tracked = Tracked { generation: 0, epoch: 0, known: Known::No };
+
+/// No slot known for an entity in the grid.
+const NO_HINT: u32 = u32::MAX;
+
+/// Cells holding more points than this keep their points' slots in the
+/// entity table ([`Known::InCell`]'s hint), so finding one of them costs a
+/// check, not a scan of the cell. Smaller cells are scanned: a scan of 32
+/// ids reads four cache lines, as much as the check's own miss costs.
+const HINTED_CELL: u32 = 32;
 
 /// The broad phase's entity table, indexed by entity index.
 ///
@@ -228,6 +247,16 @@ impl EntityTable {
         self.slots[i] = Tracked { generation: entity.generation(), epoch: self.epoch, known };
     }
 
+    /// Records the slot of the entity at `index`, if it is in the grid.
+    fn set_hint(&mut self, index: u32, slot: u32) {
+        let epoch = self.epoch;
+        if let Some(Tracked { epoch: e, known: Known::InCell { hint, .. }, .. }) = self.slots.get_mut(index as usize)
+            && *e == epoch
+        {
+            *hint = slot;
+        }
+    }
+
     /// Forgets whatever is recorded at `index`.
     fn clear(&mut self, index: u32) {
         if let Some(slot) = self.slots.get_mut(index as usize) {
@@ -260,6 +289,8 @@ pub struct BroadPhase<C: SpatialPosition> {
     table_stale: bool,
     /// Entities that are `InCell` or `Invalid`.
     tracked_count: usize,
+    /// A cell above [`HINTED_CELL`] may exist: edits refresh the hints.
+    crowded: bool,
     invalid: Vec<(Entity, EncodeError)>,
     rebuild_share: f32,
     stats: BroadPhaseStats,
@@ -302,6 +333,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
             tracked: EntityTable::new(),
             table_stale: false,
             tracked_count: 0,
+            crowded: false,
             invalid: Vec::new(),
             rebuild_share: DEFAULT_REBUILD_SHARE,
             stats: BroadPhaseStats::default(),
@@ -448,10 +480,16 @@ impl<C: SpatialPosition> BroadPhase<C> {
         self.table_stale = false;
         self.tracked.clear_all();
         let grid = &self.grid;
+        self.crowded = false;
         for cell in grid.cells() {
             let range = cell.start as usize..(cell.start + cell.count) as usize;
-            for &entity in &grid.ids()[range] {
-                self.tracked.set(entity, Known::InCell(cell.key));
+            // Only big cells' points get a hint: a stale one would cost a
+            // miss before the scan that finds them anyway.
+            let hinted = cell.count > HINTED_CELL;
+            self.crowded |= hinted;
+            for (slot, &entity) in range.clone().zip(&grid.ids()[range]) {
+                let hint = if hinted { slot as u32 } else { NO_HINT };
+                self.tracked.set(entity, Known::InCell { key: cell.key, hint });
             }
         }
         for (i, &(entity, _)) in self.invalid.iter().enumerate() {
@@ -541,7 +579,12 @@ impl<C: SpatialPosition> BroadPhase<C> {
         self.stats.points_inserted = self.inserted.len() as u64;
         // Slots come from the grid itself, each once (an entity leaves once per
         // run), and keys from `cell_key_of`.
-        self.grid.apply_edits_unchecked(&mut self.removed, &mut self.inserted);
+        if self.removed.is_empty() && self.inserted.is_empty() {
+            // No slot moved: every hint still holds.
+            return;
+        }
+        let largest_edited = self.grid.apply_edits_unchecked(&mut self.removed, &mut self.inserted);
+        self.refresh_hints(largest_edited);
     }
 
     /// Gives a row of the query (changed, or back in it) its cell again:
@@ -557,8 +600,8 @@ impl<C: SpatialPosition> BroadPhase<C> {
         }
         let known = if slot.generation == entity.generation() { slot.known } else { Known::No };
         match (self.grid.cell_key_of(point), known) {
-            (Ok(key), Known::InCell(old)) if key == old => {
-                if let Some(s) = self.grid.find_slot(key, entity) {
+            (Ok(key), Known::InCell { key: old, hint }) if key == old => {
+                if let Some(s) = self.slot_of(key, entity, hint) {
                     // The key was just checked: same cell.
                     self.grid.set_position_unchecked(s, point);
                     self.stats.moved_in_cell += 1;
@@ -567,7 +610,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
             (Ok(key), known) => {
                 self.leave(entity, known);
                 self.inserted.push((key, entity, point));
-                self.tracked.set(entity, Known::InCell(key));
+                self.tracked.set(entity, Known::InCell { key, hint: NO_HINT });
                 self.tracked_count += 1;
             }
             (Err(error), Known::Invalid(i)) => {
@@ -592,6 +635,40 @@ impl<C: SpatialPosition> BroadPhase<C> {
         }
     }
 
+    /// The grid slot of `entity`, known to be in cell `key`: its hint if
+    /// the hint still points at it, else a scan of the cell.
+    #[inline]
+    fn slot_of(&mut self, key: CellKey, entity: Entity, hint: u32) -> Option<usize> {
+        let ids = self.grid.ids();
+        if ids.get(hint as usize) == Some(&entity) {
+            return Some(hint as usize);
+        }
+        let range = self.grid.cell_slots(key);
+        let start = range.start;
+        let found = ids[range.clone()].iter().position(|&i| i == entity);
+        self.stats.ids_scanned += found.map_or(range.len(), |at| at + 1) as u64;
+        found.map(|at| start + at)
+    }
+
+    /// After an edit: writes the slots of the points in cells above
+    /// [`HINTED_CELL`] into their hints, if such a cell may exist (one did
+    /// at the last look, or the edit grew a cell past it). A grid of small
+    /// cells pays nothing.
+    fn refresh_hints(&mut self, largest_edited: u32) {
+        if !self.crowded && largest_edited <= HINTED_CELL {
+            return;
+        }
+        let grid = &self.grid;
+        self.crowded = false;
+        for cell in grid.cells().iter().filter(|c| c.count > HINTED_CELL) {
+            self.crowded = true;
+            let range = cell.start as usize..(cell.start + cell.count) as usize;
+            for (slot, &entity) in range.clone().zip(&grid.ids()[range]) {
+                self.tracked.set_hint(entity.index(), slot as u32);
+            }
+        }
+    }
+
     /// Removes a dead entity from wherever it is tracked.
     fn forget(&mut self, dead: Entity, known: Known) {
         self.leave(dead, known);
@@ -604,8 +681,8 @@ impl<C: SpatialPosition> BroadPhase<C> {
     fn leave(&mut self, entity: Entity, known: Known) {
         match known {
             Known::No => return,
-            Known::InCell(key) => {
-                if let Some(s) = self.grid.find_slot(key, entity) {
+            Known::InCell { key, hint } => {
+                if let Some(s) = self.slot_of(key, entity, hint) {
                     self.removed.push(s as u32);
                 }
             }

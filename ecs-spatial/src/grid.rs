@@ -915,15 +915,17 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
 
     /// [`apply_edits`](Self::apply_edits) for a caller that guarantees the
     /// slots are in range and distinct, the keys are the positions' keys,
-    /// and the result holds at most `u32::MAX` points.
-    pub(crate) fn apply_edits_unchecked(&mut self, removed: &mut [u32], inserted: &mut [(CellKey, I, P)]) {
+    /// and the result holds at most `u32::MAX` points. Returns the largest
+    /// point count among the cells the edit changed or added (0 if none).
+    pub(crate) fn apply_edits_unchecked(&mut self, removed: &mut [u32], inserted: &mut [(CellKey, I, P)]) -> u32 {
         let n_old = self.positions.len();
         let n_new = n_old - removed.len() + inserted.len();
         removed.sort_unstable();
         inserted.sort_unstable_by_key(|e| e.0.raw());
         if removed.is_empty() && inserted.is_empty() {
-            return;
+            return 0;
         }
+        let mut largest = 0u32;
 
         // 1. The new cell table and the copy plan in old slot order. Cells
         //    between edited ones are copied with their start shifted; only
@@ -983,6 +985,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                     ins += 1;
                 }
                 let count = ins - first;
+                largest = largest.max(count as u32);
                 cells.push(Cell { key: CellKey::from_raw_unchecked(k), start: start as u32, count: count as u32 });
                 keys.push(k);
                 cells_changed = true;
@@ -1015,6 +1018,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 ins += 1;
             }
             if count > 0 {
+                largest = largest.max(count as u32);
                 cells.push(Cell { key: cell.key, start: (cell.start as i64 + delta) as u32, count: count as u32 });
                 keys.push(cell.key.raw());
             } else {
@@ -1068,7 +1072,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         if n_new == 0 {
             self.edit_changes = changes;
             self.clear();
-            return;
+            return 0;
         }
         // The bounding box only grows here (a box larger than the occupied
         // cells is still correct for every query); a rebuild makes it tight.
@@ -1121,6 +1125,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             }
         }
         self.edit_changes = changes;
+        largest
     }
 
     #[inline]

@@ -354,3 +354,89 @@ fn many_invalid_positions_changing_every_frame_stay_listed_exactly() {
         assert_eq!(bp.grid().len() + listed.len(), live.len());
     }
 }
+
+/// The grid holds exactly the entities with a valid position, each at its
+/// current position.
+fn assert_grid_exact(world: &mut World, when: &str) {
+    let mut all = world.query::<(Entity, &Position)>();
+    let mut want: Vec<(Entity, [u32; 3])> =
+        all.iter(world).filter(|(_, p)| p.0.is_finite()).map(|(e, p)| (e, p.0.to_array().map(f32::to_bits))).collect();
+    want.sort();
+    let bp = world.resource::<BroadPhase<Position>>().unwrap();
+    let mut got: Vec<(Entity, [u32; 3])> =
+        bp.grid().ids().iter().zip(bp.grid().positions()).map(|(&e, p)| (e, p.to_array().map(f32::to_bits))).collect();
+    got.sort();
+    assert_eq!(got, want, "{when}");
+}
+
+#[test]
+fn a_crowd_in_one_cell_is_updated_without_scanning_it() {
+    // 3000 entities in one cell of 4, 2000 in its neighbour: rows move
+    // inside their cell, between the two, out to small cells and back.
+    let mut rng = Rng(21);
+    let mut world = World::new();
+    // Never a rebuild: every frame edits the grid and keeps the hints.
+    world.insert_resource(BroadPhase::<Position>::new(Vec3::ZERO, 4.0).unwrap().with_rebuild_share(1.0));
+    let in_cell = |rng: &mut Rng, x0: f32| Vec3::new(x0 + 0.5 + rng.unit() * 3.0, 0.5 + rng.unit() * 3.0, 1.0);
+    let mut live: Vec<Entity> = (0..5000)
+        .map(|i| {
+            let x0 = if i < 3000 { 0.0 } else { 4.0 };
+            world.spawn((Position(in_cell(&mut rng, x0)),))
+        })
+        .collect();
+    let mut schedule = Schedule::new();
+    schedule.add_systems(update_broad_phase::<Position>);
+    schedule.run(&mut world).unwrap();
+    assert_grid_exact(&mut world, "built");
+    for frame in 0..12 {
+        // 100 rows moved inside the cell they are in (a crowd, mostly).
+        for k in 0..100 {
+            let e = live[(frame * 397 + k * 31) % live.len()];
+            let x = world.get::<Position>(e).unwrap().0.x;
+            world.get_mut::<Position>(e).unwrap().0 = in_cell(&mut rng, (x / 4.0).floor() * 4.0);
+        }
+        schedule.run(&mut world).unwrap();
+        let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
+        assert_eq!(stats.moved_in_cell, 100, "frame {frame}: {stats:?}");
+        // Rows in the crowds come from their hints; the few in cells of one
+        // or two are scanned. A scan of a crowd would compare thousands.
+        assert!(stats.ids_scanned <= 100, "frame {frame}: {stats:?}");
+        assert_grid_exact(&mut world, &format!("frame {frame}, moves in the crowds"));
+
+        // Then some cross between the crowds, leave for small cells, come
+        // back, are despawned and spawned into a crowd.
+        for k in 0..40 {
+            let e = live[(frame * 131 + k * 17) % live.len()];
+            let x0 = [0.0, 4.0, 40.0 + k as f32 * 4.0][(k + frame) % 3];
+            world.get_mut::<Position>(e).unwrap().0 = in_cell(&mut rng, x0);
+        }
+        for _ in 0..5 {
+            let e = live.swap_remove(rng.below(live.len() as u64) as usize);
+            world.despawn(e).unwrap();
+            live.push(world.spawn((Position(in_cell(&mut rng, 0.0)),)));
+        }
+        schedule.run(&mut world).unwrap();
+        assert_grid_exact(&mut world, &format!("frame {frame}, edits"));
+    }
+    // The second crowd disperses to 10 (its hints are no longer kept up),
+    // the grid is edited around it, then its last 10 move inside it.
+    let second: Vec<Entity> = live.iter().copied().filter(|&e| world.get::<Position>(e).unwrap().0.x >= 4.0).collect();
+    let second: Vec<Entity> = second.into_iter().filter(|&e| world.get::<Position>(e).unwrap().0.x < 8.0).collect();
+    let (stay, go) = second.split_at(10);
+    for (k, &e) in go.iter().enumerate() {
+        world.get_mut::<Position>(e).unwrap().0 = in_cell(&mut rng, 100.0 + (k % 50) as f32 * 4.0);
+    }
+    schedule.run(&mut world).unwrap();
+    assert_grid_exact(&mut world, "dispersed");
+    for &e in live.iter().filter(|e| !second.contains(e)).take(300) {
+        world.get_mut::<Position>(e).unwrap().0 = in_cell(&mut rng, -40.0);
+    }
+    schedule.run(&mut world).unwrap();
+    for &e in stay {
+        world.get_mut::<Position>(e).unwrap().0 = in_cell(&mut rng, 4.0);
+    }
+    schedule.run(&mut world).unwrap();
+    let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
+    assert_eq!(stats.moved_in_cell, 10, "{stats:?}");
+    assert_grid_exact(&mut world, "the rest of the crowd moved");
+}
