@@ -4,7 +4,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ecs_core::prelude::*;
 use ecs_core::{
-    CommandQueue, DeferredWorld, Event, On, OnAdd, OnInsert, OnRemove, OnReplace, RemovedComponents, StoreError,
+    CommandQueue, DeferredWorld, Event, ObserverId, On, OnAdd, OnInsert, OnRemove, OnReplace, RemovedComponents,
+    StoreError,
 };
 
 #[derive(Component, Debug, Clone, Copy, PartialEq)]
@@ -279,6 +280,99 @@ fn observer_parameters_are_refused_outside_observers_and_observers_can_be_remove
         world.observe(Entity::from_parts(999, 0), |_: On<Explode>| {}),
         Err(StoreError::NoSuchEntity(Entity::from_parts(999, 0)))
     );
+}
+
+/// Observer handles a test keeps, by name.
+#[derive(Default)]
+struct Handles(Vec<ObserverId>);
+
+#[test]
+fn despawning_observed_entities_removes_their_observers_and_no_other() {
+    let mut world = World::new();
+    world.insert_resource(Seen::default());
+    world.add_observer(|trigger: On<Explode>, mut seen: ResMut<Seen>| seen.0.push((trigger.0, None)));
+    let es: Vec<Entity> = (0..6).map(|i| world.spawn((Pos(i),))).collect();
+    let ids: Vec<ObserverId> = es
+        .iter()
+        .map(|&e| {
+            world
+                .observe(e, |trigger: On<Explode>, mut seen: ResMut<Seen>| seen.0.push((trigger.0, trigger.target())))
+                .unwrap()
+        })
+        .collect();
+    world.despawn(es[1]).unwrap();
+    world.despawn(es[4]).unwrap();
+    assert!(!world.remove_observer(ids[1]), "gone with its entity");
+    for (i, &e) in es.iter().enumerate() {
+        if world.contains(e) {
+            world.trigger_targets(Explode(i as i32), e);
+        }
+    }
+    world.trigger(Explode(9));
+    let seen = &world.resource::<Seen>().unwrap().0;
+    let targeted: Vec<(i32, Option<Entity>)> = seen.iter().copied().filter(|(_, t)| t.is_some()).collect();
+    assert_eq!(targeted, [0, 2, 3, 5].map(|i| (i, Some(es[i as usize]))));
+    assert_eq!(seen.iter().filter(|(_, t)| t.is_none()).count(), 5, "the global observer saw every trigger");
+    // The slots of the removed observers serve new ones; the old handles
+    // name nothing.
+    let new = world.observe(es[0], |_: On<Explode>| {}).unwrap();
+    assert!(!ids.contains(&new));
+    assert!(!world.remove_observer(ids[4]));
+    assert!(world.remove_observer(new));
+    assert!(world.remove_observer(ids[0]));
+}
+
+#[test]
+fn an_observer_removed_during_a_trigger_does_not_run_and_its_slot_does_not_run_either() {
+    // A removes B and adds C, which takes B's slot: that trigger runs
+    // neither B nor C; the next runs A and C.
+    let mut world = World::new();
+    world.insert_resource(Seen::default());
+    world.insert_resource(Handles::default());
+    let a = world.add_observer(|trigger: On<Explode>, mut seen: ResMut<Seen>, mut commands: Commands| {
+        seen.0.push((trigger.0 * 10 + 1, None));
+        if trigger.0 == 1 {
+            commands.add(|world: &mut World| -> Result<(), StoreError> {
+                let b = world.resource::<Handles>().unwrap().0[1];
+                assert!(world.remove_observer(b));
+                let c = world.add_observer(|trigger: On<Explode>, mut seen: ResMut<Seen>| {
+                    seen.0.push((trigger.0 * 10 + 3, None))
+                });
+                world.resource_mut::<Handles>().unwrap().0.push(c);
+                Ok(())
+            });
+        }
+    });
+    let b = world.add_observer(|trigger: On<Explode>, mut seen: ResMut<Seen>| seen.0.push((trigger.0 * 10 + 2, None)));
+    world.resource_mut::<Handles>().unwrap().0.extend([a, b]);
+    world.trigger(Explode(1));
+    world.trigger(Explode(2));
+    let seen: Vec<i32> = world.resource::<Seen>().unwrap().0.iter().map(|&(v, _)| v).collect();
+    assert_eq!(seen, [11, 21, 23]);
+}
+
+#[test]
+fn an_observer_that_removes_itself_while_it_runs_frees_its_slot_after() {
+    let mut world = World::new();
+    world.insert_resource(Seen::default());
+    world.insert_resource(Handles::default());
+    let once = world.add_observer(|trigger: On<Explode>, mut seen: ResMut<Seen>, mut commands: Commands| {
+        seen.0.push((trigger.0, None));
+        commands.add(|world: &mut World| -> Result<(), StoreError> {
+            let me = world.resource::<Handles>().unwrap().0[0];
+            world.remove_observer(me);
+            Ok(())
+        });
+    });
+    world.resource_mut::<Handles>().unwrap().0.push(once);
+    world.trigger(Explode(1));
+    world.trigger(Explode(2));
+    assert_eq!(world.resource::<Seen>().unwrap().0, vec![(1, None)]);
+    assert!(!world.remove_observer(once));
+    let next = world.add_observer(|trigger: On<Explode>, mut seen: ResMut<Seen>| seen.0.push((trigger.0 * 100, None)));
+    assert_ne!(next, once);
+    world.trigger(Explode(3));
+    assert_eq!(world.resource::<Seen>().unwrap().0, vec![(1, None), (300, None)]);
 }
 
 #[derive(Default)]

@@ -115,8 +115,10 @@ impl ComponentLifecycle {
 pub(crate) struct Lifecycle {
     /// By component index.
     pub(crate) components: Vec<ComponentLifecycle>,
-    /// Observer systems by id.
-    pub(crate) observers: Vec<observer::ObserverSlot>,
+    /// Observer systems by id index.
+    pub(crate) observers: Vec<observer::ObserverEntry>,
+    /// Slots of removed observers, for the next ones added.
+    pub(crate) free_observers: Vec<u32>,
     /// Whether the hook that forgets an entity's observers is registered.
     pub(crate) observers_hook_set: bool,
     /// Observers of each event, global (watching every target).

@@ -121,9 +121,14 @@ lifecycle_event!(OnRemove, Remove, "Triggered at an entity that lost `T` by remo
 /// whether it does by default ([`Event::AUTO_PROPAGATE`]).
 pub(crate) type Traversal = (fn(&World, Entity) -> Option<Entity>, bool);
 
-/// An observer's handle, for [`World::remove_observer`].
+/// An observer's handle, for [`World::remove_observer`]. The slot of a
+/// removed observer is used again by a later one, under a new generation,
+/// so an old handle never names the new observer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ObserverId(pub(crate) u32);
+pub struct ObserverId {
+    index: u32,
+    generation: u32,
+}
 
 /// The event an observer runs for, while it runs.
 pub(crate) struct TriggerSlot {
@@ -252,6 +257,15 @@ pub(crate) enum ObserverSlot {
     Removed,
 }
 
+/// An observer slot: the system, the generation of the observer in it, and
+/// the list it is filed in (so removing it touches that list only).
+pub(crate) struct ObserverEntry {
+    slot: ObserverSlot,
+    generation: u32,
+    key: EventKey,
+    target: Option<Entity>,
+}
+
 /// Marks an entity that has observers of its own; removing it (despawn)
 /// removes them.
 #[derive(crate::Component)]
@@ -260,10 +274,11 @@ struct ObservedBy(Vec<ObserverId>);
 fn forget_entity_observers(mut world: super::DeferredWorld<'_>, entity: Entity) {
     let ids = world.get::<ObservedBy>(entity).map(|o| o.0.clone()).unwrap_or_default();
     let world = world.world_mut();
+    // Each removal takes the observer out of its own list and drops the
+    // list once empty: the cost is the entity's observers, not the world's.
     for id in ids {
         world.remove_observer(id);
     }
-    world.lifecycle.at_entity.retain(|(_, e), _| *e != entity);
 }
 
 impl World {
@@ -302,8 +317,25 @@ impl World {
     }
 
     fn add_observer_at(&mut self, key: EventKey, entity: Option<Entity>, system: Box<dyn System>) -> ObserverId {
-        let id = ObserverId(self.lifecycle.observers.len() as u32);
-        self.lifecycle.observers.push(ObserverSlot::Idle(system));
+        let observers = &mut self.lifecycle.observers;
+        let id = match self.lifecycle.free_observers.pop() {
+            Some(index) => {
+                let entry = &mut observers[index as usize];
+                entry.generation = entry.generation.wrapping_add(1);
+                *entry = ObserverEntry {
+                    slot: ObserverSlot::Idle(system),
+                    generation: entry.generation,
+                    key,
+                    target: entity,
+                };
+                ObserverId { index, generation: entry.generation }
+            }
+            None => {
+                let index = u32::try_from(observers.len()).expect("more than u32::MAX observers at once");
+                observers.push(ObserverEntry { slot: ObserverSlot::Idle(system), generation: 0, key, target: entity });
+                ObserverId { index, generation: 0 }
+            }
+        };
         match entity {
             None => self.lifecycle.global.entry(key).or_default().push(id),
             Some(e) => self.lifecycle.at_entity.entry((key, e)).or_default().push(id),
@@ -317,16 +349,33 @@ impl World {
 
     /// Removes an observer; false if it was already removed.
     pub fn remove_observer(&mut self, id: ObserverId) -> bool {
-        let Some(slot) = self.lifecycle.observers.get_mut(id.0 as usize) else { return false };
-        if matches!(slot, ObserverSlot::Removed) {
+        let lifecycle = &mut self.lifecycle;
+        let Some(entry) = lifecycle.observers.get_mut(id.index as usize) else { return false };
+        if entry.generation != id.generation || matches!(entry.slot, ObserverSlot::Removed) {
             return false;
         }
-        *slot = ObserverSlot::Removed;
-        for list in self.lifecycle.global.values_mut() {
-            list.retain(|&o| o != id);
+        // A running observer's slot is freed when its run ends.
+        if matches!(std::mem::replace(&mut entry.slot, ObserverSlot::Removed), ObserverSlot::Idle(_)) {
+            lifecycle.free_observers.push(id.index);
         }
-        for list in self.lifecycle.at_entity.values_mut() {
-            list.retain(|&o| o != id);
+        let (key, target) = (entry.key, entry.target);
+        match target {
+            None => {
+                if let Some(list) = lifecycle.global.get_mut(&key) {
+                    list.retain(|&o| o != id);
+                    if list.is_empty() {
+                        lifecycle.global.remove(&key);
+                    }
+                }
+            }
+            Some(e) => {
+                if let Some(list) = lifecycle.at_entity.get_mut(&(key, e)) {
+                    list.retain(|&o| o != id);
+                    if list.is_empty() {
+                        lifecycle.at_entity.remove(&(key, e));
+                    }
+                }
+            }
         }
         true
     }
@@ -392,8 +441,13 @@ impl World {
     }
 
     fn run_observer(&mut self, id: ObserverId) {
-        let slot = &mut self.lifecycle.observers[id.0 as usize];
-        let ObserverSlot::Idle(system) = std::mem::replace(slot, ObserverSlot::Running) else {
+        let entry = &mut self.lifecycle.observers[id.index as usize];
+        if entry.generation != id.generation {
+            // Removed, and its slot given to another observer since the
+            // trigger listed it.
+            return;
+        }
+        let ObserverSlot::Idle(system) = std::mem::replace(&mut entry.slot, ObserverSlot::Running) else {
             // Removed, or already running (an observer that triggers its
             // own event does not run again inside itself).
             return;
@@ -406,11 +460,18 @@ impl World {
         }
         impl Drop for PutBack<'_> {
             fn drop(&mut self) {
-                let slot = &mut self.world.lifecycle.observers[self.id.0 as usize];
-                if matches!(slot, ObserverSlot::Running)
-                    && let Some(system) = self.system.take()
-                {
-                    *slot = ObserverSlot::Idle(system);
+                let lifecycle = &mut self.world.lifecycle;
+                let entry = &mut lifecycle.observers[self.id.index as usize];
+                // The slot is this observer's until its run ends: a removal
+                // while it ran left it `Removed`, not free.
+                match entry.slot {
+                    ObserverSlot::Running => {
+                        if let Some(system) = self.system.take() {
+                            entry.slot = ObserverSlot::Idle(system);
+                        }
+                    }
+                    ObserverSlot::Removed => lifecycle.free_observers.push(self.id.index),
+                    ObserverSlot::Idle(_) => {}
                 }
             }
         }
@@ -420,5 +481,52 @@ impl World {
             Ok(errors) => guard.world.lifecycle.errors.extend(errors.into_iter().map(|e| e.to_string())),
             Err(message) => guard.world.lifecycle.errors.push(message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(crate::Component)]
+    struct Unit;
+    struct Ping;
+    impl Event for Ping {}
+
+    #[test]
+    fn observers_of_despawned_entities_leave_no_slot_or_list_behind() {
+        let mut world = World::new();
+        let keep = world.spawn((Unit,));
+        world.observe(keep, |_: On<Ping>| {}).unwrap();
+        for _ in 0..50 {
+            let es: Vec<Entity> = (0..20).map(|_| world.spawn((Unit,))).collect();
+            for &e in &es {
+                world.observe(e, |_: On<Ping>| {}).unwrap();
+                world.observe(e, |_: On<Ping>| {}).unwrap();
+            }
+            for &e in &es {
+                world.despawn(e).unwrap();
+            }
+        }
+        // 41 slots at most were ever in use at once; the lists hold only
+        // the kept entity's.
+        assert!(world.lifecycle.observers.len() <= 41, "{}", world.lifecycle.observers.len());
+        assert_eq!(world.lifecycle.at_entity.len(), 1);
+        // An observer that removes itself while it runs gives its slot
+        // back when the run ends.
+        let before = world.lifecycle.free_observers.len();
+        let id = world.add_observer(|_: On<Ping>, mut commands: crate::Commands| {
+            commands.add(|world: &mut World| -> Result<(), crate::StoreError> {
+                let ids: Vec<ObserverId> = world.lifecycle.global.values().flatten().copied().collect();
+                for id in ids {
+                    world.remove_observer(id);
+                }
+                Ok(())
+            });
+        });
+        world.trigger(Ping);
+        assert!(!world.remove_observer(id));
+        assert_eq!(world.lifecycle.free_observers.len(), before, "the slot it took is free again");
+        assert!(world.lifecycle.global.is_empty());
     }
 }
