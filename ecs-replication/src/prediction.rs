@@ -164,7 +164,14 @@ impl Prediction {
         }
         self.checked = confirmed;
         let behind = current == 0 || !tick_newer(current, confirmed);
-        let saved = self.history.iter().rev().find(|(t, _)| *t == confirmed).map(|(_, v)| v.as_slice());
+        let saved = self.history.iter_mut().rev().find(|(t, _)| *t == confirmed).map(|(_, v)| {
+            // In (entity, component) order once, so each lookup below is a
+            // binary search, not a scan of every saved value.
+            if !v.is_sorted_by_key(|&(e, i, _)| (e, i)) {
+                v.sort_unstable_by_key(|&(e, i, _)| (e, i));
+            }
+            v.as_slice()
+        });
         let mismatch = match (behind, saved) {
             (true, _) => true,
             (false, None) => {
@@ -178,8 +185,10 @@ impl Prediction {
                     for (index, tolerance) in self.tolerances.iter().enumerate() {
                         let Some(tolerance) = tolerance else { continue };
                         let server = p.values.get(index).and_then(|v| v.as_ref());
-                        let predicted =
-                            saved.iter().find(|(e, i, _)| *e == p.local && *i as usize == index).map(|(_, _, v)| v);
+                        let predicted = saved
+                            .binary_search_by_key(&(p.local, index as u8), |&(e, i, _)| (e, i))
+                            .ok()
+                            .map(|k| &saved[k].2);
                         let agree = match (server, predicted, self.schema.codec(index)) {
                             (None, None, _) => true,
                             (Some(a), Some(b), Some(codec)) => values_agree(codec, a, b, *tolerance),
