@@ -45,6 +45,10 @@ pub(super) struct Interest {
     scratch_ids: Vec<NetId>,
     scratch_positions: Vec<Vec3>,
     scratch_hits: Vec<NetId>,
+    /// A client's entities that came into or left its view this tick.
+    scratch_entered: Vec<NetId>,
+    scratch_left: Vec<NetId>,
+    scratch_merge: Vec<NetId>,
 }
 
 impl Interest {
@@ -55,6 +59,9 @@ impl Interest {
             scratch_ids: Vec::new(),
             scratch_positions: Vec::new(),
             scratch_hits: Vec::new(),
+            scratch_entered: Vec::new(),
+            scratch_left: Vec::new(),
+            scratch_merge: Vec::new(),
         }
     }
 
@@ -118,24 +125,31 @@ impl Interest {
                 // The same predicate as the grid's radius query, plus "the
                 // grid can key it", so both paths agree on every entity.
                 let r2 = view.radius * view.radius;
+                let (entered, left) = (&mut self.scratch_entered, &mut self.scratch_left);
+                entered.clear();
+                left.clear();
                 for &net in moved.iter() {
                     let Some(record) = records.get(&net) else { continue };
                     // Without a position (it was removed): seen everywhere.
                     let inside = record
                         .position
                         .is_none_or(|p| p.distance_squared(view.center) <= r2 && grid.cell_key_of(p).is_ok());
-                    match (client.interest.binary_search(&net), inside) {
-                        (Err(i), true) => {
-                            client.interest.insert(i, net);
+                    match (client.interest.binary_search(&net).is_ok(), inside) {
+                        (false, true) => {
+                            entered.push(net);
                             client.enter(net, tick, record.position);
                         }
-                        (Ok(i), false) => {
-                            client.interest.remove(i);
+                        (true, false) => {
+                            left.push(net);
                             client.leave(net, record.position);
                         }
                         _ => {}
                     }
                 }
+                // `moved` ascends, so both lists do: one merge into the set,
+                // where an insert or a removal each shifted its tail.
+                remove_sorted(&mut client.interest, left);
+                insert_sorted(&mut client.interest, entered, &mut self.scratch_merge);
                 continue;
             }
             client.view_changed = false;
@@ -172,5 +186,67 @@ impl Interest {
         }
         moved.clear();
         rebuilt
+    }
+}
+
+/// Removes from the ascending `set` the ascending `gone` (entries of `gone`
+/// not in `set` are passed over), in one pass.
+pub(super) fn remove_sorted(set: &mut Vec<NetId>, gone: &[NetId]) {
+    if gone.is_empty() || set.is_empty() {
+        return;
+    }
+    let mut next = 0;
+    set.retain(|net| {
+        while next < gone.len() && gone[next] < *net {
+            next += 1;
+        }
+        !(next < gone.len() && gone[next] == *net)
+    });
+}
+
+/// Merges the ascending `new` (none of them in `set`) into the ascending
+/// `set`, in one pass through `scratch`.
+fn insert_sorted(set: &mut Vec<NetId>, new: &[NetId], scratch: &mut Vec<NetId>) {
+    if new.is_empty() {
+        return;
+    }
+    scratch.clear();
+    scratch.reserve(set.len() + new.len());
+    let (mut i, mut j) = (0, 0);
+    while i < set.len() && j < new.len() {
+        if set[i] < new[j] {
+            scratch.push(set[i]);
+            i += 1;
+        } else {
+            scratch.push(new[j]);
+            j += 1;
+        }
+    }
+    scratch.extend_from_slice(&set[i..]);
+    scratch.extend_from_slice(&new[j..]);
+    std::mem::swap(set, scratch);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[u64]) -> Vec<NetId> {
+        v.iter().map(|&n| NetId(n)).collect()
+    }
+
+    #[test]
+    fn sorted_removals_and_inserts_keep_the_set_sorted_and_exact() {
+        let mut set = ids(&[1, 3, 5, 7, 9, 11]);
+        // Entries not in the set are passed over.
+        remove_sorted(&mut set, &ids(&[0, 3, 4, 9, 12]));
+        assert_eq!(set, ids(&[1, 5, 7, 11]));
+        let mut scratch = Vec::new();
+        insert_sorted(&mut set, &ids(&[0, 2, 6, 12, 13]), &mut scratch);
+        assert_eq!(set, ids(&[0, 1, 2, 5, 6, 7, 11, 12, 13]));
+        remove_sorted(&mut set, &ids(&[0, 1, 2, 5, 6, 7, 11, 12, 13]));
+        assert!(set.is_empty());
+        insert_sorted(&mut set, &ids(&[4]), &mut scratch);
+        assert_eq!(set, ids(&[4]));
     }
 }

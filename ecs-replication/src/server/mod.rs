@@ -558,13 +558,13 @@ impl Server {
         let tick = self.tick;
         self.changes.scan(world, &self.registry, tick, self.config.delta_window, &mut self.tick_stats);
         let changes = &mut self.changes;
-        for &net in &changes.despawned {
-            for client in self.clients.values_mut() {
+        for client in self.clients.values_mut() {
+            for &net in &changes.despawned {
                 client.leave(net, None);
-                if let Ok(i) = client.interest.binary_search(&net) {
-                    client.interest.remove(i);
-                }
             }
+            // Both lists ascend: one pass drops the despawned from the
+            // interest set, where a removal each shifted the set's tail.
+            interest::remove_sorted(&mut client.interest, &changes.despawned);
         }
         for &net in &changes.spawned {
             let position = changes.records.get(&net).and_then(|r| r.position);
