@@ -590,3 +590,35 @@ fn internal_loops_match_row_by_row_iteration() {
         assert!(!a.is_empty());
     }
 }
+
+/// Bullets spawned and despawned through commands every frame: the handles
+/// reuse the freed slots (under new generations), so the slot count stays
+/// that of the entities alive at once, and old handles stay stale.
+#[test]
+fn entities_spawned_by_commands_reuse_freed_slots() {
+    use ecs_core::{Commands, Query, Schedule};
+    #[derive(Component)]
+    struct Bullet;
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    schedule.add_systems(|mut bullets: Query<(Entity, &Bullet)>, mut commands: Commands| {
+        for (e, _) in bullets.iter() {
+            commands.despawn(e);
+        }
+        for _ in 0..50 {
+            commands.spawn((Bullet, Pos(1.0)));
+        }
+    });
+    let mut first: Vec<Entity> = Vec::new();
+    for frame in 0..300 {
+        schedule.run(&mut world).unwrap();
+        if frame == 0 {
+            first = world.query::<(Entity, &Bullet)>().iter(&world).map(|(e, _)| e).collect();
+        }
+        assert_eq!(world.len(), 50);
+    }
+    let largest = world.query::<(Entity, &Bullet)>().iter(&world).map(|(e, _)| e.index()).max().unwrap();
+    assert!(largest < 150, "slot indices stay near the live count, got {largest}");
+    assert!(first.iter().all(|&e| !world.contains(e)), "the first frame's handles are stale");
+    assert!(world.reserve_entity().index() < 150);
+}

@@ -105,29 +105,50 @@ pub(crate) struct Entities {
     slots: Vec<Slot>,
     free: Vec<u32>,
     len: u32,
-    /// Fresh indices handed out through `&self` since the last flush; they
-    /// follow `slots.len()`.
-    reserved: std::sync::atomic::AtomicU32,
+    /// Handles handed out through `&self` since the last flush take the free
+    /// list from its end, then fresh indices after `slots.len()`: the
+    /// cursor starts at `free.len()` and each reservation takes one off.
+    /// `free[cursor..]` are reserved; a negative cursor `-k` means the whole
+    /// list and `k` fresh indices are. Equal to `free.len()` after a flush.
+    free_cursor: std::sync::atomic::AtomicI64,
 }
 
 impl Entities {
     /// Hands out a handle for an entity to be spawned later (by a deferred
-    /// command), through a shared borrow. The slot becomes real at the next
-    /// [`Entities::flush`].
+    /// command), through a shared borrow: a freed slot under its next
+    /// generation while the free list lasts, then a fresh index. The slot
+    /// becomes reserved at the next [`Entities::flush`].
     pub(crate) fn reserve(&self) -> Entity {
-        let n = self.reserved.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let index = u32::try_from(self.slots.len() as u64 + n as u64).expect("more than 2^32 entity slots");
+        let n = self.free_cursor.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        if n > 0 {
+            // `free` does not change while `&self` is borrowed, and each
+            // cursor value is taken once.
+            let index = self.free[n as usize - 1];
+            return Entity::from_parts(index, self.slots[index as usize].generation);
+        }
+        let index = u32::try_from(self.slots.len() as u64 + n.unsigned_abs()).expect("more than 2^32 entity slots");
         Entity::from_parts(index, 0)
     }
 
-    /// Turns reserved handles into reserved slots. Must run before any
-    /// allocation that could take their indices.
+    /// Turns reserved handles into reserved slots. Runs before anything
+    /// that changes the free list or adds a slot.
     #[inline]
     pub(crate) fn flush(&mut self) {
-        let n = std::mem::take(self.reserved.get_mut());
-        for _ in 0..n {
+        let cursor = *self.free_cursor.get_mut();
+        let listed = self.free.len() as i64;
+        if cursor == listed {
+            return;
+        }
+        let kept = cursor.max(0) as usize;
+        for &index in &self.free[kept..] {
+            // Freed slots keep the generation their next entity gets.
+            self.slots[index as usize].archetype = RESERVED;
+        }
+        self.free.truncate(kept);
+        for _ in 0..(-cursor).max(0) {
             self.slots.push(Slot { generation: 0, archetype: RESERVED, chunk: 0, row: 0 });
         }
+        *self.free_cursor.get_mut() = self.free.len() as i64;
     }
 
     /// Places a reserved entity at `location`. Fails if the handle is not a
@@ -145,25 +166,21 @@ impl Entities {
     }
 
     /// Whether `entity` is a reserved handle waiting to be spawned.
-    pub(crate) fn is_reserved(&self, entity: Entity) -> bool {
-        match self.slots.get(entity.index as usize) {
-            Some(slot) => slot.archetype == RESERVED && slot.generation == entity.generation,
-            None => {
-                let pending = self.reserved.load(std::sync::atomic::Ordering::Relaxed) as usize;
-                entity.generation == 0 && (entity.index as usize) < self.slots.len() + pending
-            }
-        }
+    pub(crate) fn is_reserved(&mut self, entity: Entity) -> bool {
+        self.flush();
+        self.slots
+            .get(entity.index as usize)
+            .is_some_and(|slot| slot.archetype == RESERVED && slot.generation == entity.generation)
     }
 
     /// Allocates a handle for an entity that will live at `location`.
     #[inline]
     pub(crate) fn alloc(&mut self, location: EntityLocation) -> Entity {
         debug_assert!(location.archetype.0 < RESERVED);
-        if *self.reserved.get_mut() > 0 {
-            self.flush();
-        }
+        self.flush();
         self.len += 1;
         if let Some(index) = self.free.pop() {
+            *self.free_cursor.get_mut() -= 1;
             let slot = &mut self.slots[index as usize];
             slot.set(location);
             Entity::from_parts(index, slot.generation)
@@ -178,11 +195,13 @@ impl Entities {
 
     /// Reserves room for `additional` more slots.
     pub(crate) fn reserve_capacity(&mut self, additional: usize) {
+        self.flush();
         self.slots.reserve(additional.saturating_sub(self.free.len()));
     }
 
     /// Frees a live entity's slot and returns where its row was.
     pub(crate) fn free(&mut self, entity: Entity) -> Result<EntityLocation, StoreError> {
+        self.flush();
         let slot = self
             .slots
             .get_mut(entity.index as usize)
@@ -196,6 +215,7 @@ impl Entities {
         if let Some(next) = slot.generation.checked_add(1) {
             slot.generation = next;
             self.free.push(entity.index);
+            *self.free_cursor.get_mut() += 1;
         }
         Ok(location)
     }
@@ -306,6 +326,50 @@ mod tests {
         assert_eq!(e.alloc_reserved(r2, loc()), Err(StoreError::NoSuchEntity(r2)));
         assert_eq!(e.len(), 3);
         assert!(e.is_reserved(r1));
+    }
+
+    #[test]
+    fn reservations_take_freed_slots_first_then_fresh_ones() {
+        let mut e = Entities::default();
+        let live: Vec<Entity> = (0..4).map(|_| e.alloc(loc())).collect();
+        e.free(live[1]).unwrap();
+        e.free(live[3]).unwrap();
+        let (r1, r2, r3) = (e.reserve(), e.reserve(), e.reserve());
+        // The free list from its end, under the next generation; then fresh.
+        assert_eq!((r1.index(), r1.generation()), (3, 1));
+        assert_eq!((r2.index(), r2.generation()), (1, 1));
+        assert_eq!((r3.index(), r3.generation()), (4, 0));
+        assert!(e.location(r1).is_err() && e.location(r2).is_err(), "not alive before they are spawned");
+        // Nothing allocated or freed afterwards can take them.
+        let b = e.alloc(loc());
+        assert!(![r1, r2, r3].iter().any(|r| r.index() == b.index()));
+        assert_eq!(e.free(r2), Err(StoreError::NoSuchEntity(r2)));
+        e.free(live[0]).unwrap();
+        let c = e.alloc(loc());
+        assert_eq!(c.index(), 0, "the slot freed after the reservations is free");
+        for r in [r1, r2, r3] {
+            assert!(e.is_reserved(r));
+            e.alloc_reserved(r, loc()).unwrap();
+            assert!(e.location(r).is_ok());
+        }
+        assert!(!e.is_reserved(live[1]), "the old handle stays stale");
+        assert_eq!(e.len(), 6);
+    }
+
+    #[test]
+    fn reserve_spawn_and_free_in_a_loop_keeps_the_slot_count() {
+        let mut e = Entities::default();
+        for _ in 0..500 {
+            let rs: Vec<Entity> = (0..10).map(|_| e.reserve()).collect();
+            for &r in &rs {
+                e.alloc_reserved(r, loc()).unwrap();
+            }
+            for &r in &rs {
+                e.free(r).unwrap();
+            }
+        }
+        assert_eq!(e.len(), 0);
+        assert_eq!(e.slots.len(), 10);
     }
 
     #[test]
