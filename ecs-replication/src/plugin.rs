@@ -150,6 +150,12 @@ impl<I: ClientInput> ReplicationServer<I> {
         self.session.set_controlled(world, id, entity)
     }
 
+    /// Takes `entity` back from a client (see
+    /// [`ServerSession::release_controlled`]).
+    pub fn release_controlled(&mut self, world: &mut World, id: ClientId, entity: Entity) -> Result<(), ServerError> {
+        self.session.release_controlled(world, id, entity)
+    }
+
     /// What the latest fixed step did (connections, refused datagrams,
     /// bytes per client).
     pub fn last_step(&self) -> &ServerStep {

@@ -199,6 +199,18 @@ impl<I: ClientInput> ServerSession<I> {
         Ok(())
     }
 
+    /// Takes `entity` back from a client: it loses [`ControlledBy`] and its
+    /// [`PlayerInput`], and no longer goes in every packet to that client
+    /// (a despawned entity is released by itself).
+    pub fn release_controlled(&mut self, world: &mut World, id: ClientId, entity: Entity) -> Result<(), ServerError> {
+        self.server.set_controlled(id, entity, false)?;
+        if world.get::<ControlledBy>(entity).is_ok_and(|c| c.0 == id.0) {
+            let _ = world.remove_one::<ControlledBy>(entity);
+            let _ = world.remove_one::<PlayerInput<I>>(entity);
+        }
+        Ok(())
+    }
+
     /// Takes one datagram from a client (acknowledgement or upstream).
     pub fn receive(&mut self, id: ClientId, bytes: &[u8]) -> Result<(), ServerError> {
         *self.upstream.entry(id).or_default() += bytes.len() as u64;

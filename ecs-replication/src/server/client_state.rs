@@ -204,7 +204,9 @@ pub(super) struct ClientState {
     /// How far ahead of the server's tick the newest input was.
     pub(super) input_lead: i32,
     /// Entities this client controls (and predicts): in every packet.
+    /// Each once; `controlled_at` holds each one's index.
     pub(super) controlled: Vec<Entity>,
+    pub(super) controlled_at: super::IdMap<Entity, u32>,
     /// Acknowledgements received since the previous tick, oldest first.
     pub(super) acks: Vec<Ack>,
     /// Recent round trips: the loss timeout.
@@ -229,6 +231,24 @@ fn wait_ticks(view: Option<View>, phase: Phase, position: Option<Vec3>) -> u64 {
 }
 
 impl ClientState {
+    /// Adds `entity` to the controlled entities (once).
+    pub(super) fn control(&mut self, entity: Entity) {
+        if !self.controlled_at.contains_key(&entity) {
+            self.controlled_at.insert(entity, self.controlled.len() as u32);
+            self.controlled.push(entity);
+        }
+    }
+
+    /// Takes `entity` out of the controlled entities, in O(1) (the last one
+    /// takes its place in the list).
+    pub(super) fn release(&mut self, entity: Entity) {
+        let Some(i) = self.controlled_at.remove(&entity) else { return };
+        self.controlled.swap_remove(i as usize);
+        if let Some(&moved) = self.controlled.get(i as usize) {
+            self.controlled_at.insert(moved, i);
+        }
+    }
+
     pub(super) fn new(view: Option<View>) -> ClientState {
         ClientState {
             view,
@@ -251,6 +271,7 @@ impl ClientState {
             echo: None,
             input_lead: 0,
             controlled: Vec::new(),
+            controlled_at: Default::default(),
             acks: Vec::new(),
             round_trips: RoundTrips::default(),
         }

@@ -435,17 +435,21 @@ impl Server {
     /// packet to that client, an empty entry when nothing changed, so the
     /// client's prediction of it is confirmed or corrected every tick
     /// ([`crate::prediction`]). The entity should be in the client's
-    /// interest (without a view, everything is).
+    /// interest (without a view, everything is). O(1) either way; a
+    /// controlled entity that is despawned is released by the next
+    /// [`Server::update`].
     pub fn set_controlled(&mut self, id: ClientId, entity: Entity, controlled: bool) -> Result<(), ServerError> {
         let client = self.clients.get_mut(&id).ok_or(ServerError::UnknownClient(id))?;
-        client.controlled.retain(|e| *e != entity);
         if controlled {
-            client.controlled.push(entity);
+            client.control(entity);
+        } else {
+            client.release(entity);
         }
         Ok(())
     }
 
-    /// The entities a client controls.
+    /// The entities a client controls, each once (in the order they were
+    /// given, except that a release moves the last one into its place).
     pub fn controlled(&self, id: ClientId) -> &[Entity] {
         self.clients.get(&id).map_or(&[], |c| c.controlled.as_slice())
     }
@@ -558,7 +562,22 @@ impl Server {
         let tick = self.tick;
         self.changes.scan(world, &self.registry, tick, self.config.delta_window, &mut self.tick_stats);
         let changes = &mut self.changes;
+        // Controlled entities that were despawned are released (a disabled
+        // one stays controlled: it is alive).
+        let dead: Vec<Entity> = changes
+            .departed
+            .iter()
+            .rev()
+            .take_while(|(t, _, _)| *t == tick)
+            .map(|(_, _, r)| r.entity)
+            .filter(|&e| !world.contains(e))
+            .collect();
         for client in self.clients.values_mut() {
+            if !client.controlled.is_empty() {
+                for &e in &dead {
+                    client.release(e);
+                }
+            }
             for &net in &changes.despawned {
                 client.leave(net, None);
             }

@@ -130,11 +130,10 @@ pub(super) fn build_packet(
     let mut caught_up = false;
     // The entities this client controls go in every packet, changed or
     // not, so its prediction is confirmed (or corrected) every tick.
+    // Each controlled entity is listed once, and entities have distinct
+    // network ids: no entry here repeats another.
     let confirm: Vec<NetId> = client.controlled.iter().filter_map(|e| by_entity.get(e).copied()).collect();
     for &net in &confirm {
-        if sent.iter().any(|s| s.net_id == net) {
-            continue;
-        }
         let Some(entry) = entry_for(&cx, client, net, true, &mut scratch) else { continue };
         // Over the budget if need be: the player's own entity is never
         // held back.
