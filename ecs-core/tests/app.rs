@@ -1100,6 +1100,31 @@ fn consecutive_exclusive_systems_and_apply_deferred() {
 }
 
 #[test]
+fn each_sync_point_applies_the_commands_of_the_systems_run_since_in_the_order_added() {
+    fn note(name: &'static str) -> impl FnMut(Commands) {
+        move |mut commands: Commands| {
+            commands.add(move |w: &mut World| -> Result<(), ecs_core::StoreError> {
+                w.resource_mut::<Log>().unwrap().0.push(name.into());
+                Ok(())
+            });
+        }
+    }
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    let x = |w: &mut World| w.resource_mut::<Log>().unwrap().0.push("x".into());
+    // Added: d, a, b, x, c, e. Run: a and b, then x, then d, c and e.
+    schedule.add_systems(note("d").after(x));
+    schedule.add_systems((note("a"), note("b")).before(x));
+    schedule.add_systems(x);
+    schedule.add_systems((note("c").after(x), note("e").after(x)));
+    for _ in 0..2 {
+        schedule.run(&mut world).unwrap();
+    }
+    assert_eq!(log(&world), ["a", "b", "x", "d", "c", "e", "a", "b", "x", "d", "c", "e"]);
+}
+
+#[test]
 fn tiny_systems_stay_on_the_calling_thread_after_the_first_run() {
     let threads = Arc::new(Mutex::new(Vec::new()));
     let mut schedule = Schedule::new();

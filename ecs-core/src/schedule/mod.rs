@@ -331,6 +331,8 @@ pub struct Schedule {
     command_errors: Vec<CommandError>,
     /// Systems the latest run skipped.
     skipped: Vec<SkippedSystem>,
+    /// Scratch of one sync point: the systems whose commands it applies.
+    to_apply: Vec<usize>,
 }
 
 impl std::fmt::Debug for Schedule {
@@ -511,13 +513,16 @@ impl Schedule {
         for &k in &self.built.conditioned_sets {
             *self.sets[k].result.get_mut() = UNKNOWN;
         }
+        // The first segment whose systems' commands are not applied yet.
+        let mut since = 0;
         for s in 0..self.built.segments.len() {
             self.run_segment(world, s);
             if let Some(e) = self.built.segments[s].exclusive {
                 // A sync point: the commands so far apply first, so the
                 // exclusive system sees them.
                 world.increment_change_tick();
-                self.apply_deferred(world);
+                self.apply_deferred(world, since..s + 1);
+                since = s + 1;
                 // SAFETY: `&mut World` is exclusive and nothing else runs.
                 if self.validate(world, e) && unsafe { self.should_run(world, e) } {
                     let this_run = world.increment_change_tick();
@@ -529,7 +534,7 @@ impl Schedule {
         // next run) is stamped newer than every system's run, so each system
         // sees it next time.
         world.increment_change_tick();
-        self.apply_deferred(world);
+        self.apply_deferred(world, since..self.built.segments.len());
         world.check_change_ticks();
         Ok(())
     }
@@ -593,11 +598,25 @@ impl Schedule {
         self.built.segments[s] = segment;
     }
 
-    /// Applies the deferred commands of every system (and condition) in
-    /// the order they were added, recording the failures.
-    fn apply_deferred(&mut self, world: &mut World) {
+    /// Applies the deferred commands of the systems (and conditions) that
+    /// ran since the previous sync point, in the order they were added,
+    /// recording the failures: the systems of `segments` and the exclusive
+    /// system that ran just before them. Only those can hold commands, so
+    /// a sync point costs the systems run since the last one, not every
+    /// system of the schedule.
+    fn apply_deferred(&mut self, world: &mut World, segments: std::ops::Range<usize>) {
+        let mut to_apply = std::mem::take(&mut self.to_apply);
+        to_apply.clear();
+        if let Some(e) = segments.start.checked_sub(1).and_then(|s| self.built.segments[s].exclusive) {
+            to_apply.push(e);
+        }
+        for segment in &self.built.segments[segments] {
+            to_apply.extend_from_slice(&segment.order);
+        }
+        to_apply.sort_unstable();
         let mut errors = Vec::new();
-        for config in &mut self.configs {
+        for &i in &to_apply {
+            let config = &mut self.configs[i];
             config.system.apply_deferred(world, &mut errors);
             for condition in &mut config.conditions {
                 condition.apply_deferred(world, &mut errors);
@@ -607,6 +626,7 @@ impl Schedule {
                 self.command_errors.extend(errors.drain(..).map(|error| CommandError { system: name.clone(), error }));
             }
         }
+        self.to_apply = to_apply;
         for &k in &self.built.conditioned_sets {
             for condition in self.sets[k].conditions.get_mut().unwrap_or_else(|e| e.into_inner()) {
                 condition.apply_deferred(world, &mut errors);
