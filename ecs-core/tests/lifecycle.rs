@@ -430,3 +430,35 @@ fn the_removal_log_stays_bounded_while_readers_keep_up() {
     assert_eq!(total, 200 * 50);
     assert!(world.removed_log_len::<Pos>() <= 256, "log holds {} entries", world.removed_log_len::<Pos>());
 }
+
+#[test]
+fn a_reader_that_stops_running_does_not_make_the_log_grow_without_bound() {
+    #[derive(Default)]
+    struct Counts(Vec<usize>);
+    let mut world = World::new();
+    world.set_removal_log_limit(1000);
+    world.insert_resource(Counts::default());
+    let mut active = Schedule::new();
+    active.add_systems(|removed: RemovedComponents<Pos>, mut counts: ResMut<Counts>| counts.0.push(removed.len()));
+    // A reader behind a run condition that stays false after its first run.
+    let mut paused = Schedule::new();
+    paused.add_systems(
+        (|removed: RemovedComponents<Pos>, mut counts: ResMut<Counts>| counts.0.push(removed.len() + 1_000_000))
+            .run_if(|mut first: Local<bool>| !std::mem::replace(&mut *first, true)),
+    );
+    active.run(&mut world).unwrap();
+    paused.run(&mut world).unwrap();
+    world.resource_mut::<Counts>().unwrap().0.clear();
+    for _ in 0..100 {
+        let es = world.spawn_batch((0..300).map(|i| (Pos(i),)));
+        for e in es {
+            world.despawn(e).unwrap();
+        }
+        active.run(&mut world).unwrap();
+        paused.run(&mut world).unwrap();
+        assert!(world.removed_log_len::<Pos>() <= 1250, "log holds {}", world.removed_log_len::<Pos>());
+    }
+    // The reader that keeps up lost nothing; the paused one never ran.
+    assert_eq!(world.resource::<Counts>().unwrap().0, vec![300; 100]);
+    assert!(world.removals_dropped::<Pos>() >= 100 * 300 - 1250);
+}

@@ -44,7 +44,7 @@ use std::sync::atomic::AtomicU64;
 
 pub use hooks::{ComponentHook, ComponentHooks, DeferredWorld};
 pub use observer::{Event, ObserverId, On, OnAdd, OnInsert, OnRemove, OnReplace};
-pub use removed::{RemovedComponents, RemovedReader};
+pub use removed::{DEFAULT_REMOVAL_LOG_LIMIT, RemovedComponents, RemovedReader};
 
 use crate::storage::component::ComponentId;
 use crate::storage::entity::Entity;
@@ -127,6 +127,8 @@ pub(crate) struct Lifecycle {
     pub(crate) at_entity: std::collections::HashMap<(EventKey, Entity), Vec<ObserverId>>,
     /// Removal logs by component index.
     pub(crate) removed: Vec<RemovedLog>,
+    /// [`World::set_removal_log_limit`], if set.
+    pub(crate) removal_log_limit: Option<usize>,
     /// Commands queued by hooks and lifecycle events, run when the
     /// outermost structural operation completes.
     pub(crate) deferred: CommandQueue,
@@ -199,7 +201,8 @@ impl World {
             let observed = listeners.observed & kind.bit() != 0;
             let logged = kind == LifecycleKind::Remove && listeners.removal_tracked;
             if logged {
-                self.lifecycle.removed_log_mut(id).push(entity, tick);
+                let limit = self.lifecycle.removal_log_limit.unwrap_or(removed::DEFAULT_REMOVAL_LOG_LIMIT);
+                self.lifecycle.removed_log_mut(id).push(entity, tick, limit);
             }
             if let Some(hook) = hook {
                 // The hook's commands join the deferred queue when its

@@ -10,8 +10,13 @@ use crate::storage::tick::TickWindow;
 use crate::system::{SystemMeta, SystemParam};
 use crate::world::World;
 
+/// The default of [`World::set_removal_log_limit`]: 1 << 20 removals (16
+/// MiB) per component type.
+pub const DEFAULT_REMOVAL_LOG_LIMIT: usize = 1 << 20;
+
 /// The log of one component's removals: (entity, world tick), in tick
-/// order, kept until every live reader has passed an entry.
+/// order, kept until every live reader has passed an entry, or until more
+/// than `limit` newer entries are kept.
 #[derive(Debug, Default)]
 pub(crate) struct RemovedLog {
     entries: Vec<(Entity, u64)>,
@@ -20,6 +25,8 @@ pub(crate) struct RemovedLog {
     /// Length at which the next trim is tried (doubles, so trimming is
     /// amortised O(1) per entry).
     trim_at: usize,
+    /// Entries dropped before every reader passed them (the limit).
+    dropped: u64,
 }
 
 impl RemovedLog {
@@ -29,23 +36,29 @@ impl RemovedLog {
         reader
     }
 
-    pub(crate) fn push(&mut self, entity: Entity, tick: u64) {
+    pub(crate) fn push(&mut self, entity: Entity, tick: u64, limit: usize) {
         self.entries.push((entity, tick));
         if self.entries.len() >= self.trim_at.max(64) {
-            self.trim();
+            self.trim(limit);
         }
     }
 
-    /// Drops the entries every live reader has passed.
-    pub(crate) fn trim(&mut self) {
+    /// Drops the entries every live reader has passed, and the oldest ones
+    /// past the `limit` newest whoever has not passed them.
+    pub(crate) fn trim(&mut self, limit: usize) {
         self.readers.retain(|r| r.strong_count() > 0);
         let passed = self.readers.iter().filter_map(Weak::upgrade).map(|r| r.load(Ordering::Relaxed)).min();
-        let keep_from = match passed {
+        let mut keep_from = match passed {
             Some(tick) => self.entries.partition_point(|&(_, t)| t <= tick),
             None => self.entries.len(),
         };
+        let over = (self.entries.len() - keep_from).saturating_sub(limit);
+        keep_from += over;
+        self.dropped += over as u64;
         self.entries.drain(..keep_from);
-        self.trim_at = 2 * self.entries.len();
+        // Doubling keeps trims amortised O(1) an entry; near the limit a
+        // trim every quarter of it keeps the log under 1.25 times it.
+        self.trim_at = (2 * self.entries.len()).min(self.entries.len() + limit / 4);
     }
 
     /// Entries kept now.
@@ -114,6 +127,23 @@ impl World {
     pub fn removed_log_len<T: Component>(&self) -> usize {
         self.components().id::<T>().and_then(|id| self.lifecycle.removed.get(id.index())).map_or(0, RemovedLog::len)
     }
+
+    /// Bounds each removal log: once a reader falls more than `limit`
+    /// removals of a type behind (it is paused by a run condition, or sits
+    /// in a schedule that does not run), the oldest entries it has not read
+    /// are dropped, and it never sees them. Readers that keep up lose
+    /// nothing unless more than `limit` removals of one type happen between
+    /// two of their runs. Default [`DEFAULT_REMOVAL_LOG_LIMIT`]; a log holds
+    /// at most 1.25 times the limit.
+    pub fn set_removal_log_limit(&mut self, limit: usize) {
+        self.lifecycle.removal_log_limit = Some(limit.max(1));
+    }
+
+    /// Removals of `T` dropped by the log's limit before every reader read
+    /// them (see [`World::set_removal_log_limit`]).
+    pub fn removals_dropped<T: Component>(&self) -> u64 {
+        self.components().id::<T>().and_then(|id| self.lifecycle.removed.get(id.index())).map_or(0, |log| log.dropped)
+    }
 }
 
 /// Ties [`RemovedComponents`] to its state's lifetime and component type.
@@ -123,8 +153,10 @@ type RemovedMarker<'s, T> = (&'s (), fn() -> T);
 /// system last ran: the same window rule as `Changed<T>`, so a system that
 /// skipped runs sees every removal since its previous run. The log starts
 /// when the first reader of `T` is created and keeps an entry until every
-/// reader has run past it (a reader that never runs again keeps the log
-/// growing: drop the system to let it go).
+/// reader has run past it, or until it is older than the log's limit
+/// allows ([`World::set_removal_log_limit`], 1 << 20 removals by default):
+/// a reader that stops running for good does not make the log grow without
+/// bound.
 ///
 /// ```
 /// use ecs_core::prelude::*;
