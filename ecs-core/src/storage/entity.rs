@@ -132,13 +132,18 @@ impl Entities {
 
     /// Turns reserved handles into reserved slots. Runs before anything
     /// that changes the free list or adds a slot.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn flush(&mut self) {
-        let cursor = *self.free_cursor.get_mut();
-        let listed = self.free.len() as i64;
-        if cursor == listed {
-            return;
+        if *self.free_cursor.get_mut() != self.free.len() as i64 {
+            self.flush_reserved();
         }
+    }
+
+    /// [`Entities::flush`] when handles were reserved.
+    #[cold]
+    #[inline(never)]
+    fn flush_reserved(&mut self) {
+        let cursor = *self.free_cursor.get_mut();
         let kept = cursor.max(0) as usize;
         for &index in &self.free[kept..] {
             // Freed slots keep the generation their next entity gets.
@@ -200,6 +205,7 @@ impl Entities {
     }
 
     /// Frees a live entity's slot and returns where its row was.
+    #[inline]
     pub(crate) fn free(&mut self, entity: Entity) -> Result<EntityLocation, StoreError> {
         self.flush();
         let slot = self
