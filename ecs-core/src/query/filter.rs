@@ -107,119 +107,56 @@ pub struct Or<F>(PhantomData<fn() -> F>);
 /// ```
 pub struct Allow<T>(PhantomData<fn() -> T>);
 
-// SAFETY: reads nothing; `cache` looks nothing up.
-unsafe impl<T: Component> QueryFilter for With<T> {
-    type State = ComponentId;
-    type Cache = ();
-    type Fetch<'w> = ();
-    const ARCHETYPAL: bool = true;
+/// The [`QueryFilter`] of a filter decided per archetype alone (`With`,
+/// `Without`, `Allow`): `$access` records it in the query's access and
+/// `$matches(state, archetype)` says whether an archetype matches; every
+/// row of a matched archetype passes.
+macro_rules! archetypal_filter {
+    ($name:ident, $access:ident, $matches:expr) => {
+        // SAFETY: reads nothing; `cache` looks nothing up.
+        unsafe impl<T: Component> QueryFilter for $name<T> {
+            type State = ComponentId;
+            type Cache = ();
+            type Fetch<'w> = ();
+            const ARCHETYPAL: bool = true;
 
-    fn init_state(components: &mut Components) -> ComponentId {
-        components.register::<T>()
-    }
-    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
-        access.add_with(state);
-        Ok(())
-    }
-    fn matches(state: ComponentId, archetype: &Archetype) -> bool {
-        archetype.contains(state)
-    }
-    fn cache(_: ComponentId, _: &Archetype) {}
-    #[inline]
-    fn chunk_may_pass(_: (), _: &Archetype, _: usize, _: TickWindow) -> bool {
-        true
-    }
-    #[inline]
-    fn next_passing_chunk(_: (), _: &Archetype, from: usize, _: usize, _: TickWindow) -> usize {
-        from
-    }
-    #[inline]
-    fn fetch<'w>(_: (), _: &'w Archetype, _: usize, _: TickWindow) -> Self::Fetch<'w> {}
-    #[inline]
-    fn all_rows_pass(_: &()) -> bool {
-        true
-    }
-    #[inline]
-    unsafe fn row_passes(_: &(), _: usize) -> bool {
-        true
-    }
+            fn init_state(components: &mut Components) -> ComponentId {
+                components.register::<T>()
+            }
+            fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
+                access.$access(state);
+                Ok(())
+            }
+            fn matches(state: ComponentId, archetype: &Archetype) -> bool {
+                let matches: fn(ComponentId, &Archetype) -> bool = $matches;
+                matches(state, archetype)
+            }
+            fn cache(_: ComponentId, _: &Archetype) {}
+            #[inline]
+            fn chunk_may_pass(_: (), _: &Archetype, _: usize, _: TickWindow) -> bool {
+                true
+            }
+            #[inline]
+            fn next_passing_chunk(_: (), _: &Archetype, from: usize, _: usize, _: TickWindow) -> usize {
+                from
+            }
+            #[inline]
+            fn fetch<'w>(_: (), _: &'w Archetype, _: usize, _: TickWindow) -> Self::Fetch<'w> {}
+            #[inline]
+            fn all_rows_pass(_: &()) -> bool {
+                true
+            }
+            #[inline]
+            unsafe fn row_passes(_: &(), _: usize) -> bool {
+                true
+            }
+        }
+    };
 }
 
-// SAFETY: reads nothing; `cache` looks nothing up.
-unsafe impl<T: Component> QueryFilter for Allow<T> {
-    type State = ComponentId;
-    type Cache = ();
-    type Fetch<'w> = ();
-    const ARCHETYPAL: bool = true;
-
-    fn init_state(components: &mut Components) -> ComponentId {
-        components.register::<T>()
-    }
-    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
-        access.add_allowed(state);
-        Ok(())
-    }
-    fn matches(_: ComponentId, _: &Archetype) -> bool {
-        true
-    }
-    fn cache(_: ComponentId, _: &Archetype) {}
-    #[inline]
-    fn chunk_may_pass(_: (), _: &Archetype, _: usize, _: TickWindow) -> bool {
-        true
-    }
-    #[inline]
-    fn next_passing_chunk(_: (), _: &Archetype, from: usize, _: usize, _: TickWindow) -> usize {
-        from
-    }
-    #[inline]
-    fn fetch<'w>(_: (), _: &'w Archetype, _: usize, _: TickWindow) -> Self::Fetch<'w> {}
-    #[inline]
-    fn all_rows_pass(_: &()) -> bool {
-        true
-    }
-    #[inline]
-    unsafe fn row_passes(_: &(), _: usize) -> bool {
-        true
-    }
-}
-
-// SAFETY: reads nothing; `cache` looks nothing up.
-unsafe impl<T: Component> QueryFilter for Without<T> {
-    type State = ComponentId;
-    type Cache = ();
-    type Fetch<'w> = ();
-    const ARCHETYPAL: bool = true;
-
-    fn init_state(components: &mut Components) -> ComponentId {
-        components.register::<T>()
-    }
-    fn update_access(state: ComponentId, access: &mut Access) -> Result<(), (ComponentId, ConflictKind)> {
-        access.add_without(state);
-        Ok(())
-    }
-    fn matches(state: ComponentId, archetype: &Archetype) -> bool {
-        !archetype.contains(state)
-    }
-    fn cache(_: ComponentId, _: &Archetype) {}
-    #[inline]
-    fn chunk_may_pass(_: (), _: &Archetype, _: usize, _: TickWindow) -> bool {
-        true
-    }
-    #[inline]
-    fn next_passing_chunk(_: (), _: &Archetype, from: usize, _: usize, _: TickWindow) -> usize {
-        from
-    }
-    #[inline]
-    fn fetch<'w>(_: (), _: &'w Archetype, _: usize, _: TickWindow) -> Self::Fetch<'w> {}
-    #[inline]
-    fn all_rows_pass(_: &()) -> bool {
-        true
-    }
-    #[inline]
-    unsafe fn row_passes(_: &(), _: usize) -> bool {
-        true
-    }
-}
+archetypal_filter!(With, add_with, |state, archetype| archetype.contains(state));
+archetypal_filter!(Without, add_without, |state, archetype| !archetype.contains(state));
+archetypal_filter!(Allow, add_allowed, |_, _| true);
 
 /// Per-chunk state of a tick filter.
 #[derive(Copy, Clone)]
