@@ -861,16 +861,23 @@ fn a_link_overwritten_by_hand_into_a_loop_stops_propagation_on_every_path() {
     assert!(matches!(recorded_errors(&world)[..], [HierarchyError::CycleFound { .. }]));
 }
 
-/// A disabled entity is still part of the hierarchy: its global, and those
-/// below it, follow their parents, so enabling it again finds them right.
-#[test]
-fn disabled_entities_and_their_subtrees_follow_their_parents() {
+/// A root at x = 1, its child at y = 1 and grandchild at z = 1, propagated
+/// once.
+fn three_levels() -> (World, Schedule, [Entity; 3]) {
     let mut world = World::new();
     let mut schedule = schedule();
     let p = spawn_at(&mut world, (1.0, 0.0, 0.0), None);
     let c = spawn_at(&mut world, (0.0, 1.0, 0.0), Some(p));
     let g = spawn_at(&mut world, (0.0, 0.0, 1.0), Some(c));
     schedule.run(&mut world).unwrap();
+    (world, schedule, [p, c, g])
+}
+
+/// A disabled entity is still part of the hierarchy: its global, and those
+/// below it, follow their parents, so enabling it again finds them right.
+#[test]
+fn disabled_entities_and_their_subtrees_follow_their_parents() {
+    let (mut world, mut schedule, [p, c, g]) = three_levels();
     assert_eq!(translation(&world, g), Vec3::new(1.0, 1.0, 1.0));
 
     world.insert_one(c, Disabled).unwrap();
@@ -895,12 +902,7 @@ fn disabled_entities_and_their_subtrees_follow_their_parents() {
 /// the disabled parent is not taken for a dead one.
 #[test]
 fn a_child_moved_below_a_disabled_entity_is_computed_through_it() {
-    let mut world = World::new();
-    let mut schedule = schedule();
-    let p = spawn_at(&mut world, (1.0, 0.0, 0.0), None);
-    let c = spawn_at(&mut world, (0.0, 1.0, 0.0), Some(p));
-    let g = spawn_at(&mut world, (0.0, 0.0, 1.0), Some(c));
-    schedule.run(&mut world).unwrap();
+    let (mut world, mut schedule, [_, c, g]) = three_levels();
     world.insert_one(c, Disabled).unwrap();
     schedule.run(&mut world).unwrap();
     local_mut(&mut world, g).translation = Vec3::new(0.0, 0.0, 2.0);
