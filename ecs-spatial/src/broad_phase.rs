@@ -639,15 +639,12 @@ impl<C: SpatialPosition> BroadPhase<C> {
     /// the hint still points at it, else a scan of the cell.
     #[inline]
     fn slot_of(&mut self, key: CellKey, entity: Entity, hint: u32) -> Option<usize> {
-        let ids = self.grid.ids();
-        if ids.get(hint as usize) == Some(&entity) {
+        if self.grid.ids().get(hint as usize) == Some(&entity) {
             return Some(hint as usize);
         }
-        let range = self.grid.cell_slots(key);
-        let start = range.start;
-        let found = ids[range.clone()].iter().position(|&i| i == entity);
-        self.stats.ids_scanned += found.map_or(range.len(), |at| at + 1) as u64;
-        found.map(|at| start + at)
+        let (found, scanned) = self.grid.find_slot_counted(key, entity);
+        self.stats.ids_scanned += scanned as u64;
+        found
     }
 
     /// After an edit: writes the slots of the points in cells above

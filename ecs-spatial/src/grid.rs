@@ -832,9 +832,17 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// The sorted slot of the point with id `id` in cell `key`, if there is
     /// one (a scan of that cell's points).
     pub fn find_slot(&self, key: CellKey, id: I) -> Option<usize> {
+        self.find_slot_counted(key, id).0
+    }
+
+    /// [`find_slot`](Self::find_slot), with the number of ids it compared.
+    pub(crate) fn find_slot_counted(&self, key: CellKey, id: I) -> (Option<usize>, usize) {
         let range = self.cell_slots(key);
         let start = range.start;
-        self.ids[range].iter().position(|&i| i == id).map(|i| start + i)
+        match self.ids[range.clone()].iter().position(|&i| i == id) {
+            Some(at) => (Some(start + at), at + 1),
+            None => (None, range.len()),
+        }
     }
 
     /// Moves the point at sorted slot `slot` to `position`, which must lie in
