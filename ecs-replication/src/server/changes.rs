@@ -144,11 +144,10 @@ impl ChangeScan {
                 new_entities.push(e);
             }
         });
-        let enabled = self.enabled.read(world).filter(|&e| {
-            !by_entity.contains_key(&e)
-                && world.has::<Replicated>(e).unwrap_or(false)
-                && !world.has::<Disabled>(e).unwrap_or(true)
-        });
+        // Replicated now: alive, marked `Replicated`, not disabled.
+        let replicated =
+            |e: Entity| world.has::<Replicated>(e).unwrap_or(false) && !world.has::<Disabled>(e).unwrap_or(true);
+        let enabled = self.enabled.read(world).filter(|&e| !by_entity.contains_key(&e) && replicated(e));
         new_entities.extend(enabled);
         // Added and enabled in one tick, or enabled twice: listed once.
         new_entities.sort_unstable();
@@ -156,7 +155,7 @@ impl ChangeScan {
         // The records that leave: despawned or lost `Replicated` (its
         // removal log), or disabled (`Added<Disabled>`); each is checked,
         // since it may have come back within the tick.
-        let gone = |e: Entity| !world.has::<Replicated>(e).unwrap_or(false) || world.has::<Disabled>(e).unwrap_or(true);
+        let gone = |e: Entity| !replicated(e);
         let mut dead: Vec<NetId> =
             self.lost.read(world).filter(|&e| gone(e)).filter_map(|e| by_entity.get(&e).copied()).collect();
         self.disabled.for_each(world, |e| {
