@@ -111,8 +111,8 @@ pub use app::{App, Plugin, ScheduleLabel, States};
 pub use ecs_core_macros::{Bundle, Component, SystemParam};
 pub use error::StoreError;
 pub use lifecycle::{
-    ComponentHook, ComponentHooks, DEFAULT_REMOVAL_LOG_LIMIT, DeferredWorld, Event, LifecycleKind, ObserverId, On,
-    OnAdd, OnInsert, OnRemove, OnReplace, RemovedComponents, RemovedReader,
+    ComponentHook, ComponentHooks, DEFAULT_LIFECYCLE_ERROR_LIMIT, DEFAULT_REMOVAL_LOG_LIMIT, DeferredWorld, Event,
+    LifecycleKind, ObserverId, On, OnAdd, OnInsert, OnRemove, OnReplace, RemovedComponents, RemovedReader,
 };
 pub use query::{
     Access, Added, Allow, Changed, ChunkStats, ChunkView, ConflictKind, Disabled, EntityGroups, GroupRows, Mut, Or,

@@ -462,3 +462,45 @@ fn a_reader_that_stops_running_does_not_make_the_log_grow_without_bound() {
     assert_eq!(world.resource::<Counts>().unwrap().0, vec![300; 100]);
     assert!(world.removals_dropped::<Pos>() >= 100 * 300 - 1250);
 }
+
+#[test]
+fn lifecycle_errors_nobody_takes_stay_within_the_limit() {
+    struct Hit;
+    impl Event for Hit {}
+    struct Score;
+    let mut world = World::new();
+    // An observer that can never run (its resource is missing), fired far
+    // more often than the default limit.
+    world.add_observer(|_: On<Hit>, _: Res<Score>| {});
+    for _ in 0..ecs_core::DEFAULT_LIFECYCLE_ERROR_LIMIT * 3 {
+        world.trigger(Hit);
+    }
+    let limit = ecs_core::DEFAULT_LIFECYCLE_ERROR_LIMIT;
+    assert_eq!(world.lifecycle_errors_dropped(), 2 * limit as u64);
+    let errors = world.take_lifecycle_errors();
+    assert_eq!(errors.len(), limit);
+    assert!(world.take_lifecycle_errors().is_empty());
+
+    // Hook commands that fail: the newest are kept, oldest first.
+    world.set_lifecycle_error_limit(3);
+    world.register_component_hooks::<Pos>().on_add(|mut world, entity| {
+        let mut commands = world.commands();
+        commands.despawn(entity);
+        commands.despawn(entity);
+    });
+    let spawned: Vec<Entity> = (0..5).map(|i| world.spawn((Pos(i),))).collect();
+    let errors = world.take_lifecycle_errors();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    // Each spawn's second despawn fails; the last three spawns' are kept.
+    for (error, e) in errors.iter().zip(&spawned[2..]) {
+        assert!(error.contains(&format!("{e:?}")), "{error} names {e:?}");
+    }
+    assert_eq!(world.lifecycle_errors_dropped(), 2 * limit as u64 + 2);
+    assert!(spawned.iter().all(|&e| !world.contains(e)));
+    // Lowering the limit drops the oldest kept errors now.
+    world.trigger(Hit);
+    world.trigger(Hit);
+    world.set_lifecycle_error_limit(1);
+    assert_eq!(world.lifecycle_errors_dropped(), 2 * limit as u64 + 3);
+    assert_eq!(world.take_lifecycle_errors().len(), 1);
+}

@@ -139,7 +139,55 @@ pub(crate) struct Lifecycle {
     pub(crate) trigger: Option<TriggerSlot>,
     /// Errors of deferred commands and observers, kept for
     /// [`World::take_lifecycle_errors`].
-    pub(crate) errors: Vec<String>,
+    pub(crate) errors: ErrorLog,
+}
+
+/// The default of [`World::set_lifecycle_error_limit`]: the newest 1024
+/// errors are kept until [`World::take_lifecycle_errors`] takes them.
+pub const DEFAULT_LIFECYCLE_ERROR_LIMIT: usize = 1024;
+
+/// The lifecycle errors not taken yet: the newest `limit` of them, and a
+/// count of the older ones dropped to stay within it, so a failing observer
+/// or hook command in a world whose errors nobody reads costs bounded
+/// memory.
+#[derive(Debug)]
+pub(crate) struct ErrorLog {
+    entries: std::collections::VecDeque<String>,
+    limit: usize,
+    dropped: u64,
+}
+
+impl Default for ErrorLog {
+    fn default() -> Self {
+        ErrorLog { entries: std::collections::VecDeque::new(), limit: DEFAULT_LIFECYCLE_ERROR_LIMIT, dropped: 0 }
+    }
+}
+
+impl ErrorLog {
+    pub(crate) fn push(&mut self, error: String) {
+        if self.entries.len() >= self.limit {
+            self.entries.pop_front();
+            self.dropped += 1;
+        }
+        self.entries.push_back(error);
+    }
+
+    pub(crate) fn extend(&mut self, errors: impl IntoIterator<Item = String>) {
+        for error in errors {
+            self.push(error);
+        }
+    }
+
+    fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.max(1);
+        let over = self.entries.len().saturating_sub(self.limit);
+        self.entries.drain(..over);
+        self.dropped += over as u64;
+    }
+
+    fn take(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.entries).into()
+    }
 }
 
 impl Lifecycle {
@@ -256,8 +304,43 @@ impl World {
     }
 
     /// Errors of commands queued by hooks, and of observers that could not
-    /// run (a missing resource, a refused query), since the last call.
+    /// run (a missing resource, a refused query), since the last call,
+    /// oldest first: the newest [`DEFAULT_LIFECYCLE_ERROR_LIMIT`] of them
+    /// unless [`World::set_lifecycle_error_limit`] says otherwise (the
+    /// older ones are counted by [`World::lifecycle_errors_dropped`]).
     pub fn take_lifecycle_errors(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.lifecycle.errors)
+        self.lifecycle.errors.take()
+    }
+
+    /// How many lifecycle errors are kept for
+    /// [`World::take_lifecycle_errors`] (at least one): past it, the oldest
+    /// is dropped for each new one, so a world whose errors nobody takes
+    /// does not grow without bound. Lowering it drops the oldest kept ones
+    /// now.
+    ///
+    /// ```
+    /// use ecs_core::{Event, On, Res, World};
+    ///
+    /// struct Boom;
+    /// impl Event for Boom {}
+    /// struct Score; // never inserted: the observer cannot run
+    ///
+    /// let mut world = World::new();
+    /// world.add_observer(|_: On<Boom>, _: Res<Score>| {});
+    /// world.set_lifecycle_error_limit(2);
+    /// for _ in 0..5 {
+    ///     world.trigger(Boom);
+    /// }
+    /// assert_eq!(world.take_lifecycle_errors().len(), 2);
+    /// assert_eq!(world.lifecycle_errors_dropped(), 3);
+    /// ```
+    pub fn set_lifecycle_error_limit(&mut self, limit: usize) {
+        self.lifecycle.errors.set_limit(limit);
+    }
+
+    /// Lifecycle errors dropped because more than the limit were waiting
+    /// (see [`World::set_lifecycle_error_limit`]), over the world's life.
+    pub fn lifecycle_errors_dropped(&self) -> u64 {
+        self.lifecycle.errors.dropped
     }
 }
