@@ -137,9 +137,76 @@ pub enum DespawnMode {
 /// command queue reports only [`StoreError`]s), and the broken links the
 /// propagation system found ([`HierarchyError::DanglingParent`],
 /// [`HierarchyError::CycleFound`]; each reported once). Read and clear it
-/// after a schedule run.
+/// ([`HierarchyErrors::take`]) after a schedule run.
+///
+/// It keeps the newest [`HierarchyErrors::LIMIT`] errors and counts the
+/// older ones it dropped ([`HierarchyErrors::dropped`]), so a game that
+/// never reads it (and issues a failing command every frame) does not grow
+/// it without bound.
+///
+/// ```
+/// use ecs_core::{CommandQueue, World};
+/// use ecs_transform::{CommandsHierarchyExt, HierarchyError, HierarchyErrors};
+///
+/// let mut world = World::new();
+/// let (a, b) = (world.spawn(()), world.spawn(()));
+/// let mut queue = CommandQueue::default();
+/// for _ in 0..HierarchyErrors::LIMIT + 2 {
+///     let mut commands = queue.commands(&world);
+///     commands.set_parent(b, a);
+///     commands.set_parent(a, b); // refused: a loop
+/// }
+/// assert!(queue.apply(&mut world).is_empty());
+/// let errors = world.resource_mut::<HierarchyErrors>().unwrap();
+/// assert_eq!((errors.len(), errors.dropped()), (HierarchyErrors::LIMIT, 2));
+/// assert!(errors.take().iter().all(|e| *e == HierarchyError::Cycle { child: a, parent: b }));
+/// ```
 #[derive(Debug, Default)]
-pub struct HierarchyErrors(pub Vec<HierarchyError>);
+pub struct HierarchyErrors {
+    errors: std::collections::VecDeque<HierarchyError>,
+    dropped: u64,
+}
+
+impl HierarchyErrors {
+    /// How many errors are kept: past it, the oldest is dropped for each
+    /// new one.
+    pub const LIMIT: usize = 1024;
+
+    /// Records an error (dropping the oldest kept one past [`Self::LIMIT`]).
+    pub fn push(&mut self, error: HierarchyError) {
+        if self.errors.len() >= Self::LIMIT {
+            self.errors.pop_front();
+            self.dropped += 1;
+        }
+        self.errors.push_back(error);
+    }
+
+    /// The errors kept, oldest first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &HierarchyError> + '_ {
+        self.errors.iter()
+    }
+
+    /// Errors kept.
+    pub fn len(&self) -> usize {
+        self.errors.len()
+    }
+
+    /// Whether no error is kept.
+    pub fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// Takes the errors kept, oldest first, leaving none.
+    pub fn take(&mut self) -> Vec<HierarchyError> {
+        std::mem::take(&mut self.errors).into()
+    }
+
+    /// Errors dropped to stay within [`Self::LIMIT`], over the resource's
+    /// life.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
 
 /// Hierarchy edits with immediate effect.
 ///
@@ -278,7 +345,7 @@ fn push_error(world: &mut World, error: HierarchyError) {
         world.insert_resource(HierarchyErrors::default());
     }
     if let Some(errors) = world.resource_mut::<HierarchyErrors>() {
-        errors.0.push(error);
+        errors.push(error);
     }
 }
 
@@ -736,7 +803,7 @@ mod tests {
         assert_eq!(world.parent_of(b), Some(a));
         assert_eq!(world.parent_of(a), None);
         let errors = world.resource::<HierarchyErrors>().unwrap();
-        assert_eq!(errors.0, vec![HierarchyError::Cycle { child: a, parent: b }]);
+        assert_eq!(errors.iter().cloned().collect::<Vec<_>>(), vec![HierarchyError::Cycle { child: a, parent: b }]);
         {
             let mut commands = queue.commands(&world);
             commands.despawn_with(a, DespawnMode::DetachChildren);
@@ -796,7 +863,7 @@ mod tests {
         assert_eq!(world.children_of(n[2]), &[] as &[Entity]);
         // An entry dropped for a later one is not linked, so the self-link
         // in between is not reported.
-        assert!(world.resource::<HierarchyErrors>().is_none_or(|e| e.0.is_empty()));
+        assert!(world.resource::<HierarchyErrors>().is_none_or(HierarchyErrors::is_empty));
         assert_eq!(world.despawn_with(n[0], DespawnMode::Subtree), Ok(3));
         // The three hook carriers are left.
         assert_eq!(world.len(), 3);

@@ -1618,7 +1618,9 @@ fn report(s: &mut PropagationScratch, commands: &mut Commands) {
             world.insert_resource(HierarchyErrors::default());
         }
         if let Some(list) = world.resource_mut::<HierarchyErrors>() {
-            list.0.extend(errors);
+            for error in errors {
+                list.push(error);
+            }
         }
         Ok(())
     });
@@ -1946,7 +1948,8 @@ mod tests {
         globals.sort_by_key(|&(e, _)| e);
         let mut written: Vec<Entity> = changed.iter(world).collect();
         written.sort();
-        let errors = world.resource::<HierarchyErrors>().map(|e| e.0.clone()).unwrap_or_default();
+        let errors: Vec<_> =
+            world.resource::<HierarchyErrors>().map(|e| e.iter().cloned().collect()).unwrap_or_default();
         let errors =
             errors.into_iter().map(|e| (!matches!(e, HierarchyError::CycleFound { .. })).then_some(e)).collect();
         (globals, written, errors)

@@ -212,7 +212,7 @@ fn many_moving_roots_walk_the_plan_and_match_the_reference() {
 
 /// The errors propagation recorded so far.
 fn recorded_errors(world: &World) -> Vec<HierarchyError> {
-    world.resource::<ecs_transform::HierarchyErrors>().map(|e| e.0.clone()).unwrap_or_default()
+    world.resource::<ecs_transform::HierarchyErrors>().map(|e| e.iter().cloned().collect()).unwrap_or_default()
 }
 
 #[test]
