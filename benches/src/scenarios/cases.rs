@@ -20,6 +20,7 @@ pub fn suite_scene(case: &str, imp: Impl) -> Option<Box<dyn Frame>> {
         (Impl::Ours, "frag_iter") => Box::new(ours::FragIter::new()),
         (Impl::Ours, "heavy_compute") => Box::new(ours::HeavyCompute::new()),
         (Impl::Ours, "add_remove") => Box::new(ours::AddRemove::new()),
+        (Impl::Ours, "add_remove_wide") => Box::new(ours::AddRemove::wide()),
         (Impl::Ours, "simple_insert_hooks") => Box::new(ours::SimpleInsertHooked),
         (Impl::Ours, "add_remove_hooks") => Box::new(ours::AddRemove::hooked()),
         #[cfg(feature = "peers")]
@@ -33,6 +34,8 @@ pub fn suite_scene(case: &str, imp: Impl) -> Option<Box<dyn Frame>> {
         #[cfg(feature = "peers")]
         (Impl::Bevy, "add_remove") => Box::new(scenes::bevy::AddRemove::new()),
         #[cfg(feature = "peers")]
+        (Impl::Bevy, "add_remove_wide") => Box::new(scenes::bevy::AddRemove::wide()),
+        #[cfg(feature = "peers")]
         (Impl::Hecs, "simple_insert") => Box::new(scenes::hecs::SimpleInsert),
         #[cfg(feature = "peers")]
         (Impl::Hecs, "simple_iter") => Box::new(scenes::hecs::SimpleIter::new()),
@@ -40,6 +43,8 @@ pub fn suite_scene(case: &str, imp: Impl) -> Option<Box<dyn Frame>> {
         (Impl::Hecs, "frag_iter") => Box::new(scenes::hecs::FragIter::new()),
         #[cfg(feature = "peers")]
         (Impl::Hecs, "add_remove") => Box::new(scenes::hecs::AddRemove::new()),
+        #[cfg(feature = "peers")]
+        (Impl::Hecs, "add_remove_wide") => Box::new(scenes::hecs::AddRemove::wide()),
         _ => return None,
     };
     Some(scene)
@@ -315,6 +320,10 @@ mod tests {
         assert!(suite_scene("heavy_compute", Impl::Hecs).is_none());
         assert!(suite_scene("add_remove_hooks", Impl::Bevy).is_none());
         assert!(suite_scene("nope", Impl::Ours).is_none());
+        // Every implementation compiled in has the wide structural case.
+        for &imp in Impl::compiled() {
+            assert!(suite_scene("add_remove_wide", imp).is_some(), "{}", imp.name());
+        }
     }
 
     #[test]

@@ -153,6 +153,13 @@ impl AddRemove {
         let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| A(0.0))).collect();
         Self { world, entities }
     }
+
+    /// `add_remove_wide`: the entities also carry the `simple_insert` bundle.
+    pub fn wide() -> Self {
+        let mut world = World::new();
+        let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| (simple_bundle(), A(0.0)))).collect();
+        Self { world, entities }
+    }
 }
 
 impl Default for AddRemove {

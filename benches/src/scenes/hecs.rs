@@ -108,6 +108,18 @@ impl AddRemove {
         let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| (A(0.0),))).collect();
         Self { world, entities }
     }
+
+    /// `add_remove_wide`: the entities also carry the `simple_insert` bundle.
+    pub fn wide() -> Self {
+        let mut world = World::new();
+        let entities = world
+            .spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| {
+                let (t, p, r, v) = simple_bundle();
+                (t, p, r, v, A(0.0))
+            }))
+            .collect();
+        Self { world, entities }
+    }
 }
 
 impl Default for AddRemove {

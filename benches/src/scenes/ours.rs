@@ -201,6 +201,15 @@ impl AddRemove {
 }
 
 impl AddRemove {
+    /// `add_remove_wide`: the entities also carry the `simple_insert`
+    /// bundle (a `Mat4` and three `Vec3`s), so every move copies five
+    /// columns, as a game's entities with a transform and physics state do.
+    pub fn wide() -> Self {
+        let mut world = World::new();
+        let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| (simple_bundle(), A(0.0))));
+        Self { world, entities }
+    }
+
     /// The same world with an `on_add` and an `on_remove` hook on every
     /// component (`add_remove_hooks`).
     pub fn hooked() -> Self {
@@ -394,4 +403,22 @@ impl ScheduleScene for ScheduleBench {
 /// The last path segment of a system's name (`ecs_bench::scenes::ours::ab` -> `ab`).
 fn short_name(name: &str) -> &str {
     name.rsplit("::").next().unwrap_or(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_remove_wide_moves_five_columns_and_keeps_them() {
+        let mut scene = AddRemove::wide();
+        let e = scene.entities[17];
+        assert_eq!(scene.world.get::<Transform>(e).map(|t| t.0), Ok(simple_transform()));
+        scene.frame();
+        scene.frame();
+        assert_eq!(scene.world.get::<Transform>(e).map(|t| t.0), Ok(simple_transform()));
+        assert_eq!(scene.world.get::<Vel>(e).map(|v| v.0), Ok(Vec3::X));
+        assert!(scene.world.get::<B>(e).is_err());
+        assert_eq!(scene.world.len() as usize, ADD_REMOVE_ENTITIES);
+    }
 }
