@@ -1,4 +1,4 @@
-//! The store's error type.
+//! The store's error type, and the bounded log errors wait in until read.
 
 use crate::storage::entity::Entity;
 
@@ -50,3 +50,86 @@ impl std::fmt::Display for StoreError {
 }
 
 impl std::error::Error for StoreError {}
+
+/// The newest `limit` of a stream of errors (or any records), oldest first,
+/// and a count of the older ones dropped to stay within it: where errors
+/// wait for a reader that may never come (a game that never checks), they
+/// cost bounded memory.
+///
+/// ```
+/// use ecs_core::BoundedLog;
+///
+/// let mut log = BoundedLog::new(2);
+/// log.extend(["a", "b", "c"]);
+/// assert_eq!((log.len(), log.dropped()), (2, 1));
+/// assert_eq!(log.take(), vec!["b", "c"]);
+/// assert!(log.is_empty());
+/// ```
+#[derive(Clone, Debug)]
+pub struct BoundedLog<T> {
+    entries: std::collections::VecDeque<T>,
+    limit: usize,
+    dropped: u64,
+}
+
+impl<T> BoundedLog<T> {
+    /// An empty log keeping at most `limit` entries (at least one).
+    pub fn new(limit: usize) -> Self {
+        BoundedLog { entries: std::collections::VecDeque::new(), limit: limit.max(1), dropped: 0 }
+    }
+
+    /// Adds an entry, dropping the oldest one if the log is full.
+    pub fn push(&mut self, entry: T) {
+        if self.entries.len() >= self.limit {
+            self.entries.pop_front();
+            self.dropped += 1;
+        }
+        self.entries.push_back(entry);
+    }
+
+    /// Adds entries in order, as [`BoundedLog::push`] does.
+    pub fn extend(&mut self, entries: impl IntoIterator<Item = T>) {
+        for entry in entries {
+            self.push(entry);
+        }
+    }
+
+    /// The entries kept, oldest first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &T> + '_ {
+        self.entries.iter()
+    }
+
+    /// Entries kept.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no entry is kept.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Takes the entries kept, oldest first, leaving none.
+    pub fn take(&mut self) -> Vec<T> {
+        std::mem::take(&mut self.entries).into()
+    }
+
+    /// The most entries kept.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Changes the most entries kept (at least one); lowering it drops the
+    /// oldest kept entries now.
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.max(1);
+        let over = self.entries.len().saturating_sub(self.limit);
+        self.entries.drain(..over);
+        self.dropped += over as u64;
+    }
+
+    /// Entries dropped to stay within the limit, over the log's life.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}

@@ -109,7 +109,7 @@ pub use app::{App, Plugin, ScheduleLabel, States};
 /// Derive macros (`#[derive(SystemParam)]`, `#[derive(Bundle)]`), named like
 /// the traits they implement.
 pub use ecs_core_macros::{Bundle, Component, SystemParam};
-pub use error::StoreError;
+pub use error::{BoundedLog, StoreError};
 pub use lifecycle::{
     ComponentHook, ComponentHooks, DEFAULT_LIFECYCLE_ERROR_LIMIT, DEFAULT_REMOVAL_LOG_LIMIT, DeferredWorld, Event,
     LifecycleKind, ObserverId, On, OnAdd, OnInsert, OnRemove, OnReplace, RemovedComponents, RemovedReader,

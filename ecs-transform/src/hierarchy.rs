@@ -44,7 +44,7 @@
 //! its `LocalTransform` marked changed, so the next propagation recomputes
 //! the entity and, through it, its subtree.
 
-use ecs_core::{Allow, Commands, DeferredWorld, Disabled, Entity, FromWorld, StoreError, World};
+use ecs_core::{Allow, BoundedLog, Commands, DeferredWorld, Disabled, Entity, FromWorld, StoreError, World};
 use smallvec::smallvec;
 
 use crate::components::{ChildOf, Children, LocalTransform};
@@ -161,10 +161,15 @@ pub enum DespawnMode {
 /// assert_eq!((errors.len(), errors.dropped()), (HierarchyErrors::LIMIT, 2));
 /// assert!(errors.take().iter().all(|e| *e == HierarchyError::Cycle { child: a, parent: b }));
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct HierarchyErrors {
-    errors: std::collections::VecDeque<HierarchyError>,
-    dropped: u64,
+    log: BoundedLog<HierarchyError>,
+}
+
+impl Default for HierarchyErrors {
+    fn default() -> Self {
+        HierarchyErrors { log: BoundedLog::new(Self::LIMIT) }
+    }
 }
 
 impl HierarchyErrors {
@@ -174,37 +179,33 @@ impl HierarchyErrors {
 
     /// Records an error (dropping the oldest kept one past [`Self::LIMIT`]).
     pub fn push(&mut self, error: HierarchyError) {
-        if self.errors.len() >= Self::LIMIT {
-            self.errors.pop_front();
-            self.dropped += 1;
-        }
-        self.errors.push_back(error);
+        self.log.push(error);
     }
 
     /// The errors kept, oldest first.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &HierarchyError> + '_ {
-        self.errors.iter()
+        self.log.iter()
     }
 
     /// Errors kept.
     pub fn len(&self) -> usize {
-        self.errors.len()
+        self.log.len()
     }
 
     /// Whether no error is kept.
     pub fn is_empty(&self) -> bool {
-        self.errors.is_empty()
+        self.log.is_empty()
     }
 
     /// Takes the errors kept, oldest first, leaving none.
     pub fn take(&mut self) -> Vec<HierarchyError> {
-        std::mem::take(&mut self.errors).into()
+        self.log.take()
     }
 
     /// Errors dropped to stay within [`Self::LIMIT`], over the resource's
     /// life.
     pub fn dropped(&self) -> u64 {
-        self.dropped
+        self.log.dropped()
     }
 }
 
@@ -303,7 +304,7 @@ fn link(world: &mut World, child: Entity, parent: Entity) {
         if world.get::<ChildOf>(child).is_ok_and(|c| c.0 == parent) {
             let _ = world.remove_one::<ChildOf>(child);
         }
-        push_error(world, error);
+        push_errors(world, [error]);
         return;
     }
     // No search for the child in the list: each `ChildOf` insert is linked
@@ -340,12 +341,13 @@ fn closes_cycle(world: &World, child: Entity, parent: Entity) -> bool {
     false
 }
 
-fn push_error(world: &mut World, error: HierarchyError) {
+/// Records `errors` in [`HierarchyErrors`], inserting it first if needed.
+pub(crate) fn push_errors(world: &mut World, errors: impl IntoIterator<Item = HierarchyError>) {
     if !world.contains_resource::<HierarchyErrors>() {
         world.insert_resource(HierarchyErrors::default());
     }
-    if let Some(errors) = world.resource_mut::<HierarchyErrors>() {
-        errors.push(error);
+    if let Some(list) = world.resource_mut::<HierarchyErrors>() {
+        list.log.extend(errors);
     }
 }
 
@@ -624,7 +626,7 @@ fn report(world: &mut World, result: Result<(), HierarchyError>) -> Result<(), S
         Err(HierarchyError::NoSuchEntity(e)) => Err(StoreError::NoSuchEntity(e)),
         Err(HierarchyError::Store(e)) => Err(e),
         Err(error) => {
-            push_error(world, error);
+            push_errors(world, [error]);
             Ok(())
         }
     }

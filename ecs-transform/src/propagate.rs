@@ -81,7 +81,7 @@
 //! its parent were the identity (a dangling parent), or not at all (a
 //! loop), and the problem is recorded once as a
 //! [`HierarchyError::DanglingParent`] or [`HierarchyError::CycleFound`] in
-//! the [`HierarchyErrors`] resource (through a command, at the schedule's
+//! the [`HierarchyErrors`](crate::HierarchyErrors) resource (through a command, at the schedule's
 //! next sync point). Every path of the system (the plan, a whole rebuild,
 //! the general walk) keeps to one definition of both:
 //! - a chain of links is followed up through children with both transform
@@ -116,7 +116,7 @@ use glam::Affine3A;
 
 use crate::components::{ChildOf, Children, GlobalTransform, LocalTransform};
 use crate::hierarchy::HierarchyHooksInstalled;
-use crate::hierarchy::{HierarchyError, HierarchyErrors};
+use crate::hierarchy::{HierarchyError, push_errors};
 
 /// The roots with children whose global may need recomputing.
 pub type RootQuery<'w, 's> = Query<
@@ -1607,21 +1607,14 @@ fn general_walk(s: &mut PropagationScratch, q: &mut TransformQueries) {
     s.walk = walk;
 }
 
-/// Sends the new broken-link reports to [`HierarchyErrors`].
+/// Sends the new broken-link reports to [`HierarchyErrors`](crate::HierarchyErrors).
 fn report(s: &mut PropagationScratch, commands: &mut Commands) {
     if s.new_errors.is_empty() {
         return;
     }
     let errors = std::mem::take(&mut s.new_errors);
     commands.add(move |world: &mut World| -> Result<(), StoreError> {
-        if !world.contains_resource::<HierarchyErrors>() {
-            world.insert_resource(HierarchyErrors::default());
-        }
-        if let Some(list) = world.resource_mut::<HierarchyErrors>() {
-            for error in errors {
-                list.push(error);
-            }
-        }
+        push_errors(world, errors);
         Ok(())
     });
 }
@@ -1949,7 +1942,7 @@ mod tests {
         let mut written: Vec<Entity> = changed.iter(world).collect();
         written.sort();
         let errors: Vec<_> =
-            world.resource::<HierarchyErrors>().map(|e| e.iter().cloned().collect()).unwrap_or_default();
+            world.resource::<crate::HierarchyErrors>().map(|e| e.iter().cloned().collect()).unwrap_or_default();
         let errors =
             errors.into_iter().map(|e| (!matches!(e, HierarchyError::CycleFound { .. })).then_some(e)).collect();
         (globals, written, errors)

@@ -46,6 +46,7 @@ pub use hooks::{ComponentHook, ComponentHooks, DeferredWorld};
 pub use observer::{Event, ObserverId, On, OnAdd, OnInsert, OnRemove, OnReplace};
 pub use removed::{DEFAULT_REMOVAL_LOG_LIMIT, RemovedComponents, RemovedReader};
 
+use crate::error::BoundedLog;
 use crate::storage::component::ComponentId;
 use crate::storage::entity::Entity;
 use crate::system::CommandQueue;
@@ -111,7 +112,6 @@ impl ComponentLifecycle {
 
 /// The world's lifecycle state: per-component listeners, observers, the
 /// removal logs, and the commands queued by hooks and lifecycle events.
-#[derive(Default)]
 pub(crate) struct Lifecycle {
     /// By component index.
     pub(crate) components: Vec<ComponentLifecycle>,
@@ -138,55 +138,31 @@ pub(crate) struct Lifecycle {
     /// The event an observer is running for.
     pub(crate) trigger: Option<TriggerSlot>,
     /// Errors of deferred commands and observers, kept for
-    /// [`World::take_lifecycle_errors`].
-    pub(crate) errors: ErrorLog,
+    /// [`World::take_lifecycle_errors`] (the newest of them: a failing
+    /// observer in a world whose errors nobody reads costs bounded memory).
+    pub(crate) errors: BoundedLog<String>,
 }
 
 /// The default of [`World::set_lifecycle_error_limit`]: the newest 1024
 /// errors are kept until [`World::take_lifecycle_errors`] takes them.
 pub const DEFAULT_LIFECYCLE_ERROR_LIMIT: usize = 1024;
 
-/// The lifecycle errors not taken yet: the newest `limit` of them, and a
-/// count of the older ones dropped to stay within it, so a failing observer
-/// or hook command in a world whose errors nobody reads costs bounded
-/// memory.
-#[derive(Debug)]
-pub(crate) struct ErrorLog {
-    entries: std::collections::VecDeque<String>,
-    limit: usize,
-    dropped: u64,
-}
-
-impl Default for ErrorLog {
+impl Default for Lifecycle {
     fn default() -> Self {
-        ErrorLog { entries: std::collections::VecDeque::new(), limit: DEFAULT_LIFECYCLE_ERROR_LIMIT, dropped: 0 }
-    }
-}
-
-impl ErrorLog {
-    pub(crate) fn push(&mut self, error: String) {
-        if self.entries.len() >= self.limit {
-            self.entries.pop_front();
-            self.dropped += 1;
+        Lifecycle {
+            components: Vec::new(),
+            observers: Vec::new(),
+            free_observers: Vec::new(),
+            observers_hook_set: false,
+            global: std::collections::HashMap::new(),
+            at_entity: std::collections::HashMap::new(),
+            removed: Vec::new(),
+            removal_log_limit: None,
+            deferred: CommandQueue::default(),
+            flushing: false,
+            trigger: None,
+            errors: BoundedLog::new(DEFAULT_LIFECYCLE_ERROR_LIMIT),
         }
-        self.entries.push_back(error);
-    }
-
-    pub(crate) fn extend(&mut self, errors: impl IntoIterator<Item = String>) {
-        for error in errors {
-            self.push(error);
-        }
-    }
-
-    fn set_limit(&mut self, limit: usize) {
-        self.limit = limit.max(1);
-        let over = self.entries.len().saturating_sub(self.limit);
-        self.entries.drain(..over);
-        self.dropped += over as u64;
-    }
-
-    fn take(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.entries).into()
     }
 }
 
@@ -341,6 +317,6 @@ impl World {
     /// Lifecycle errors dropped because more than the limit were waiting
     /// (see [`World::set_lifecycle_error_limit`]), over the world's life.
     pub fn lifecycle_errors_dropped(&self) -> u64 {
-        self.lifecycle.errors.dropped
+        self.lifecycle.errors.dropped()
     }
 }
