@@ -126,10 +126,12 @@ pub use storage::{
     Archetype, ArchetypeId, Bundle, CHUNK_ALIGN, CHUNK_SIZE, Component, ComponentId, ComponentInfo, Components, Entity,
     EntityLocation, Tick, TickWindow, chunk_pool_len, set_chunk_pool_limit,
 };
+pub use system::output::Result;
 pub use system::{
     CommandQueue, Commands, EventReader, EventWriter, Events, FromWorld, IntoSystem, Local, ParamSet, Query, Res,
     ResMut, Resources, System, SystemAccess, SystemMeta, SystemParam, SystemParamFunction, SystemStats,
 };
+pub use system::{FailedSystem, SystemError, SystemOutput};
 pub use system::{GetManyError, QueryCombinations, QueryCombinationsMut, QuerySingleError};
 pub use world::World;
 
@@ -151,8 +153,8 @@ pub mod prelude {
     };
     pub use crate::{
         Added, Bundle, Changed, ChunkStats, Commands, Component, Entity, EventReader, EventWriter, Events,
-        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, ParamSet, Query, QueryState, Res, ResMut, Schedule, With,
-        Without, World,
+        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, ParamSet, Query, QueryState, Res, ResMut, Result,
+        Schedule, SystemError, With, Without, World,
     };
     pub use crate::{DetectChanges, DetectChangesMut, Has, Ref};
 }

@@ -481,6 +481,11 @@ impl World {
             Ok(errors) => guard.world.lifecycle.errors.extend(errors.into_iter().map(|e| e.to_string())),
             Err(message) => guard.world.lifecycle.errors.push(message),
         }
+        // A fallible observer's error.
+        if let Some(error) = system.take_error() {
+            let message = format!("observer {} returned an error: {error}", system.meta().name);
+            guard.world.lifecycle.errors.push(message);
+        }
     }
 }
 

@@ -72,7 +72,7 @@ pub use one_shot::{RunSystemError, SystemId};
 pub use set::{InternedSystemSet, IntoSystemSet, IsSystemFunction, IsSystemSet, SystemSet};
 
 use crate::error::StoreError;
-use crate::system::SystemStats;
+use crate::system::{FailedSystem, SystemStats};
 use crate::world::World;
 use config::SetConfig;
 use graph::Built;
@@ -329,6 +329,8 @@ pub struct Schedule {
     /// Per-system scratch of one run: whether it can run.
     runnable: Vec<bool>,
     command_errors: Vec<CommandError>,
+    /// Systems that returned an error in the latest run.
+    failed: Vec<FailedSystem>,
     /// Systems the latest run skipped.
     skipped: Vec<SkippedSystem>,
     /// Scratch of one sync point: the systems whose commands it applies.
@@ -510,6 +512,7 @@ impl Schedule {
         }
         self.skipped.clear();
         self.command_errors.clear();
+        self.failed.clear();
         for &k in &self.built.conditioned_sets {
             *self.sets[k].result.get_mut() = UNKNOWN;
         }
@@ -527,6 +530,7 @@ impl Schedule {
                 if self.validate(world, e) && unsafe { self.should_run(world, e) } {
                     let this_run = world.increment_change_tick();
                     self.configs[e].system.run_exclusive(world, this_run);
+                    self.take_error(e);
                 }
             }
         }
@@ -548,6 +552,14 @@ impl Schedule {
                 self.skipped.push(SkippedSystem { system, error: ScheduleError::Unavailable(message) });
                 false
             }
+        }
+    }
+
+    /// Records the error system `i` returned in its latest run, if any.
+    fn take_error(&mut self, i: usize) {
+        let system = &mut self.configs[i].system;
+        if let Some(error) = system.take_error() {
+            self.failed.push(FailedSystem { system: system.meta().name.clone(), error });
         }
     }
 
@@ -590,10 +602,14 @@ impl Schedule {
                     let this_run = world.increment_change_tick();
                     // SAFETY: as above.
                     unsafe { self.configs[i].system.run_unsafe(world, this_run) };
+                    self.take_error(i);
                 }
             }
         } else {
             self.run_parallel(world, &segment.roots);
+            for &i in &segment.order {
+                self.take_error(i);
+            }
         }
         self.built.segments[s] = segment;
     }
@@ -716,6 +732,20 @@ impl Schedule {
     /// like); nothing was applied for them.
     pub fn command_errors(&self) -> &[CommandError] {
         &self.command_errors
+    }
+
+    /// Whether the latest run had a failed system or command, or skipped a
+    /// system.
+    pub fn has_errors(&self) -> bool {
+        !(self.failed.is_empty() && self.command_errors.is_empty() && self.skipped.is_empty())
+    }
+
+    /// Systems that returned an error in the latest run (fallible
+    /// systems, see [`crate::system::output`]), in the order the schedule
+    /// runs them; empty when none failed. What such a system wrote before
+    /// it returned stays written, and its commands were applied.
+    pub fn failed_systems(&self) -> &[FailedSystem] {
+        &self.failed
     }
 
     /// Systems the latest run skipped because they could not run (a

@@ -25,7 +25,7 @@
 //! ```
 
 use crate::StoreError;
-use crate::system::{Commands, IntoSystem, System};
+use crate::system::{Commands, IntoSystem, System, SystemError};
 use crate::world::World;
 
 /// A registered one-shot system's handle (see the [module docs](self)).
@@ -55,6 +55,15 @@ pub enum RunSystemError {
     /// The system ran, but some of its commands failed (nothing was applied
     /// for them).
     Commands(Vec<StoreError>),
+    /// The system ran and returned an error (a fallible system, see
+    /// [`crate::system::output`]); its commands were applied, and `commands`
+    /// lists those that failed.
+    Returned {
+        /// What the system returned.
+        error: SystemError,
+        /// Its commands that failed (nothing was applied for them).
+        commands: Vec<StoreError>,
+    },
 }
 
 impl std::fmt::Display for RunSystemError {
@@ -65,16 +74,29 @@ impl std::fmt::Display for RunSystemError {
             RunSystemError::Failed(message) => f.write_str(message),
             RunSystemError::Commands(errors) => {
                 write!(f, "commands failed: ")?;
-                for (k, e) in errors.iter().enumerate() {
-                    if k > 0 {
-                        f.write_str("; ")?;
-                    }
-                    write!(f, "{e}")?;
+                write_list(f, errors)
+            }
+            RunSystemError::Returned { error, commands } => {
+                write!(f, "the system returned an error: {error}")?;
+                if !commands.is_empty() {
+                    write!(f, "; and commands failed: ")?;
+                    write_list(f, commands)?;
                 }
                 Ok(())
             }
         }
     }
+}
+
+/// Writes `errors` separated by semicolons.
+fn write_list(f: &mut std::fmt::Formatter<'_>, errors: &[StoreError]) -> std::fmt::Result {
+    for (k, e) in errors.iter().enumerate() {
+        if k > 0 {
+            f.write_str("; ")?;
+        }
+        write!(f, "{e}")?;
+    }
+    Ok(())
 }
 
 impl std::error::Error for RunSystemError {}
@@ -167,12 +189,15 @@ impl World {
         }
         let mut guard = PutBack { world: self, id, system: Some(system) };
         let PutBack { world, system, .. } = &mut guard;
-        let result = system.as_mut().expect("put back only on drop").run(world);
+        let system = system.as_mut().expect("put back only on drop");
+        let result = system.run(world);
+        let returned = system.take_error();
         drop(guard);
-        match result {
-            Ok(errors) if errors.is_empty() => Ok(()),
-            Ok(errors) => Err(RunSystemError::Commands(errors)),
-            Err(message) => Err(RunSystemError::Failed(message)),
+        match (result, returned) {
+            (Err(message), _) => Err(RunSystemError::Failed(message)),
+            (Ok(commands), Some(error)) => Err(RunSystemError::Returned { error, commands }),
+            (Ok(commands), None) if commands.is_empty() => Ok(()),
+            (Ok(commands), None) => Err(RunSystemError::Commands(commands)),
         }
     }
 

@@ -27,25 +27,34 @@
 //! assert_eq!(world.resource::<usize>(), Some(&1));
 //! ```
 
+use std::marker::PhantomData;
 use std::time::Instant;
 
-use crate::system::{IntoSystem, System, SystemMeta, SystemStats};
+use crate::system::{IntoSystem, System, SystemError, SystemMeta, SystemOutput, SystemStats};
 use crate::world::World;
 
 /// Marker of [`IntoSystem`] for exclusive `fn(&mut World)` systems.
 pub struct IsExclusiveFunctionSystem;
 
 /// A function of `&mut World` turned into a [`System`] (see the
-/// [module docs](self)).
-pub struct ExclusiveFunctionSystem<F> {
+/// [module docs](self)). It returns `()` or a [`Result`](crate::Result)
+/// (`Out`, see [`SystemOutput`]).
+pub struct ExclusiveFunctionSystem<F, Out = ()> {
     func: F,
     meta: SystemMeta,
     stats: SystemStats,
     last_run: u64,
     world_id: Option<u64>,
+    /// What the latest run returned, until taken.
+    error: Option<SystemError>,
+    _out: PhantomData<fn() -> Out>,
 }
 
-impl<F: FnMut(&mut World) + Send + Sync + 'static> System for ExclusiveFunctionSystem<F> {
+impl<F, Out> System for ExclusiveFunctionSystem<F, Out>
+where
+    F: FnMut(&mut World) -> Out + Send + Sync + 'static,
+    Out: SystemOutput,
+{
     fn initialize(&mut self, world: &mut World) {
         self.world_id.get_or_insert(world.id());
     }
@@ -79,7 +88,7 @@ impl<F: FnMut(&mut World) + Send + Sync + 'static> System for ExclusiveFunctionS
         );
         self.world_id = Some(world.id());
         let start = Instant::now();
-        (self.func)(world);
+        self.error = (self.func)(world).into_result().err();
         self.stats.time = start.elapsed();
         self.stats.runs += 1;
         self.last_run = this_run;
@@ -97,6 +106,10 @@ impl<F: FnMut(&mut World) + Send + Sync + 'static> System for ExclusiveFunctionS
 
     fn apply_deferred(&mut self, _world: &mut World, _errors: &mut Vec<crate::StoreError>) {}
 
+    fn take_error(&mut self) -> Option<SystemError> {
+        self.error.take()
+    }
+
     fn stats(&self) -> &SystemStats {
         &self.stats
     }
@@ -110,8 +123,12 @@ impl<F: FnMut(&mut World) + Send + Sync + 'static> System for ExclusiveFunctionS
     }
 }
 
-impl<F: FnMut(&mut World) + Send + Sync + 'static> IntoSystem<IsExclusiveFunctionSystem> for F {
-    type System = ExclusiveFunctionSystem<F>;
+impl<F, Out> IntoSystem<(IsExclusiveFunctionSystem, Out)> for F
+where
+    F: FnMut(&mut World) -> Out + Send + Sync + 'static,
+    Out: SystemOutput,
+{
+    type System = ExclusiveFunctionSystem<F, Out>;
 
     fn into_system(self) -> Self::System {
         let name = std::any::type_name::<F>().to_string();
@@ -121,6 +138,8 @@ impl<F: FnMut(&mut World) + Send + Sync + 'static> IntoSystem<IsExclusiveFunctio
             stats: SystemStats { name, ..SystemStats::default() },
             last_run: 0,
             world_id: None,
+            error: None,
+            _out: PhantomData,
         }
     }
 }

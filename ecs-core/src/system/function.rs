@@ -6,7 +6,7 @@ use std::time::Instant;
 use crate::storage::tick::TickWindow;
 use crate::world::World;
 
-use crate::system::{SystemMeta, SystemParam, SystemParamItem, SystemStats};
+use crate::system::{SystemError, SystemMeta, SystemOutput, SystemParam, SystemParamItem, SystemStats};
 
 /// A runnable system.
 pub trait System: Send + Sync + 'static {
@@ -59,6 +59,12 @@ pub trait System: Send + Sync + 'static {
         // system's access records.
         unsafe { self.run_unsafe(world, this_run) }
     }
+    /// Takes the error the latest run returned, if it returned one (a
+    /// fallible system, see [`crate::system::output`]); `None` for systems
+    /// that cannot fail.
+    fn take_error(&mut self) -> Option<SystemError> {
+        None
+    }
     /// Figures of the latest run.
     fn stats(&self) -> &SystemStats;
     /// The world tick of the latest run. Only a run moves it: a system that
@@ -68,30 +74,31 @@ pub trait System: Send + Sync + 'static {
 }
 
 /// A function usable as a system: implemented for functions of up to 12
-/// [`SystemParam`]s.
+/// [`SystemParam`]s returning `()` or a [`Result`](crate::Result) (see
+/// [`SystemOutput`]).
 pub trait SystemParamFunction<Marker>: Send + Sync + 'static {
     /// The parameters, as a tuple.
     type Param: SystemParam;
-    /// Calls the function.
-    fn call(&mut self, param: SystemParamItem<'_, '_, Self::Param>);
+    /// Calls the function; its outcome as a result.
+    fn call(&mut self, param: SystemParamItem<'_, '_, Self::Param>) -> Result<(), SystemError>;
 }
 
 macro_rules! impl_function {
     ($($param:ident),*) => {
         #[allow(non_snake_case, clippy::too_many_arguments, reason = "the macro binds parameters to their type names and covers functions of up to 12 parameters")]
-        impl<Func, $($param: SystemParam),*> SystemParamFunction<fn($($param,)*)> for Func
+        impl<Func, Out: SystemOutput, $($param: SystemParam),*> SystemParamFunction<fn($($param,)*) -> Out> for Func
         where
             Func: Send + Sync + 'static,
-            for<'a> &'a mut Func: FnMut($($param),*) + FnMut($(SystemParamItem<'_, '_, $param>),*),
+            for<'a> &'a mut Func: FnMut($($param),*) -> Out + FnMut($(SystemParamItem<'_, '_, $param>),*) -> Out,
         {
             type Param = ($($param,)*);
             #[inline]
-            fn call(&mut self, param: SystemParamItem<'_, '_, ($($param,)*)>) {
-                fn call_inner<$($param,)*>(mut f: impl FnMut($($param,)*), $($param: $param,)*) {
+            fn call(&mut self, param: SystemParamItem<'_, '_, ($($param,)*)>) -> Result<(), SystemError> {
+                fn call_inner<Out, $($param,)*>(mut f: impl FnMut($($param,)*) -> Out, $($param: $param,)*) -> Out {
                     f($($param,)*)
                 }
                 let ($($param,)*) = param;
-                call_inner(self, $($param),*)
+                call_inner(self, $($param),*).into_result()
             }
         }
     };
@@ -120,6 +127,8 @@ pub struct FunctionSystem<Marker, F: SystemParamFunction<Marker>> {
     meta: SystemMeta,
     last_run: u64,
     stats: SystemStats,
+    /// What the latest run returned, until taken.
+    error: Option<SystemError>,
     _marker: PhantomData<fn() -> Marker>,
 }
 
@@ -163,7 +172,7 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
         let start = Instant::now();
         // SAFETY: forwarded contract.
         let params = unsafe { F::Param::get_param(state, world, window) };
-        self.func.call(params);
+        self.error = self.func.call(params).err();
         self.stats.time = start.elapsed();
         self.stats.runs += 1;
         self.stats.queries.clear();
@@ -180,6 +189,10 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
         if let Some(state) = self.state.as_mut() {
             F::Param::apply(state, world, errors);
         }
+    }
+
+    fn take_error(&mut self) -> Option<SystemError> {
+        self.error.take()
     }
 
     fn stats(&self) -> &SystemStats {
@@ -215,6 +228,7 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> IntoSystem<(IsFunctionSyst
             meta: SystemMeta { name: name.clone(), ..SystemMeta::default() },
             last_run: 0,
             stats: SystemStats { name, ..SystemStats::default() },
+            error: None,
             _marker: PhantomData,
         }
     }
