@@ -61,8 +61,11 @@
 //! any label of the three lists: startup, frame, fixed step), or run one on
 //! demand with [`World::run_schedule`]. Each schedule ends with its own
 //! sync point (commands applied), so a schedule sees the commands of the
-//! ones before it.
+//! ones before it. After each schedule, what went wrong in it (a system's
+//! returned error, a failed command, a skipped system, a failed observer)
+//! goes to the app's error handler: see [`errors`].
 
+pub mod errors;
 mod schedules;
 pub mod state;
 pub mod time;
@@ -70,10 +73,11 @@ pub mod time;
 use std::any::TypeId;
 use std::collections::HashSet;
 
+pub use errors::{ERROR_LOG_SOURCES, ErrorLog, ErrorReport, ignore_error, panic_on_error};
 pub use schedules::{
-    First, FixedFirst, FixedLast, FixedPostUpdate, FixedPreUpdate, FixedUpdate, InternedScheduleLabel, Last,
-    PostStartup, PostUpdate, PreStartup, PreUpdate, RunFixedMainLoop, ScheduleLabel, Schedules, Startup,
-    StateTransition, Update,
+    DEFAULT_REPORT_LIMIT, First, FixedFirst, FixedLast, FixedPostUpdate, FixedPreUpdate, FixedUpdate,
+    InternedScheduleLabel, Last, PostStartup, PostUpdate, PreStartup, PreUpdate, RunFixedMainLoop, ScheduleLabel,
+    Schedules, Startup, StateTransition, Update,
 };
 pub use state::{
     NextState, OnEnter, OnExit, OnTransition, State, StateScoped, StateTransitionEvent, States, in_state, state_changed,
@@ -85,6 +89,13 @@ use crate::lifecycle::observer::ObserverParams;
 use crate::schedule::{Ambiguity, IntoSystemConfigs, IntoSystemSetConfigs, Schedule, ScheduleError, SystemId};
 use crate::system::{FromWorld, IntoSystem, SystemParamFunction};
 use crate::world::World;
+
+/// The handler a new [`App`] starts with: an [`ErrorLog`] printing to
+/// standard error.
+fn default_error_handler() -> Box<dyn FnMut(&ErrorReport) + Send> {
+    let mut log = ErrorLog::default();
+    Box::new(move |report: &ErrorReport| log.report(report))
+}
 
 /// A part of an app: one crate's systems, resources, events and states.
 /// `build` runs once, when the plugin is added.
@@ -261,6 +272,9 @@ pub struct App {
     plugin_names: Vec<String>,
     started: bool,
     fixed_loop: InternedScheduleLabel,
+    /// Receives each [`ErrorReport`] (see [`App::set_error_handler`]).
+    error_handler: Box<dyn FnMut(&ErrorReport) + Send>,
+    errors_reported: u64,
 }
 
 impl Default for App {
@@ -294,7 +308,25 @@ impl App {
             plugin_names: Vec::new(),
             started: false,
             fixed_loop: RunFixedMainLoop.intern(),
+            error_handler: default_error_handler(),
+            errors_reported: 0,
         }
+    }
+
+    /// Sets what receives the [`ErrorReport`]s of each frame: failed
+    /// systems and commands, skipped systems, failed observers and hook
+    /// commands (see [`errors`]). The default prints through an
+    /// [`ErrorLog`] (the first report of each source, then the 10th, 100th,
+    /// ...); [`panic_on_error`] and [`ignore_error`] are ready-made, and
+    /// any closure will do (count them, show them in the game's console).
+    pub fn set_error_handler(&mut self, handler: impl FnMut(&ErrorReport) + Send + 'static) -> &mut Self {
+        self.error_handler = Box::new(handler);
+        self
+    }
+
+    /// Error reports handed to the error handler so far.
+    pub fn errors_reported(&self) -> u64 {
+        self.errors_reported
     }
 
     /// The world.
@@ -518,7 +550,9 @@ impl App {
     ///
     /// # Panics
     /// When a schedule cannot be built (the message names it and why); use
-    /// [`App::try_update`] to get the error instead.
+    /// [`App::try_update`] to get the error instead. Also when the error
+    /// handler panics ([`panic_on_error`]); the schedules are back in place
+    /// then, and the next call runs the next frame.
     pub fn update(&mut self) {
         if let Err(error) = self.try_update() {
             panic!("{error}");
@@ -543,25 +577,51 @@ impl App {
     /// See [`App::build_schedules`].
     pub fn try_update(&mut self) -> Result<(), AppError> {
         self.build_schedules()?;
-        let App { world, order, started, fixed_loop, .. } = self;
-        let run = |world: &mut World, label: &InternedScheduleLabel| {
-            world.run_schedule_if_present(label).map_err(|error| AppError { schedule: format!("{label:?}"), error })
+        let result = self.run_frame();
+        // Whatever ran before an error is reported too.
+        self.report_errors();
+        result
+    }
+
+    /// The schedules of one frame, reporting errors after each.
+    fn run_frame(&mut self) -> Result<(), AppError> {
+        let run = |app: &mut App, label: &InternedScheduleLabel| {
+            let result = app
+                .world
+                .run_schedule_if_present(label)
+                .map_err(|error| AppError { schedule: format!("{label:?}"), error });
+            app.report_errors();
+            result
         };
-        if !*started {
-            *started = true;
-            for label in &order.startup {
-                run(world, label)?;
+        if !self.started {
+            self.started = true;
+            for label in self.order.startup.clone() {
+                run(self, &label)?;
             }
         }
-        world.update_events();
-        time::update_time(world);
-        for label in &order.frame {
-            run(world, label)?;
-            if label == fixed_loop {
-                Self::run_fixed_steps(world, &order.fixed)?;
+        self.world.update_events();
+        time::update_time(&mut self.world);
+        for k in 0..self.order.frame.len() {
+            let label = self.order.frame[k].clone();
+            run(self, &label)?;
+            if label == self.fixed_loop {
+                let result = Self::run_fixed_steps(&mut self.world, &self.order.fixed);
+                self.report_errors();
+                result?;
             }
         }
         Ok(())
+    }
+
+    /// Hands the error reports waiting in the world (those of the
+    /// schedules run, then the lifecycle errors) to the error handler.
+    fn report_errors(&mut self) {
+        let mut reports = self.world.resource_mut::<Schedules>().map(Schedules::take_error_reports).unwrap_or_default();
+        reports.extend(self.world.take_lifecycle_errors().into_iter().map(ErrorReport::Lifecycle));
+        for report in &reports {
+            self.errors_reported += 1;
+            (self.error_handler)(report);
+        }
     }
 
     /// The fixed-step loop: adds the frame's virtual time to the

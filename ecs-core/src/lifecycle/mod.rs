@@ -284,6 +284,9 @@ impl World {
     /// oldest first: the newest [`DEFAULT_LIFECYCLE_ERROR_LIMIT`] of them
     /// unless [`World::set_lifecycle_error_limit`] says otherwise (the
     /// older ones are counted by [`World::lifecycle_errors_dropped`]).
+    /// An [`App`](crate::App) takes them after each schedule it runs and
+    /// hands them to its error handler
+    /// ([`App::set_error_handler`](crate::App::set_error_handler)).
     pub fn take_lifecycle_errors(&mut self) -> Vec<String> {
         self.lifecycle.errors.take()
     }

@@ -5,7 +5,8 @@
 //! early `return`). The error is recorded with the system's name: a
 //! [`Schedule`](crate::Schedule) lists it in
 //! [`Schedule::failed_systems`](crate::Schedule::failed_systems) until its
-//! next run.
+//! next run, and an [`App`](crate::App) hands it to its error handler (see
+//! [`App::set_error_handler`](crate::App::set_error_handler)).
 //!
 //! ```
 //! use ecs_core::QuerySingleError;
