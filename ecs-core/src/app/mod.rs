@@ -90,6 +90,30 @@ use crate::schedule::{Ambiguity, IntoSystemConfigs, IntoSystemSetConfigs, Schedu
 use crate::system::{FromWorld, IntoSystem, SystemParamFunction};
 use crate::world::World;
 
+/// An app's error handler and its count, borrowed apart from the world.
+struct Reporter<'a> {
+    handler: &'a mut Box<dyn FnMut(&ErrorReport) + Send>,
+    count: &'a mut u64,
+}
+
+impl Reporter<'_> {
+    /// Hands the reports waiting in `world` (those of the schedules run,
+    /// then the lifecycle errors) to the handler; nothing to do (the usual
+    /// case) costs two loads.
+    fn report(&mut self, world: &mut World) {
+        if !world.error_reports_pending && world.lifecycle.errors.is_empty() {
+            return;
+        }
+        world.error_reports_pending = false;
+        let mut reports = world.resource_mut::<Schedules>().map(Schedules::take_error_reports).unwrap_or_default();
+        reports.extend(world.take_lifecycle_errors().into_iter().map(ErrorReport::Lifecycle));
+        for report in &reports {
+            *self.count += 1;
+            (self.handler)(report);
+        }
+    }
+}
+
 /// The handler a new [`App`] starts with: an [`ErrorLog`] printing to
 /// standard error.
 fn default_error_handler() -> Box<dyn FnMut(&ErrorReport) + Send> {
@@ -585,43 +609,34 @@ impl App {
 
     /// The schedules of one frame, reporting errors after each.
     fn run_frame(&mut self) -> Result<(), AppError> {
-        let run = |app: &mut App, label: &InternedScheduleLabel| {
-            let result = app
-                .world
-                .run_schedule_if_present(label)
-                .map_err(|error| AppError { schedule: format!("{label:?}"), error });
-            app.report_errors();
-            result
-        };
-        if !self.started {
-            self.started = true;
-            for label in self.order.startup.clone() {
-                run(self, &label)?;
+        let App { world, order, started, fixed_loop, error_handler, errors_reported, .. } = self;
+        let mut reporter = Reporter { handler: error_handler, count: errors_reported };
+        if !*started {
+            *started = true;
+            for label in &order.startup {
+                let result = world.run_schedule_if_present(label);
+                reporter.report(world);
+                result.map_err(|error| AppError { schedule: format!("{label:?}"), error })?;
             }
         }
-        self.world.update_events();
-        time::update_time(&mut self.world);
-        for k in 0..self.order.frame.len() {
-            let label = self.order.frame[k].clone();
-            run(self, &label)?;
-            if label == self.fixed_loop {
-                let result = Self::run_fixed_steps(&mut self.world, &self.order.fixed);
-                self.report_errors();
+        world.update_events();
+        time::update_time(world);
+        for label in &order.frame {
+            let result = world.run_schedule_if_present(label);
+            reporter.report(world);
+            result.map_err(|error| AppError { schedule: format!("{label:?}"), error })?;
+            if label == fixed_loop {
+                let result = Self::run_fixed_steps(world, &order.fixed);
+                reporter.report(world);
                 result?;
             }
         }
         Ok(())
     }
 
-    /// Hands the error reports waiting in the world (those of the
-    /// schedules run, then the lifecycle errors) to the error handler.
+    /// Hands the error reports waiting in the world to the error handler.
     fn report_errors(&mut self) {
-        let mut reports = self.world.resource_mut::<Schedules>().map(Schedules::take_error_reports).unwrap_or_default();
-        reports.extend(self.world.take_lifecycle_errors().into_iter().map(ErrorReport::Lifecycle));
-        for report in &reports {
-            self.errors_reported += 1;
-            (self.error_handler)(report);
-        }
+        Reporter { handler: &mut self.error_handler, count: &mut self.errors_reported }.report(&mut self.world);
     }
 
     /// The fixed-step loop: adds the frame's virtual time to the

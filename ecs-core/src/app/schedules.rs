@@ -299,6 +299,7 @@ impl World {
             && let Some(schedules) = world.resource_mut::<Schedules>()
         {
             schedules.reports.extend(ErrorReport::of_schedule(&format!("{label:?}"), schedule));
+            world.error_reports_pending = true;
         }
         result
     }
