@@ -21,6 +21,7 @@ pub fn suite_scene(case: &str, imp: Impl) -> Option<Box<dyn Frame>> {
         (Impl::Ours, "heavy_compute") => Box::new(ours::HeavyCompute::new()),
         (Impl::Ours, "add_remove") => Box::new(ours::AddRemove::new()),
         (Impl::Ours, "add_remove_wide") => Box::new(ours::AddRemove::wide()),
+        (Impl::Ours, "spawn_despawn") => Box::new(ours::SpawnDespawn::new()),
         (Impl::Ours, "simple_insert_hooks") => Box::new(ours::SimpleInsertHooked),
         (Impl::Ours, "add_remove_hooks") => Box::new(ours::AddRemove::hooked()),
         #[cfg(feature = "peers")]
@@ -36,6 +37,8 @@ pub fn suite_scene(case: &str, imp: Impl) -> Option<Box<dyn Frame>> {
         #[cfg(feature = "peers")]
         (Impl::Bevy, "add_remove_wide") => Box::new(scenes::bevy::AddRemove::wide()),
         #[cfg(feature = "peers")]
+        (Impl::Bevy, "spawn_despawn") => Box::new(scenes::bevy::SpawnDespawn::new()),
+        #[cfg(feature = "peers")]
         (Impl::Hecs, "simple_insert") => Box::new(scenes::hecs::SimpleInsert),
         #[cfg(feature = "peers")]
         (Impl::Hecs, "simple_iter") => Box::new(scenes::hecs::SimpleIter::new()),
@@ -45,6 +48,8 @@ pub fn suite_scene(case: &str, imp: Impl) -> Option<Box<dyn Frame>> {
         (Impl::Hecs, "add_remove") => Box::new(scenes::hecs::AddRemove::new()),
         #[cfg(feature = "peers")]
         (Impl::Hecs, "add_remove_wide") => Box::new(scenes::hecs::AddRemove::wide()),
+        #[cfg(feature = "peers")]
+        (Impl::Hecs, "spawn_despawn") => Box::new(scenes::hecs::SpawnDespawn::new()),
         _ => return None,
     };
     Some(scene)
@@ -323,6 +328,7 @@ mod tests {
         // Every implementation compiled in has the wide structural case.
         for &imp in Impl::compiled() {
             assert!(suite_scene("add_remove_wide", imp).is_some(), "{}", imp.name());
+            assert!(suite_scene("spawn_despawn", imp).is_some(), "{}", imp.name());
         }
     }
 

@@ -101,7 +101,7 @@ impl Scenario {
 pub static SCENARIOS: [Scenario; 7] = [
     Scenario {
         id: ScenarioId::Suite,
-        about: "ecs_bench_suite cases: simple_insert, simple_iter, frag_iter, heavy_compute, add_remove (and on wider entities, and ours with hooks), vs bevy_ecs and hecs",
+        about: "ecs_bench_suite cases: simple_insert, simple_iter, frag_iter, heavy_compute, add_remove (and on wider entities), spawn_despawn (one entity at a time), and ours with hooks, vs bevy_ecs and hecs",
         body: Body::Cases(cases::suite),
         table: table::suite,
         goals: &goals::SUITE,

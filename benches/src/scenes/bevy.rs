@@ -179,6 +179,37 @@ impl Frame for AddRemove {
     }
 }
 
+/// `spawn_despawn`: each of 10k `(Pos, Vel)` entities despawned and
+/// replaced by a new one, one call at a time.
+pub struct SpawnDespawn {
+    world: World,
+    entities: Vec<Entity>,
+}
+
+impl SpawnDespawn {
+    /// Builds the world.
+    pub fn new() -> Self {
+        let mut world = World::new();
+        let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| (Pos(Vec3::X), Vel(Vec3::X)))).collect();
+        Self { world, entities }
+    }
+}
+
+impl Default for SpawnDespawn {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Frame for SpawnDespawn {
+    fn frame(&mut self) {
+        for e in &mut self.entities {
+            self.world.despawn(*e);
+            *e = self.world.spawn((Pos(Vec3::X), Vel(Vec3::Y))).id();
+        }
+    }
+}
+
 /// The chunk-skip scene: 100k `(Pos, Matrix)`, consumer over `Changed<Pos>`.
 ///
 /// Ticks: [`SkipScene::write`] first calls `World::clear_trackers`, which makes

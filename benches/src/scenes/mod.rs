@@ -77,13 +77,14 @@ pub fn skip_matrix(pos: Vec3) -> Mat4 {
 
 /// The ecs_bench_suite cases, in report order, and ours with lifecycle
 /// hooks on every component (`*_hooks`, against the peers' plain cases).
-pub const SUITE_CASES: [&str; 8] = [
+pub const SUITE_CASES: [&str; 9] = [
     "simple_insert",
     "simple_iter",
     "frag_iter",
     "heavy_compute",
     "add_remove",
     "add_remove_wide",
+    "spawn_despawn",
     "simple_insert_hooks",
     "add_remove_hooks",
 ];

@@ -238,6 +238,44 @@ impl Frame for AddRemove {
     }
 }
 
+/// `spawn_despawn`: 10k live `(Pos, Vel)` entities (bullets); a frame
+/// despawns each one and spawns a new one in its place, one call at a time
+/// (not a batch), as a game's short-lived entities come and go.
+pub struct SpawnDespawn {
+    world: World,
+    entities: Vec<Entity>,
+}
+
+impl SpawnDespawn {
+    /// Builds the world.
+    pub fn new() -> Self {
+        let mut world = World::new();
+        let entities = world.spawn_batch((0..ADD_REMOVE_ENTITIES).map(|_| (Pos(Vec3::X), Vel(Vec3::X))));
+        Self { world, entities }
+    }
+
+    /// The live entities.
+    pub fn entities(&self) -> &[Entity] {
+        &self.entities
+    }
+}
+
+impl Default for SpawnDespawn {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Frame for SpawnDespawn {
+    fn frame(&mut self) {
+        for e in &mut self.entities {
+            // Every handle is live: each frame replaces the ones it despawns.
+            let _ = self.world.despawn(*e);
+            *e = self.world.spawn((Pos(Vec3::X), Vel(Vec3::Y)));
+        }
+    }
+}
+
 /// The chunk-skip scene: 100k `(Pos, Matrix)`, consumer over `Changed<Pos>`.
 ///
 /// [`SkipScene::write`] writes the movers' `Pos` through `World::get_mut` and
@@ -419,6 +457,20 @@ mod tests {
         assert_eq!(scene.world.get::<Transform>(e).map(|t| t.0), Ok(simple_transform()));
         assert_eq!(scene.world.get::<Vel>(e).map(|v| v.0), Ok(Vec3::X));
         assert!(scene.world.get::<B>(e).is_err());
+        assert_eq!(scene.world.len() as usize, ADD_REMOVE_ENTITIES);
+    }
+
+    #[test]
+    fn spawn_despawn_replaces_every_entity_each_frame() {
+        let mut scene = SpawnDespawn::new();
+        let before = scene.entities().to_vec();
+        scene.frame();
+        let after = scene.entities().to_vec();
+        assert_eq!(scene.world.len() as usize, ADD_REMOVE_ENTITIES);
+        assert!(before.iter().all(|&e| !scene.world.contains(e)));
+        assert!(after.iter().all(|&e| scene.world.get::<Vel>(e).map(|v| v.0) == Ok(Vec3::Y)));
+        scene.frame();
+        assert!(after.iter().all(|&e| !scene.world.contains(e)));
         assert_eq!(scene.world.len() as usize, ADD_REMOVE_ENTITIES);
     }
 }
