@@ -468,13 +468,22 @@ impl World {
     }
 
     fn spawn_with<B: Bundle>(&mut self, bundle: B, reserved: Option<Entity>) -> Result<Entity, StoreError> {
-        let (archetype, columns) = self.spawn_target::<B>()?;
+        let key = TypeId::of::<B>();
+        if self.bundles.get(&key).is_none_or(|meta| meta.spawn.is_none()) {
+            self.spawn_target::<B>()?;
+        }
+        // The cached target, borrowed (not cloned) beside the archetypes
+        // and the entity table.
+        let Some((archetype, columns)) = self.bundles.get(&key).and_then(|meta| meta.spawn.as_ref()) else {
+            unreachable!("spawn target cached above")
+        };
+        let archetype = *archetype;
         let now = self.now();
         let arch = &mut self.archetypes[archetype.index()];
         let (chunk, _) = arch.open_chunk(now);
         let row = arch.chunk_len(chunk);
         let mut ptrs = BundlePtrs::new();
-        for &c in &columns {
+        for &c in columns {
             ptrs.push(arch.column_ptr(c, chunk));
         }
         let location = EntityLocation { archetype, chunk: chunk as u32, row: row as u32 };
