@@ -67,10 +67,9 @@ pub struct World {
     change_tick: AtomicU64,
     last_check_tick: u64,
     pub(crate) lifecycle: crate::lifecycle::Lifecycle,
-    /// A schedule run through [`World::run_schedule`] left error reports
-    /// in [`crate::app::Schedules`] since an app last took them (so an app
-    /// with nothing to report does not look).
-    pub(crate) error_reports_pending: bool,
+    /// What went wrong in schedules run through [`World::run_schedule`],
+    /// and what [`World::report_error`] reported, until taken.
+    pub(crate) error_reports: crate::error::BoundedLog<crate::app::ErrorReport>,
 }
 
 impl Default for World {
@@ -196,7 +195,7 @@ impl World {
             change_tick: AtomicU64::new(1),
             last_check_tick: 1,
             lifecycle: crate::lifecycle::Lifecycle::default(),
-            error_reports_pending: false,
+            error_reports: crate::error::BoundedLog::new(crate::app::DEFAULT_REPORT_LIMIT),
         }
     }
 

@@ -182,7 +182,7 @@ fn every_kind_of_error_reaches_the_app_handler_from_nested_and_fixed_schedules()
     assert_eq!(seen.len(), 4);
     assert_eq!(app.errors_reported(), 7);
     // Nothing waits in the world afterwards.
-    assert!(app.world_mut().resource_mut::<Schedules>().unwrap().take_error_reports().is_empty());
+    assert!(app.world_mut().take_error_reports().is_empty());
     assert!(app.world_mut().take_lifecycle_errors().is_empty());
 }
 
@@ -223,10 +223,24 @@ fn reports_nobody_takes_stay_within_the_limit() {
     for _ in 0..runs {
         world.run_schedule(Tools).unwrap();
     }
-    let schedules = world.resource_mut::<Schedules>().unwrap();
-    assert_eq!(schedules.error_reports_dropped(), 5);
-    let kept = schedules.take_error_reports();
+    assert_eq!(world.error_reports_dropped(), 5);
+    let kept = world.take_error_reports();
     assert_eq!(kept.len(), ecs_core::app::DEFAULT_REPORT_LIMIT);
     assert!(kept[0].to_string().ends_with("run 6"), "{}", kept[0]);
     assert!(kept.last().unwrap().to_string().ends_with(&format!("run {runs}")));
+}
+
+#[test]
+fn a_plugins_own_errors_reach_the_handler_through_report_error() {
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let sink = reports.clone();
+    let mut app = App::new();
+    app.add_systems(PostUpdate, |world: &mut World| world.report_error("save", "disk full"))
+        .set_error_handler(move |report: &ErrorReport| sink.lock().unwrap().push(report.clone()));
+    app.update();
+    app.update();
+    let seen = reports.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|r| *r == ErrorReport::Other { source: "save".into(), message: "disk full".into() }));
+    assert!(seen[0].system().is_none() && seen[0].schedule().is_none());
 }

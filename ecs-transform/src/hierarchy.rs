@@ -139,6 +139,10 @@ pub enum DespawnMode {
 /// [`HierarchyError::CycleFound`]; each reported once). Read and clear it
 /// ([`HierarchyErrors::take`]) after a schedule run.
 ///
+/// Each error is also reported through [`World::report_error`] (source
+/// [`HIERARCHY_ERROR_SOURCE`]): inside an [`ecs_core::App`] it reaches the
+/// app's error handler after the schedule that met it.
+///
 /// It keeps the newest [`HierarchyErrors::LIMIT`] errors and counts the
 /// older ones it dropped ([`HierarchyErrors::dropped`]), so a game that
 /// never reads it (and issues a failing command every frame) does not grow
@@ -341,15 +345,24 @@ fn closes_cycle(world: &World, child: Entity, parent: Entity) -> bool {
     false
 }
 
-/// Records `errors` in [`HierarchyErrors`], inserting it first if needed.
+/// Records `errors` in [`HierarchyErrors`], inserting it first if needed,
+/// and reports each through [`World::report_error`] (source
+/// [`HIERARCHY_ERROR_SOURCE`]), so an app's error handler sees them.
 pub(crate) fn push_errors(world: &mut World, errors: impl IntoIterator<Item = HierarchyError>) {
     if !world.contains_resource::<HierarchyErrors>() {
         world.insert_resource(HierarchyErrors::default());
     }
-    if let Some(list) = world.resource_mut::<HierarchyErrors>() {
-        list.log.extend(errors);
+    for error in errors {
+        world.report_error(HIERARCHY_ERROR_SOURCE, &error);
+        if let Some(list) = world.resource_mut::<HierarchyErrors>() {
+            list.log.push(error);
+        }
     }
 }
+
+/// The source of the hierarchy's reports to an app's error handler
+/// ([`ecs_core::app::ErrorReport::Other`]).
+pub const HIERARCHY_ERROR_SOURCE: &str = "hierarchy";
 
 /// Removes the `Children` components that lost their last child.
 fn drop_empty_lists(world: &mut World) {

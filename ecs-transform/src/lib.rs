@@ -58,8 +58,8 @@ pub mod propagate;
 
 pub use components::{ChildOf, Children, GlobalTransform, LocalTransform, transform_bundle};
 pub use hierarchy::{
-    CommandsHierarchyExt, DespawnMode, HierarchyError, HierarchyErrors, HierarchyHooksInstalled, WorldHierarchyExt,
-    init_hierarchy,
+    CommandsHierarchyExt, DespawnMode, HIERARCHY_ERROR_SOURCE, HierarchyError, HierarchyErrors,
+    HierarchyHooksInstalled, WorldHierarchyExt, init_hierarchy,
 };
 pub use plugin::{TransformPlugin, TransformSystems};
 pub use propagate::{PropagationScratch, add_transform_systems, propagate_transforms};

@@ -109,3 +109,31 @@ fn hooks_are_installed_when_the_plugin_is_added_and_it_is_added_once() {
     assert_eq!(schedules.get(PostUpdate).unwrap().len(), 1, "one propagation system");
     assert_eq!(app.plugin_names().len(), 1);
 }
+
+#[test]
+fn refused_hierarchy_edits_reach_the_app_error_handler() {
+    use std::sync::{Arc, Mutex};
+
+    use ecs_core::app::ErrorReport;
+    use ecs_transform::{HIERARCHY_ERROR_SOURCE, HierarchyError, HierarchyErrors};
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let mut app = App::new();
+    let (a, b) = (app.world_mut().spawn(()), app.world_mut().spawn(()));
+    app.add_plugins(TransformPlugin)
+        .add_systems(Update, move |mut commands: Commands| {
+            commands.set_parent(b, a);
+            commands.set_parent(a, b); // a loop: refused
+        })
+        .set_error_handler(move |report: &ErrorReport| sink.lock().unwrap().push(report.clone()));
+    app.update();
+    let seen = seen.lock().unwrap();
+    let expected = HierarchyError::Cycle { child: a, parent: b };
+    assert_eq!(
+        *seen,
+        vec![ErrorReport::Other { source: HIERARCHY_ERROR_SOURCE.into(), message: expected.to_string() }]
+    );
+    // The resource keeps it as well.
+    assert_eq!(app.world_mut().resource_mut::<HierarchyErrors>().unwrap().take(), vec![expected]);
+}

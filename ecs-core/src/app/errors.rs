@@ -8,7 +8,9 @@
 //!   nothing was changed for it);
 //! - a system skipped because it could not run (a missing resource);
 //! - an observer, hook command or one-shot command that failed
-//!   ([`World::take_lifecycle_errors`](crate::World::take_lifecycle_errors)).
+//!   ([`World::take_lifecycle_errors`](crate::World::take_lifecycle_errors));
+//! - whatever a plugin reports through [`World::report_error`] (the
+//!   transform plugin's refused hierarchy edits, for one).
 //!
 //! Each becomes an [`ErrorReport`] handed to the app's error handler, set
 //! with [`App::set_error_handler`](super::App::set_error_handler). The
@@ -53,6 +55,7 @@ use std::io::Write;
 use crate::error::StoreError;
 use crate::schedule::{CommandError, Schedule, ScheduleError, SkippedSystem};
 use crate::system::{FailedSystem, SystemError};
+use crate::world::World;
 
 /// One problem of a frame, with where it came from (see the
 /// [module docs](self)).
@@ -89,26 +92,99 @@ pub enum ErrorReport {
     /// A hook's command, an observer or a one-shot command failed (the
     /// message names it).
     Lifecycle(String),
+    /// Reported by a plugin or by game code through
+    /// [`World::report_error`].
+    Other {
+        /// Who reports it (a plugin's name, a subsystem).
+        source: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Error reports a [`World`] keeps at most until taken (the oldest are
+/// dropped first); see [`World::take_error_reports`].
+pub const DEFAULT_REPORT_LIMIT: usize = 1024;
+
+impl World {
+    /// Reports an error that is not a system's, a command's or an
+    /// observer's: a plugin's own bookkeeping that refused something (the
+    /// transform plugin reports hierarchy edits that would make a loop).
+    /// An [`App`](super::App) hands it to its error handler after the
+    /// schedule that reported it, as [`ErrorReport::Other`].
+    ///
+    /// ```
+    /// use ecs_core::World;
+    /// use ecs_core::app::ErrorReport;
+    ///
+    /// let mut world = World::new();
+    /// world.report_error("save", "disk full");
+    /// let reports = world.take_error_reports();
+    /// assert_eq!(reports, vec![ErrorReport::Other { source: "save".into(), message: "disk full".into() }]);
+    /// assert_eq!(reports[0].to_string(), "save: disk full");
+    /// ```
+    pub fn report_error(&mut self, source: impl Into<String>, message: impl fmt::Display) {
+        self.error_reports.push(ErrorReport::Other { source: source.into(), message: message.to_string() });
+    }
+
+    /// Takes what went wrong in the schedules run through
+    /// [`World::run_schedule`] (failed systems and commands, skipped
+    /// systems) and what [`World::report_error`] reported, oldest first.
+    /// An [`App`](super::App) takes them after each schedule of its frame;
+    /// in a world no app runs, at most [`DEFAULT_REPORT_LIMIT`] wait (the
+    /// oldest dropped first, counted by [`World::error_reports_dropped`]).
+    ///
+    /// ```
+    /// use ecs_core::app::Schedules;
+    /// use ecs_core::prelude::*;
+    ///
+    /// #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    /// struct Tools;
+    /// impl ScheduleLabel for Tools {}
+    ///
+    /// fn fails() -> Result {
+    ///     Err("no save file".into())
+    /// }
+    /// let mut world = World::new();
+    /// let mut schedules = Schedules::new();
+    /// schedules.entry(Tools).unwrap().add_systems(fails);
+    /// world.insert_resource(schedules);
+    /// world.run_schedule(Tools).unwrap();
+    /// let reports = world.take_error_reports();
+    /// assert_eq!(reports.len(), 1);
+    /// assert!(reports[0].to_string().contains("no save file"));
+    /// ```
+    pub fn take_error_reports(&mut self) -> Vec<ErrorReport> {
+        self.error_reports.take()
+    }
+
+    /// Error reports dropped to stay within [`DEFAULT_REPORT_LIMIT`] while
+    /// nobody took them.
+    pub fn error_reports_dropped(&self) -> u64 {
+        self.error_reports.dropped()
+    }
 }
 
 impl ErrorReport {
-    /// The schedule the problem came from (`None` for lifecycle errors).
+    /// The schedule the problem came from (`None` for lifecycle errors and
+    /// other reports).
     pub fn schedule(&self) -> Option<&str> {
         match self {
             ErrorReport::System { schedule, .. }
             | ErrorReport::Command { schedule, .. }
             | ErrorReport::Skipped { schedule, .. } => Some(schedule),
-            ErrorReport::Lifecycle(_) => None,
+            ErrorReport::Lifecycle(_) | ErrorReport::Other { .. } => None,
         }
     }
 
-    /// The system the problem came from (`None` for lifecycle errors).
+    /// The system the problem came from (`None` for lifecycle errors and
+    /// other reports).
     pub fn system(&self) -> Option<&str> {
         match self {
             ErrorReport::System { system, .. }
             | ErrorReport::Command { system, .. }
             | ErrorReport::Skipped { system, .. } => Some(system),
-            ErrorReport::Lifecycle(_) => None,
+            ErrorReport::Lifecycle(_) | ErrorReport::Other { .. } => None,
         }
     }
 
@@ -134,13 +210,15 @@ impl ErrorReport {
     }
 
     /// What identifies the report's source for [`ErrorLog`]'s repeats: the
-    /// kind, schedule and system (a lifecycle error: its message).
+    /// kind, schedule and system (a lifecycle or other error: its source
+    /// and message).
     fn source(&self) -> (u8, String, String) {
         match self {
             ErrorReport::System { schedule, system, .. } => (0, schedule.clone(), system.clone()),
             ErrorReport::Command { schedule, system, .. } => (1, schedule.clone(), system.clone()),
             ErrorReport::Skipped { schedule, system, .. } => (2, schedule.clone(), system.clone()),
             ErrorReport::Lifecycle(message) => (3, String::new(), message.clone()),
+            ErrorReport::Other { source, message } => (4, source.clone(), message.clone()),
         }
     }
 }
@@ -156,6 +234,7 @@ impl fmt::Display for ErrorReport {
             }
             ErrorReport::Skipped { schedule, error, .. } => write!(f, "schedule {schedule}: skipped: {error}"),
             ErrorReport::Lifecycle(message) => write!(f, "lifecycle: {message}"),
+            ErrorReport::Other { source, message } => write!(f, "{source}: {message}"),
         }
     }
 }

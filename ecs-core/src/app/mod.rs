@@ -73,11 +73,11 @@ pub mod time;
 use std::any::TypeId;
 use std::collections::HashSet;
 
-pub use errors::{ERROR_LOG_SOURCES, ErrorLog, ErrorReport, ignore_error, panic_on_error};
+pub use errors::{DEFAULT_REPORT_LIMIT, ERROR_LOG_SOURCES, ErrorLog, ErrorReport, ignore_error, panic_on_error};
 pub use schedules::{
-    DEFAULT_REPORT_LIMIT, First, FixedFirst, FixedLast, FixedPostUpdate, FixedPreUpdate, FixedUpdate,
-    InternedScheduleLabel, Last, PostStartup, PostUpdate, PreStartup, PreUpdate, RunFixedMainLoop, ScheduleLabel,
-    Schedules, Startup, StateTransition, Update,
+    First, FixedFirst, FixedLast, FixedPostUpdate, FixedPreUpdate, FixedUpdate, InternedScheduleLabel, Last,
+    PostStartup, PostUpdate, PreStartup, PreUpdate, RunFixedMainLoop, ScheduleLabel, Schedules, Startup,
+    StateTransition, Update,
 };
 pub use state::{
     NextState, OnEnter, OnExit, OnTransition, State, StateScoped, StateTransitionEvent, States, in_state, state_changed,
@@ -101,11 +101,10 @@ impl Reporter<'_> {
     /// then the lifecycle errors) to the handler; nothing to do (the usual
     /// case) costs two loads.
     fn report(&mut self, world: &mut World) {
-        if !world.error_reports_pending && world.lifecycle.errors.is_empty() {
+        if world.error_reports.is_empty() && world.lifecycle.errors.is_empty() {
             return;
         }
-        world.error_reports_pending = false;
-        let mut reports = world.resource_mut::<Schedules>().map(Schedules::take_error_reports).unwrap_or_default();
+        let mut reports = world.error_reports.take();
         reports.extend(world.take_lifecycle_errors().into_iter().map(ErrorReport::Lifecycle));
         for report in &reports {
             *self.count += 1;

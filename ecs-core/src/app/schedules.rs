@@ -9,7 +9,6 @@ use std::hash::Hash;
 use std::sync::Arc;
 
 use crate::app::errors::ErrorReport;
-use crate::error::BoundedLog;
 use crate::schedule::set::Label;
 use crate::schedule::{Schedule, ScheduleError};
 use crate::world::World;
@@ -108,25 +107,10 @@ labels! {
 
 /// A world's schedules by label (a resource an [`App`](super::App)
 /// inserts). A schedule is taken out while it runs.
-///
-/// It also keeps what went wrong in the schedules run through
-/// [`World::run_schedule`] ([`ErrorReport`]s: failed systems and commands,
-/// skipped systems) until taken: an [`App`](super::App) takes them after
-/// each schedule of its frame and hands them to its error handler. At most
-/// [`DEFAULT_REPORT_LIMIT`] wait (the oldest are dropped first).
+#[derive(Default)]
 pub struct Schedules {
     index: HashMap<InternedScheduleLabel, usize>,
     slots: Vec<(InternedScheduleLabel, Option<Schedule>)>,
-    reports: BoundedLog<ErrorReport>,
-}
-
-/// Error reports a [`Schedules`] keeps at most until taken.
-pub const DEFAULT_REPORT_LIMIT: usize = 1024;
-
-impl Default for Schedules {
-    fn default() -> Self {
-        Schedules { index: HashMap::new(), slots: Vec::new(), reports: BoundedLog::new(DEFAULT_REPORT_LIMIT) }
-    }
 }
 
 impl Debug for Schedules {
@@ -187,39 +171,6 @@ impl Schedules {
         self.slots.iter().map(|(label, _)| label)
     }
 
-    /// Takes the error reports of the schedules run since the last call,
-    /// oldest first (see the type's docs).
-    ///
-    /// ```
-    /// use ecs_core::app::Schedules;
-    /// use ecs_core::prelude::*;
-    ///
-    /// #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-    /// struct Tools;
-    /// impl ScheduleLabel for Tools {}
-    ///
-    /// fn fails() -> Result {
-    ///     Err("no save file".into())
-    /// }
-    /// let mut world = World::new();
-    /// let mut schedules = Schedules::new();
-    /// schedules.entry(Tools).unwrap().add_systems(fails);
-    /// world.insert_resource(schedules);
-    /// world.run_schedule(Tools).unwrap();
-    /// let reports = world.resource_mut::<Schedules>().unwrap().take_error_reports();
-    /// assert_eq!(reports.len(), 1);
-    /// assert!(reports[0].to_string().contains("no save file"));
-    /// ```
-    pub fn take_error_reports(&mut self) -> Vec<ErrorReport> {
-        self.reports.take()
-    }
-
-    /// Error reports dropped to stay within [`DEFAULT_REPORT_LIMIT`] while
-    /// nobody took them.
-    pub fn error_reports_dropped(&self) -> u64 {
-        self.reports.dropped()
-    }
-
     /// Takes the schedule out to run it.
     fn take(&mut self, label: &InternedScheduleLabel) -> Option<(usize, Schedule)> {
         let &k = self.index.get(label)?;
@@ -253,7 +204,9 @@ impl Schedules {
 impl World {
     /// Runs the schedule stored under `label` in the [`Schedules`]
     /// resource (taking it out for the run, so its systems, exclusive ones
-    /// included, can run other schedules).
+    /// included, can run other schedules). What went wrong in the run
+    /// (failed systems and commands, skipped systems) waits in
+    /// [`World::take_error_reports`].
     ///
     /// # Errors
     /// [`ScheduleError::NotFound`] when there is no such schedule (or it is
@@ -295,11 +248,8 @@ impl World {
         let PutBack { world, schedule, .. } = &mut guard;
         let schedule = schedule.as_mut().expect("put back only on drop");
         let result = schedule.run(world);
-        if schedule.has_errors()
-            && let Some(schedules) = world.resource_mut::<Schedules>()
-        {
-            schedules.reports.extend(ErrorReport::of_schedule(&format!("{label:?}"), schedule));
-            world.error_reports_pending = true;
+        if schedule.has_errors() {
+            world.error_reports.extend(ErrorReport::of_schedule(&format!("{label:?}"), schedule));
         }
         result
     }
