@@ -244,3 +244,29 @@ fn a_plugins_own_errors_reach_the_handler_through_report_error() {
     assert!(seen.iter().all(|r| *r == ErrorReport::Other { source: "save".into(), message: "disk full".into() }));
     assert!(seen[0].system().is_none() && seen[0].schedule().is_none());
 }
+
+#[test]
+fn reports_a_panicking_handler_did_not_see_wait_for_the_next_frame() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let mut app = App::new();
+    app.insert_resource(0u32)
+        .add_systems(Update, ((|| -> Result { Err("first".into()) }), (|| -> Result { Err("second".into()) })).chain())
+        .set_error_handler(move |report: &ErrorReport| {
+            let count = {
+                let mut seen = sink.lock().unwrap();
+                seen.push(report.to_string());
+                seen.len()
+            };
+            assert!(count != 1, "the handler gives up on its first report");
+        });
+    assert!(catch_unwind(AssertUnwindSafe(|| app.update())).is_err());
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    // The second report of that frame comes first in the next one.
+    app.update();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    assert!(seen[0].contains("first") && seen[1].contains("second"));
+    assert!(seen[2].contains("first") && seen[3].contains("second"));
+    assert_eq!(app.errors_reported(), 4);
+}

@@ -100,15 +100,29 @@ impl Reporter<'_> {
     /// Hands the reports waiting in `world` (those of the schedules run,
     /// then the lifecycle errors) to the handler; nothing to do (the usual
     /// case) costs two loads.
+    /// If the handler panics, the reports it has not seen yet go back to
+    /// the world, for the next frame's call.
     fn report(&mut self, world: &mut World) {
         if world.error_reports.is_empty() && world.lifecycle.errors.is_empty() {
             return;
         }
+        /// Returns the reports not handed out to the world when dropped
+        /// (while a panicking handler unwinds).
+        struct Rest<'a> {
+            world: &'a mut World,
+            reports: std::vec::IntoIter<ErrorReport>,
+        }
+        impl Drop for Rest<'_> {
+            fn drop(&mut self) {
+                self.world.error_reports.extend(self.reports.by_ref());
+            }
+        }
         let mut reports = world.error_reports.take();
         reports.extend(world.take_lifecycle_errors().into_iter().map(ErrorReport::Lifecycle));
-        for report in &reports {
+        let mut rest = Rest { world, reports: reports.into_iter() };
+        for report in rest.reports.by_ref() {
             *self.count += 1;
-            (self.handler)(report);
+            (self.handler)(&report);
         }
     }
 }
