@@ -142,10 +142,10 @@ extern crate self as ecs_core;
 /// (`chain`, `before`, `after`) configure systems.
 pub mod prelude {
     pub use crate::app::{
-        App, First, Fixed, FixedFirst, FixedLast, FixedPostUpdate, FixedPreUpdate, FixedUpdate, Last, NextState,
-        OnEnter, OnExit, OnTransition, Plugin, PostStartup, PostUpdate, PreStartup, PreUpdate, Real, RunFixedMainLoop,
-        ScheduleLabel, Startup, State, StateScoped, StateTransition, States, Time, TimeUpdateStrategy, Timer,
-        TimerMode, Update, Virtual, in_state, on_timer, state_changed,
+        App, AppExit, First, Fixed, FixedFirst, FixedLast, FixedPostUpdate, FixedPreUpdate, FixedUpdate, Last,
+        NextState, OnEnter, OnExit, OnTransition, Plugin, PostStartup, PostUpdate, PreStartup, PreUpdate, Real,
+        RunFixedMainLoop, ScheduleLabel, Startup, State, StateScoped, StateTransition, States, Time,
+        TimeUpdateStrategy, Timer, TimerMode, Update, Virtual, in_state, on_timer, state_changed,
     };
     pub use crate::schedule::{
         Condition, IntoSystemSetConfigs, SystemId, SystemSet, any_with_component, apply_deferred, not, resource_added,

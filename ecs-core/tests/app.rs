@@ -1183,3 +1183,47 @@ fn observers_and_ready_schedules_through_the_app() {
     app.world_mut().run_schedule(MyLabel::OnDemand).unwrap();
     assert_eq!(log(app.world()).last().map(String::as_str), Some("extra"));
 }
+
+#[test]
+fn run_returns_the_exit_a_system_sent_once_its_frame_ends() {
+    use std::num::NonZeroU8;
+
+    // Frame 2 sends a success and an error: the error wins; frame 2 ran to
+    // its end (Last included) and no frame 3 started.
+    let mut app = App::new();
+    app.insert_resource(0u32)
+        .add_systems(Update, |n: Res<u32>, mut exit: EventWriter<AppExit>| {
+            if *n == 1 {
+                exit.send(AppExit::Success);
+                exit.send(AppExit::Error(NonZeroU8::new(3).unwrap()));
+            }
+        })
+        .add_systems(Last, |mut n: ResMut<u32>| *n += 1);
+    let exit = app.run();
+    assert_eq!(exit, AppExit::Error(NonZeroU8::new(3).unwrap()));
+    assert_eq!(exit.code(), 3);
+    assert_eq!(app.world().resource::<u32>(), Some(&2));
+    // Taken: asking again finds nothing until a new exit is sent.
+    assert_eq!(app.should_exit(), None);
+    app.update();
+    assert_eq!(app.should_exit(), None);
+    app.world_mut().resource_mut::<Events<AppExit>>().unwrap().send(AppExit::Success);
+    assert_eq!(app.should_exit(), Some(AppExit::Success));
+    assert!(AppExit::Success.is_success() && !AppExit::error().is_success());
+    assert_eq!(AppExit::error().code(), 1);
+}
+
+#[test]
+fn run_with_interval_starts_frames_no_closer_than_the_interval() {
+    let mut app = App::new();
+    app.add_systems(Update, |mut frames: Local<u32>, mut exit: EventWriter<AppExit>| {
+        *frames += 1;
+        if *frames == 4 {
+            exit.send(AppExit::Success);
+        }
+    });
+    let start = std::time::Instant::now();
+    assert_eq!(app.run_with_interval(Duration::from_millis(10)), AppExit::Success);
+    // Four frames: three waits between their starts.
+    assert!(start.elapsed() >= Duration::from_millis(30), "{:?}", start.elapsed());
+}

@@ -72,6 +72,7 @@ pub mod time;
 
 use std::any::TypeId;
 use std::collections::HashSet;
+use std::time::Duration;
 
 pub use errors::{DEFAULT_REPORT_LIMIT, ERROR_LOG_SOURCES, ErrorLog, ErrorReport, ignore_error, panic_on_error};
 pub use schedules::{
@@ -87,8 +88,62 @@ pub use time::{Fixed, FixedTime, Real, Time, TimeUpdateStrategy, Timer, TimerMod
 use crate::lifecycle::ObserverId;
 use crate::lifecycle::observer::ObserverParams;
 use crate::schedule::{Ambiguity, IntoSystemConfigs, IntoSystemSetConfigs, Schedule, ScheduleError, SystemId};
-use crate::system::{FromWorld, IntoSystem, SystemParamFunction};
+use crate::system::{Events, FromWorld, IntoSystem, SystemParamFunction};
 use crate::world::World;
+
+/// Asks the app to stop: send it as an event (`EventWriter<AppExit>`, or
+/// `Events<AppExit>` from an exclusive system) and [`App::run`] returns it
+/// once the frame that sent it has finished. A host with a loop of its own
+/// asks [`App::should_exit`] after each [`App::update`].
+///
+/// ```
+/// use ecs_core::prelude::*;
+///
+/// fn quit_after_three(mut frames: Local<u32>, mut exit: EventWriter<AppExit>) {
+///     *frames += 1;
+///     if *frames == 3 {
+///         exit.send(AppExit::Success);
+///     }
+/// }
+/// let mut app = App::new();
+/// app.insert_resource(0u32).add_systems(Update, (quit_after_three, |mut n: ResMut<u32>| *n += 1));
+/// assert_eq!(app.run(), AppExit::Success);
+/// assert_eq!(app.world().resource::<u32>(), Some(&3)); // the third frame ran to its end
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AppExit {
+    /// The game ended normally.
+    #[default]
+    Success,
+    /// The game ended on an error, with a process exit code (not 0).
+    Error(std::num::NonZeroU8),
+}
+
+impl AppExit {
+    /// An error exit with code 1.
+    pub const fn error() -> AppExit {
+        AppExit::Error(std::num::NonZeroU8::MIN)
+    }
+
+    /// Whether this is [`AppExit::Success`].
+    pub const fn is_success(self) -> bool {
+        matches!(self, AppExit::Success)
+    }
+
+    /// The process exit code: 0 for success.
+    pub const fn code(self) -> u8 {
+        match self {
+            AppExit::Success => 0,
+            AppExit::Error(code) => code.get(),
+        }
+    }
+}
+
+impl From<AppExit> for std::process::ExitCode {
+    fn from(exit: AppExit) -> Self {
+        std::process::ExitCode::from(exit.code())
+    }
+}
 
 /// An app's error handler and its count, borrowed apart from the world.
 struct Reporter<'a> {
@@ -312,6 +367,9 @@ pub struct App {
     /// Receives each [`ErrorReport`] (see [`App::set_error_handler`]).
     error_handler: Box<dyn FnMut(&ErrorReport) + Send>,
     errors_reported: u64,
+    /// The id of the first [`AppExit`] event [`App::should_exit`] has not
+    /// looked at.
+    exit_cursor: u64,
 }
 
 impl Default for App {
@@ -338,6 +396,7 @@ impl App {
         world.insert_resource(Time::<Virtual>::default());
         world.insert_resource(Time::<Fixed>::default());
         world.insert_resource(TimeUpdateStrategy::default());
+        world.add_event::<AppExit>();
         App {
             world,
             order: ScheduleOrder::default(),
@@ -347,6 +406,7 @@ impl App {
             fixed_loop: RunFixedMainLoop.intern(),
             error_handler: default_error_handler(),
             errors_reported: 0,
+            exit_cursor: 0,
         }
     }
 
@@ -594,6 +654,50 @@ impl App {
         if let Err(error) = self.try_update() {
             panic!("{error}");
         }
+    }
+
+    /// Runs frames back to back until a system sends [`AppExit`], and
+    /// returns it (see [`App::run_with_interval`] to pace them).
+    ///
+    /// # Panics
+    /// As [`App::update`].
+    pub fn run(&mut self) -> AppExit {
+        self.run_with_interval(Duration::ZERO)
+    }
+
+    /// Runs frames until a system sends [`AppExit`], starting them at
+    /// least `interval` apart (sleeping between them: a headless server at
+    /// 60 Hz passes 1/60 s), and returns the exit.
+    ///
+    /// # Panics
+    /// As [`App::update`].
+    pub fn run_with_interval(&mut self, interval: Duration) -> AppExit {
+        let mut next = std::time::Instant::now();
+        loop {
+            self.update();
+            if let Some(exit) = self.should_exit() {
+                return exit;
+            }
+            next += interval;
+            let now = std::time::Instant::now();
+            if next > now {
+                std::thread::sleep(next - now);
+            } else {
+                // Late: the next frame starts now, not in a burst that
+                // catches up.
+                next = now;
+            }
+        }
+    }
+
+    /// The [`AppExit`] sent since the previous call, if any: the first
+    /// error exit when there is one, else the first success. For hosts
+    /// that call [`App::update`] from a loop of their own.
+    pub fn should_exit(&mut self) -> Option<AppExit> {
+        let events = self.world.resource::<Events<AppExit>>()?;
+        let sent: Vec<AppExit> = events.read_from(self.exit_cursor).copied().collect();
+        self.exit_cursor = events.next_id();
+        sent.iter().copied().find(|exit| !exit.is_success()).or(sent.first().copied())
     }
 
     /// Runs `frames` frames.
