@@ -468,13 +468,14 @@ impl World {
 
     fn spawn_with<B: Bundle>(&mut self, bundle: B, reserved: Option<Entity>) -> Result<Entity, StoreError> {
         let key = TypeId::of::<B>();
-        if self.bundles.get(&key).is_none_or(|meta| meta.spawn.is_none()) {
-            self.spawn_target::<B>()?;
-        }
         // The cached target, borrowed (not cloned) beside the archetypes
-        // and the entity table.
-        let Some((archetype, columns)) = self.bundles.get(&key).and_then(|meta| meta.spawn.as_ref()) else {
-            unreachable!("spawn target cached above")
+        // and the entity table; the first spawn of `B` computes it.
+        let (archetype, columns) = match self.bundles.get(&key).and_then(|meta| meta.spawn.as_ref()) {
+            Some(target) => target,
+            None => {
+                self.spawn_target::<B>()?;
+                self.bundles.get(&key).and_then(|meta| meta.spawn.as_ref()).expect("spawn_target caches it")
+            }
         };
         let archetype = *archetype;
         let now = self.now();
