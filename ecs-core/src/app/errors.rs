@@ -169,21 +169,21 @@ impl ErrorReport {
     /// The schedule the problem came from (`None` for lifecycle errors and
     /// other reports).
     pub fn schedule(&self) -> Option<&str> {
-        match self {
-            ErrorReport::System { schedule, .. }
-            | ErrorReport::Command { schedule, .. }
-            | ErrorReport::Skipped { schedule, .. } => Some(schedule),
-            ErrorReport::Lifecycle(_) | ErrorReport::Other { .. } => None,
-        }
+        self.origin().map(|(schedule, _)| schedule)
     }
 
     /// The system the problem came from (`None` for lifecycle errors and
     /// other reports).
     pub fn system(&self) -> Option<&str> {
+        self.origin().map(|(_, system)| system)
+    }
+
+    /// The schedule and system of a report that has them.
+    fn origin(&self) -> Option<(&str, &str)> {
         match self {
-            ErrorReport::System { system, .. }
-            | ErrorReport::Command { system, .. }
-            | ErrorReport::Skipped { system, .. } => Some(system),
+            ErrorReport::System { schedule, system, .. }
+            | ErrorReport::Command { schedule, system, .. }
+            | ErrorReport::Skipped { schedule, system, .. } => Some((schedule, system)),
             ErrorReport::Lifecycle(_) | ErrorReport::Other { .. } => None,
         }
     }
