@@ -1,6 +1,6 @@
 //! The store against bevy_ecs and hecs on worlds the `suite` scenario does
-//! not have: fragmented worlds (1024 or 16384 archetypes, from 1 to 100
-//! entities each) iterated by a `&mut A` query and scanned by a
+//! not have: fragmented worlds (64, 1024 or 16384 archetypes, from 1 to
+//! 100 entities each) iterated by a `&mut A` query and scanned by a
 //! `Changed<A>` query when nothing changed, and 100k entities despawned in
 //! a scattered order and spawned again one at a time.
 //!
@@ -217,6 +217,8 @@ fn scattered_churn(n: usize) {
 fn main() {
     let filter = std::env::args().nth(1).unwrap_or_default();
     if "fragmented".contains(filter.as_str()) {
+        // Few archetypes (all in cache), then many.
+        fragmented(1, 64);
         for per in [1, 16, 100] {
             fragmented(per, 1024);
         }
