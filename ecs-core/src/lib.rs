@@ -131,7 +131,7 @@ pub use system::{
     CommandQueue, Commands, EventReader, EventWriter, Events, FromWorld, IntoSystem, Local, ParamSet, Query, Res,
     ResMut, Resources, System, SystemAccess, SystemMeta, SystemParam, SystemParamFunction, SystemStats,
 };
-pub use system::{FailedSystem, SystemError, SystemOutput};
+pub use system::{ConditionOutput, FailedSystem, SystemError, SystemOutput};
 pub use system::{GetManyError, QueryCombinations, QueryCombinationsMut, QuerySingleError};
 pub use world::World;
 

@@ -270,3 +270,77 @@ fn reports_a_panicking_handler_did_not_see_wait_for_the_next_frame() {
     assert!(seen[2].contains("first") && seen[3].contains("second"));
     assert_eq!(app.errors_reported(), 4);
 }
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Guarded;
+impl SystemSet for Guarded {}
+
+/// A condition that fails while there is no `Pos`, and otherwise says
+/// whether the one `Pos` is positive.
+fn positive(q: Query<&Pos>) -> Result<bool> {
+    Ok(q.single()?.0 > 0.0)
+}
+
+#[test]
+fn a_failing_run_condition_says_no_through_not_and_or_and_is_listed() {
+    for executor in [ExecutorKind::SingleThreaded, ExecutorKind::MultiThreaded] {
+        let mut world = World::new();
+        world.insert_resource(0u32);
+        let mut schedule = Schedule::new();
+        schedule.set_executor(executor);
+        // Each system adds its bit when it runs.
+        schedule.add_systems((
+            (|mut n: ResMut<u32>| *n |= 1).run_if(positive),
+            (|mut n: ResMut<u32>| *n |= 2).run_if(not(positive)),
+            (|mut n: ResMut<u32>| *n |= 4).run_if(positive.or(|| true)),
+            (|mut n: ResMut<u32>| *n |= 8).run_if((|| false).and(positive)),
+            (|mut n: ResMut<u32>| *n |= 16).in_set(Guarded),
+        ));
+        schedule.configure_sets(Guarded.run_if(not(positive)));
+        schedule.run(&mut world).unwrap();
+        // No `Pos`: every condition built on `positive` fails and says no,
+        // except `false.and(positive)`, which never evaluates it.
+        assert_eq!(*world.resource::<u32>().unwrap(), 0, "{executor:?}");
+        let failed = schedule.failed_systems();
+        assert_eq!(failed.len(), 4, "{executor:?}: {failed:?}");
+        for f in failed {
+            assert!(f.system.starts_with("run condition ") && f.system.ends_with("positive"), "{f:?}");
+            assert!(f.error.downcast_ref::<QuerySingleError>().is_some());
+            assert!(f.to_string().starts_with("run condition "), "{f}");
+        }
+
+        let e = world.spawn((Pos(-1.0),));
+        *world.resource_mut::<u32>().unwrap() = 0;
+        schedule.run(&mut world).unwrap();
+        assert_eq!(*world.resource::<u32>().unwrap(), 2 | 4 | 16, "{executor:?}");
+        assert!(schedule.failed_systems().is_empty());
+
+        world.get_mut::<Pos>(e).unwrap().0 = 1.0;
+        *world.resource_mut::<u32>().unwrap() = 0;
+        schedule.run(&mut world).unwrap();
+        assert_eq!(*world.resource::<u32>().unwrap(), 1 | 4, "{executor:?}");
+    }
+}
+
+#[test]
+fn a_failing_run_condition_reaches_the_app_handler() {
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let sink = reports.clone();
+    let mut app = App::new();
+    app.insert_resource(0u32)
+        .add_systems(Update, (|mut n: ResMut<u32>| *n += 1).run_if(positive))
+        .set_error_handler(move |report: &ErrorReport| sink.lock().unwrap().push(report.clone()));
+    app.update();
+    let seen = std::mem::take(&mut *reports.lock().unwrap());
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let ErrorReport::System { schedule, system, error } = &seen[0] else { panic!("{seen:?}") };
+    assert_eq!(schedule, "Update");
+    assert!(system.ends_with("positive"));
+    assert!(error.downcast_ref::<QuerySingleError>().is_some());
+    assert!(seen[0].to_string().contains(": run condition "), "{}", seen[0]);
+    assert_eq!(*app.world().resource::<u32>().unwrap(), 0);
+    app.world_mut().spawn((Pos(2.0),));
+    app.update();
+    assert!(reports.lock().unwrap().is_empty());
+    assert_eq!(*app.world().resource::<u32>().unwrap(), 1);
+}

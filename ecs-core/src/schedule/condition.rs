@@ -17,6 +17,41 @@
 //! after one said no (so each keeps a regular change window). A condition
 //! whose parameters cannot be fetched (a missing `Res<T>`) says no.
 //!
+//! ## Fallible conditions
+//! A condition may return `Result<bool>` and use `?`. One that returns an
+//! error says no to what it guards, whatever `not`, `and` or `or` around
+//! it would make of the error, and the error is recorded as a failed
+//! system's is: [`Schedule::failed_systems`](crate::Schedule::failed_systems)
+//! lists it (named `run condition NAME`) until the next run, and an
+//! [`App`](crate::App) hands it to its error handler.
+//!
+//! ```
+//! use ecs_core::QuerySingleError;
+//! use ecs_core::prelude::*;
+//!
+//! #[derive(Component)]
+//! struct Player {
+//!     alive: bool,
+//! }
+//! fn player_alive(players: Query<&Player>) -> Result<bool> {
+//!     Ok(players.single()?.alive)
+//! }
+//! let mut world = World::new();
+//! world.insert_resource(0u32);
+//! let mut schedule = Schedule::new();
+//! schedule.add_systems((|mut n: ResMut<u32>| *n += 1).run_if(not(player_alive)));
+//! schedule.run(&mut world).unwrap(); // no player: an error, and a no
+//! assert_eq!(world.resource::<u32>(), Some(&0));
+//! let failed = &schedule.failed_systems()[0];
+//! assert!(failed.system.starts_with("run condition ") && failed.system.ends_with("player_alive"));
+//! assert!(failed.error.downcast_ref::<QuerySingleError>().is_some());
+//!
+//! world.spawn(Player { alive: false });
+//! schedule.run(&mut world).unwrap();
+//! assert_eq!(world.resource::<u32>(), Some(&1));
+//! assert!(schedule.failed_systems().is_empty());
+//! ```
+//!
 //! ## A skipped system keeps its window
 //! A system whose condition says no does not run, and its last-run tick
 //! stays where it was: the next time it runs, its `Changed`/`Added`
@@ -47,34 +82,35 @@ use std::marker::PhantomData;
 use crate::query::filter::With;
 use crate::storage::component::Component;
 use crate::storage::tick::TickWindow;
-use crate::system::{Query, Res, SystemAccess, SystemMeta, SystemParam, SystemParamItem};
+use crate::system::{ConditionOutput, Query, Res, SystemAccess, SystemError, SystemMeta, SystemParam, SystemParamItem};
 use crate::world::World;
 
 /// A function usable as a run condition: implemented for functions of up
-/// to 12 [`SystemParam`]s returning `bool`.
+/// to 12 [`SystemParam`]s returning `bool` or `Result<bool, E>` (see
+/// [`ConditionOutput`]).
 pub trait ConditionFunction<Marker>: Send + Sync + 'static {
     /// The parameters, as a tuple.
     type Param: SystemParam;
     /// Calls the function.
-    fn call(&mut self, param: SystemParamItem<'_, '_, Self::Param>) -> bool;
+    fn call(&mut self, param: SystemParamItem<'_, '_, Self::Param>) -> crate::Result<bool>;
 }
 
 macro_rules! impl_condition_function {
     ($($param:ident),*) => {
         #[allow(non_snake_case, clippy::too_many_arguments, reason = "the macro binds parameters to their type names and covers functions of up to 12 parameters")]
-        impl<Func, $($param: SystemParam),*> ConditionFunction<fn($($param,)*) -> bool> for Func
+        impl<Out: ConditionOutput, Func, $($param: SystemParam),*> ConditionFunction<fn($($param,)*) -> Out> for Func
         where
             Func: Send + Sync + 'static,
-            for<'a> &'a mut Func: FnMut($($param),*) -> bool + FnMut($(SystemParamItem<'_, '_, $param>),*) -> bool,
+            for<'a> &'a mut Func: FnMut($($param),*) -> Out + FnMut($(SystemParamItem<'_, '_, $param>),*) -> Out,
         {
             type Param = ($($param,)*);
             #[inline]
-            fn call(&mut self, param: SystemParamItem<'_, '_, ($($param,)*)>) -> bool {
-                fn call_inner<$($param,)*>(mut f: impl FnMut($($param,)*) -> bool, $($param: $param,)*) -> bool {
+            fn call(&mut self, param: SystemParamItem<'_, '_, ($($param,)*)>) -> crate::Result<bool> {
+                fn call_inner<Out, $($param,)*>(mut f: impl FnMut($($param,)*) -> Out, $($param: $param,)*) -> Out {
                     f($($param,)*)
                 }
                 let ($($param,)*) = param;
-                call_inner(self, $($param),*)
+                call_inner(self, $($param),*).into_condition_result()
             }
         }
     };
@@ -102,11 +138,17 @@ trait ConditionSystem: Send + Sync + 'static {
     fn error(&self) -> Option<String>;
     /// Appends what the condition reads.
     fn access(&self, out: &mut SystemAccess);
+    /// The answer, or `None` when a condition function returned an error
+    /// (kept for [`ConditionSystem::take_errors`]).
+    ///
     /// # Safety
     /// Initialized on this world; nothing writes what `access` records
     /// during the call.
-    unsafe fn evaluate(&mut self, world: &World) -> bool;
+    unsafe fn evaluate(&mut self, world: &World) -> Option<bool>;
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<crate::StoreError>);
+    /// Moves the errors returned since the last call (with the names of
+    /// the conditions that returned them) into `out`.
+    fn take_errors(&mut self, out: &mut Vec<(String, SystemError)>);
 }
 
 struct FunctionCondition<Marker, F: ConditionFunction<Marker>> {
@@ -115,6 +157,8 @@ struct FunctionCondition<Marker, F: ConditionFunction<Marker>> {
     world_id: Option<u64>,
     meta: SystemMeta,
     last_run: u64,
+    /// The error of the latest evaluation, until taken.
+    error: Option<SystemError>,
     _marker: PhantomData<fn() -> Marker>,
 }
 
@@ -151,7 +195,7 @@ impl<Marker: 'static, F: ConditionFunction<Marker>> ConditionSystem for Function
         out.resource_writes.extend(self.meta.access.resource_writes.iter().copied());
     }
 
-    unsafe fn evaluate(&mut self, world: &World) -> bool {
+    unsafe fn evaluate(&mut self, world: &World) -> Option<bool> {
         assert_eq!(
             self.world_id,
             Some(world.id()),
@@ -160,7 +204,7 @@ impl<Marker: 'static, F: ConditionFunction<Marker>> ConditionSystem for Function
         );
         let state = self.state.as_mut().expect("condition initialized before it is evaluated");
         if F::Param::validate(state, world).is_err() {
-            return false;
+            return Some(false);
         }
         let this_run = world.increment_change_tick_shared();
         let window = TickWindow::new(self.last_run, this_run);
@@ -169,12 +213,24 @@ impl<Marker: 'static, F: ConditionFunction<Marker>> ConditionSystem for Function
         let params = unsafe { F::Param::get_param(state, world, window) };
         let result = self.func.call(params);
         self.last_run = this_run;
-        result
+        match result {
+            Ok(pass) => Some(pass),
+            Err(error) => {
+                self.error = Some(error);
+                None
+            }
+        }
     }
 
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<crate::StoreError>) {
         if let Some(state) = self.state.as_mut() {
             F::Param::apply(state, world, errors);
+        }
+    }
+
+    fn take_errors(&mut self, out: &mut Vec<(String, SystemError)>) {
+        if let Some(error) = self.error.take() {
+            out.push((self.meta.name.clone(), error));
         }
     }
 }
@@ -211,18 +267,23 @@ impl ConditionSystem for Combined {
         self.a.0.access(out);
         self.b.0.access(out);
     }
-    unsafe fn evaluate(&mut self, world: &World) -> bool {
+    unsafe fn evaluate(&mut self, world: &World) -> Option<bool> {
         // SAFETY: forwarded contract; the parts' accesses are in ours.
-        unsafe {
-            match self.op {
-                Combine::And => self.a.0.evaluate(world) && self.b.0.evaluate(world),
-                Combine::Or => self.a.0.evaluate(world) || self.b.0.evaluate(world),
-            }
+        let a = unsafe { self.a.0.evaluate(world) }?;
+        match (self.op, a) {
+            (Combine::And, false) => Some(false),
+            (Combine::Or, true) => Some(true),
+            // SAFETY: as above.
+            _ => unsafe { self.b.0.evaluate(world) },
         }
     }
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<crate::StoreError>) {
         self.a.0.apply_deferred(world, errors);
         self.b.0.apply_deferred(world, errors);
+    }
+    fn take_errors(&mut self, out: &mut Vec<(String, SystemError)>) {
+        self.a.0.take_errors(out);
+        self.b.0.take_errors(out);
     }
 }
 
@@ -241,12 +302,15 @@ impl ConditionSystem for Not {
     fn access(&self, out: &mut SystemAccess) {
         self.0.0.access(out);
     }
-    unsafe fn evaluate(&mut self, world: &World) -> bool {
+    unsafe fn evaluate(&mut self, world: &World) -> Option<bool> {
         // SAFETY: forwarded contract.
-        !unsafe { self.0.0.evaluate(world) }
+        unsafe { self.0.0.evaluate(world) }.map(|pass| !pass)
     }
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<crate::StoreError>) {
         self.0.0.apply_deferred(world, errors);
+    }
+    fn take_errors(&mut self, out: &mut Vec<(String, SystemError)>) {
+        self.0.0.take_errors(out);
     }
 }
 
@@ -275,16 +339,30 @@ impl RunCondition {
         self.0.access(out);
     }
 
+    /// Whether the condition passes; a condition function's error is a
+    /// no (and is kept for [`RunCondition::take_errors`]).
+    ///
     /// # Safety
     /// Initialized on this world; nothing writes what the condition reads
     /// during the call.
     pub(crate) unsafe fn evaluate(&mut self, world: &World) -> bool {
         // SAFETY: forwarded contract.
-        unsafe { self.0.evaluate(world) }
+        unsafe { self.0.evaluate(world) }.unwrap_or(false)
     }
 
     pub(crate) fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<crate::StoreError>) {
         self.0.apply_deferred(world, errors);
+    }
+
+    /// Moves the errors its condition functions returned since the last
+    /// call into `out`, as failed "systems" named `run condition NAME`.
+    pub(crate) fn take_errors(&mut self, out: &mut Vec<crate::system::FailedSystem>) {
+        let mut errors = Vec::new();
+        self.0.take_errors(&mut errors);
+        out.extend(errors.into_iter().map(|(name, error)| crate::system::FailedSystem {
+            system: format!("{}{name}", crate::system::output::CONDITION_PREFIX),
+            error,
+        }));
     }
 }
 
@@ -347,6 +425,7 @@ impl<M: 'static, F: ConditionFunction<M>> Condition<(IsConditionFunction, M)> fo
             world_id: None,
             meta: SystemMeta { name, ..SystemMeta::default() },
             last_run: 0,
+            error: None,
             _marker: PhantomData,
         }))
     }

@@ -636,6 +636,7 @@ impl Schedule {
             config.system.apply_deferred(world, &mut errors);
             for condition in &mut config.conditions {
                 condition.apply_deferred(world, &mut errors);
+                condition.take_errors(&mut self.failed);
             }
             if !errors.is_empty() {
                 let name = &config.system.meta().name;
@@ -646,6 +647,7 @@ impl Schedule {
         for &k in &self.built.conditioned_sets {
             for condition in self.sets[k].conditions.get_mut().unwrap_or_else(|e| e.into_inner()) {
                 condition.apply_deferred(world, &mut errors);
+                condition.take_errors(&mut self.failed);
                 let name = condition.name();
                 self.command_errors.extend(errors.drain(..).map(|error| CommandError { system: name.clone(), error }));
             }
@@ -743,7 +745,9 @@ impl Schedule {
     /// Systems that returned an error in the latest run (fallible
     /// systems, see [`crate::system::output`]), in the order the schedule
     /// runs them; empty when none failed. What such a system wrote before
-    /// it returned stays written, and its commands were applied.
+    /// it returned stays written, and its commands were applied. Run
+    /// conditions that returned an error follow them, named
+    /// `run condition NAME` (see [`condition`]).
     pub fn failed_systems(&self) -> &[FailedSystem] {
         &self.failed
     }

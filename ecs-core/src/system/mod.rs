@@ -173,7 +173,7 @@ pub use command::{CommandQueue, Commands};
 pub use event::{EventReader, EventWriter, Events};
 pub use exclusive::{ExclusiveFunctionSystem, IsExclusiveFunctionSystem};
 pub use function::{FunctionSystem, IntoSystem, IsFunctionSystem, System, SystemParamFunction};
-pub use output::{FailedSystem, SystemError, SystemOutput};
+pub use output::{ConditionOutput, FailedSystem, SystemError, SystemOutput};
 pub use param_set::ParamSet;
 pub use params::{FromWorld, Local, Res, ResMut};
 pub use query::Query;

@@ -127,10 +127,39 @@ impl<E: Into<SystemError> + 'static> SystemOutput for std::result::Result<(), E>
     }
 }
 
-/// A system that returned an error in a schedule's latest run.
+/// What a run condition function may return: `bool`, or a
+/// `Result<bool, E>` whose error converts into a [`SystemError`]. A
+/// condition that returns an error says no to the systems it guards
+/// (whatever [`not`](crate::schedule::not), `and` or `or` around it would
+/// make of it) and the error is recorded with the condition's name, as a
+/// failed system's is.
+pub trait ConditionOutput: 'static {
+    /// The outcome, as a [`Result`].
+    fn into_condition_result(self) -> Result<bool>;
+}
+
+impl ConditionOutput for bool {
+    #[inline]
+    fn into_condition_result(self) -> Result<bool> {
+        Ok(self)
+    }
+}
+
+impl<E: Into<SystemError> + 'static> ConditionOutput for std::result::Result<bool, E> {
+    #[inline]
+    fn into_condition_result(self) -> Result<bool> {
+        self.map_err(Into::into)
+    }
+}
+
+/// How the name of a failed run condition starts in a [`FailedSystem`].
+pub(crate) const CONDITION_PREFIX: &str = "run condition ";
+
+/// A system (or a run condition) that returned an error in a schedule's
+/// latest run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FailedSystem {
-    /// The system's name.
+    /// The system's name; a run condition's is spelled `run condition NAME`.
     pub system: String,
     /// What it returned.
     pub error: SystemError,
@@ -138,6 +167,10 @@ pub struct FailedSystem {
 
 impl fmt::Display for FailedSystem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "system {} failed: {}", self.system, self.error)
+        if self.system.starts_with(CONDITION_PREFIX) {
+            write!(f, "{} failed: {}", self.system, self.error)
+        } else {
+            write!(f, "system {} failed: {}", self.system, self.error)
+        }
     }
 }
