@@ -432,3 +432,31 @@ fn after_the_first_system_the_calling_thread_hands_everything_to_the_pool() {
     let mut q = world.query::<&Pos>();
     assert_eq!(q.iter(&world).map(|p| p.0).sum::<f32>(), (0..100).map(|i| i as f32 + 20.0).sum::<f32>());
 }
+
+#[test]
+fn sequential_system_times_hold_their_own_run_and_conditions_only() {
+    fn slow() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    fn quick(mut n: ResMut<u32>) {
+        *n += 1;
+    }
+    fn slow_condition() -> bool {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        true
+    }
+    let mut world = World::new();
+    world.insert_resource(0u32);
+    let mut schedule = Schedule::new();
+    schedule.set_executor(ecs_core::schedule::ExecutorKind::SingleThreaded);
+    // `slow`, then `quick` (its time starts where `slow` ended), then
+    // `quick` again behind a slow condition (charged to it).
+    schedule.add_systems((slow, quick, quick.run_if(slow_condition)).chain());
+    schedule.run(&mut world).unwrap();
+    let times: Vec<_> = schedule.system_stats().map(|s| s.time).collect();
+    let ms20 = std::time::Duration::from_millis(20);
+    assert!(times[0] >= ms20, "{times:?}");
+    assert!(times[1] < ms20, "{times:?}");
+    assert!(times[2] >= ms20, "{times:?}");
+    assert_eq!(*world.resource::<u32>().unwrap(), 2);
+}

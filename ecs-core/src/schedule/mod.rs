@@ -58,7 +58,7 @@ pub mod set;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use condition::{
     Condition, ConditionFunction, IsConditionFunction, RunCondition, any_with_component, not, resource_added,
@@ -595,13 +595,19 @@ impl Schedule {
             };
         if sequential {
             // Nothing can overlap (or nothing is worth another thread): run
-            // in order on this thread.
+            // in order on this thread. A system's time runs from the end of
+            // the run of the system before it (of the segment's start for
+            // the first): its run conditions, those of systems skipped in
+            // between and this loop's steps are in it, and each system
+            // costs one clock read.
+            let mut clock = None;
             for &i in &segment.order {
+                let start = *clock.get_or_insert_with(Instant::now);
                 // SAFETY: `&mut World` is exclusive and one system runs.
                 if self.runnable[i] && unsafe { self.should_run(world, i) } {
                     let this_run = world.increment_change_tick();
                     // SAFETY: as above.
-                    unsafe { self.configs[i].system.run_unsafe(world, this_run) };
+                    clock = Some(unsafe { self.configs[i].system.run_unsafe_timed(world, this_run, start) });
                     self.take_error(i);
                 }
             }

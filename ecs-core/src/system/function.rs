@@ -24,6 +24,24 @@ pub trait System: Send + Sync + 'static {
     /// The system was initialized on this world, and for the call nothing
     /// else uses what its access records.
     unsafe fn run_unsafe(&mut self, world: &World, this_run: u64);
+    /// Runs as [`System::run_unsafe`] does, but takes the start of its
+    /// timing from the caller and returns the instant the run ended: a
+    /// schedule running systems one after another on one thread passes the
+    /// end of the previous system's run, so each system costs one clock
+    /// read instead of two (a clock read is some 20-40 ns, as much as a
+    /// small system's work). The latest run time ([`SystemStats::time`])
+    /// then spans from `start` to the returned instant. The default runs
+    /// [`System::run_unsafe`] (which times itself) and reads the clock once
+    /// more.
+    ///
+    /// # Safety
+    /// As for [`System::run_unsafe`].
+    unsafe fn run_unsafe_timed(&mut self, world: &World, this_run: u64, start: Instant) -> Instant {
+        let _ = start;
+        // SAFETY: forwarded contract.
+        unsafe { self.run_unsafe(world, this_run) };
+        Instant::now()
+    }
     /// Runs once on its own with exclusive access: initializes if needed,
     /// refuses a system whose parameters conflict or cannot be fetched (the
     /// message says why), advances the world tick, runs, and applies its
@@ -161,6 +179,11 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
     }
 
     unsafe fn run_unsafe(&mut self, world: &World, this_run: u64) {
+        // SAFETY: forwarded contract.
+        unsafe { self.run_unsafe_timed(world, this_run, Instant::now()) };
+    }
+
+    unsafe fn run_unsafe_timed(&mut self, world: &World, this_run: u64, start: Instant) -> Instant {
         assert_eq!(
             self.world_id,
             Some(world.id()),
@@ -169,15 +192,16 @@ impl<Marker: 'static, F: SystemParamFunction<Marker>> System for FunctionSystem<
         );
         let state = self.state.as_mut().expect("system initialized before it runs");
         let window = TickWindow::new(self.last_run, this_run);
-        let start = Instant::now();
         // SAFETY: forwarded contract.
         let params = unsafe { F::Param::get_param(state, world, window) };
         self.error = self.func.call(params).err();
-        self.stats.time = start.elapsed();
+        let end = Instant::now();
+        self.stats.time = end.saturating_duration_since(start);
         self.stats.runs += 1;
         self.stats.queries.clear();
         F::Param::report(state, &mut self.stats.queries);
         self.last_run = this_run;
+        end
     }
 
     fn apply_deferred(&mut self, world: &mut World, errors: &mut Vec<crate::StoreError>) {
