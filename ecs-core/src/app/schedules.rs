@@ -110,7 +110,9 @@ labels! {
 #[derive(Default)]
 pub struct Schedules {
     index: HashMap<InternedScheduleLabel, usize>,
-    slots: Vec<(InternedScheduleLabel, Option<Schedule>)>,
+    /// Boxed: a run takes its schedule out and puts it back, moving a
+    /// pointer rather than the schedule.
+    slots: Vec<(InternedScheduleLabel, Option<Box<Schedule>>)>,
 }
 
 impl Debug for Schedules {
@@ -132,10 +134,10 @@ impl Schedules {
         schedule.set_event_updates(false);
         let label = label.intern();
         match self.index.get(&label) {
-            Some(&k) => self.slots[k].1.replace(schedule),
+            Some(&k) => self.slots[k].1.replace(Box::new(schedule)).map(|old| *old),
             None => {
                 self.index.insert(label.clone(), self.slots.len());
-                self.slots.push((label, Some(schedule)));
+                self.slots.push((label, Some(Box::new(schedule))));
                 None
             }
         }
@@ -153,12 +155,12 @@ impl Schedules {
 
     /// The schedule under `label` (`None` if absent or running).
     pub fn get(&self, label: impl ScheduleLabel) -> Option<&Schedule> {
-        self.index.get(&label.intern()).and_then(|&k| self.slots[k].1.as_ref())
+        self.index.get(&label.intern()).and_then(|&k| self.slots[k].1.as_deref())
     }
 
     /// The schedule under `label`, mutably (`None` if absent or running).
     pub fn get_mut(&mut self, label: impl ScheduleLabel) -> Option<&mut Schedule> {
-        self.index.get(&label.intern()).and_then(|&k| self.slots[k].1.as_mut())
+        self.index.get(&label.intern()).and_then(|&k| self.slots[k].1.as_deref_mut())
     }
 
     /// Whether a schedule is stored (or running) under `label`.
@@ -171,10 +173,11 @@ impl Schedules {
         self.slots.iter().map(|(label, _)| label)
     }
 
-    /// Takes the schedule out to run it.
-    fn take(&mut self, label: &InternedScheduleLabel) -> Option<(usize, Schedule)> {
-        let &k = self.index.get(label)?;
-        self.slots[k].1.take().map(|s| (k, s))
+    /// Takes the schedule out to run it: its slot and the schedule;
+    /// `Err(true)` when it is running, `Err(false)` when there is none.
+    fn take(&mut self, label: &InternedScheduleLabel) -> Result<(usize, Box<Schedule>), bool> {
+        let &k = self.index.get(label).ok_or(false)?;
+        self.slots[k].1.take().map(|s| (k, s)).ok_or(true)
     }
 
     /// Builds every schedule not built for `world` yet.
@@ -225,15 +228,28 @@ impl World {
     /// assert_eq!(app.world().resource::<u32>(), Some(&1));
     /// ```
     pub fn run_schedule(&mut self, label: impl ScheduleLabel) -> Result<(), ScheduleError> {
-        let label = label.intern();
-        let Some((k, schedule)) = self.resource_mut::<Schedules>().and_then(|s| s.take(&label)) else {
-            return Err(ScheduleError::NotFound(format!("{label:?}")));
+        self.run_interned(&label.intern(), false)
+    }
+
+    /// Runs the schedule under `label` if there is one; `Ok` if not (an
+    /// error if it is the one running).
+    pub(crate) fn run_schedule_if_present(&mut self, label: &InternedScheduleLabel) -> Result<(), ScheduleError> {
+        self.run_interned(label, true)
+    }
+
+    /// [`World::run_schedule`], with no error for a missing schedule when
+    /// `if_present`.
+    fn run_interned(&mut self, label: &InternedScheduleLabel, if_present: bool) -> Result<(), ScheduleError> {
+        let (k, schedule) = match self.resource_mut::<Schedules>().map(|s| s.take(label)) {
+            Some(Ok(taken)) => taken,
+            Some(Err(false)) | None if if_present => return Ok(()),
+            _ => return Err(ScheduleError::NotFound(format!("{label:?}"))),
         };
         /// Puts the schedule back, also when a system panics.
         struct PutBack<'a> {
             world: &'a mut World,
             k: usize,
-            schedule: Option<Schedule>,
+            schedule: Option<Box<Schedule>>,
         }
         impl Drop for PutBack<'_> {
             fn drop(&mut self) {
@@ -252,14 +268,5 @@ impl World {
             world.error_reports.extend(ErrorReport::of_schedule(&format!("{label:?}"), schedule));
         }
         result
-    }
-
-    /// Runs the schedule under `label` if there is one; `Ok` if not.
-    pub(crate) fn run_schedule_if_present(&mut self, label: &InternedScheduleLabel) -> Result<(), ScheduleError> {
-        if self.resource::<Schedules>().is_some_and(|s| s.contains(label.clone())) {
-            self.run_schedule(label.clone())
-        } else {
-            Ok(())
-        }
     }
 }
