@@ -127,11 +127,11 @@ pub use storage::{
     EntityLocation, Tick, TickWindow, chunk_pool_len, set_chunk_pool_limit,
 };
 pub use system::output::Result;
+pub use system::{AccessConflict, ConditionOutput, FailedSystem, SystemError, SystemOutput};
 pub use system::{
     CommandQueue, Commands, EventReader, EventWriter, Events, FromWorld, IntoSystem, Local, ParamSet, Query, Res,
     ResMut, Resources, System, SystemAccess, SystemMeta, SystemParam, SystemParamFunction, SystemStats,
 };
-pub use system::{ConditionOutput, FailedSystem, SystemError, SystemOutput};
 pub use system::{GetManyError, QueryCombinations, QueryCombinationsMut, QuerySingleError};
 pub use world::World;
 

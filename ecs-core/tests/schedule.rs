@@ -460,3 +460,91 @@ fn sequential_system_times_hold_their_own_run_and_conditions_only() {
     assert!(times[2] >= ms20, "{times:?}");
     assert_eq!(*world.resource::<u32>().unwrap(), 2);
 }
+
+/// Resources for the conflict-order test: each system of it writes or reads
+/// some of them and records, per resource, when it started and ended.
+#[derive(Default)]
+struct RunLog(std::sync::Mutex<Vec<(usize, u64, u64)>>);
+struct R0;
+struct R1;
+struct R2;
+
+#[test]
+fn conflicting_systems_never_overlap_and_run_in_the_order_added_on_fewer_edges() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static CLOCK: AtomicU64 = AtomicU64::new(0);
+    // System `i` touches the resources of `i % 5`: 0 writes R0; 1 writes R1;
+    // 2 writes R0 and R1; 3 reads R0; 4 writes R2.
+    fn record(i: usize, log: &RunLog) {
+        let start = CLOCK.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_micros(200));
+        let end = CLOCK.fetch_add(1, Ordering::SeqCst);
+        log.0.lock().unwrap().push((i, start, end));
+    }
+    fn make(i: usize) -> ecs_core::schedule::SystemConfigs {
+        match i % 5 {
+            0 => (move |_: ResMut<R0>, log: Res<RunLog>| record(i, &log)).into_configs(),
+            1 => (move |_: ResMut<R1>, log: Res<RunLog>| record(i, &log)).into_configs(),
+            2 => (move |_: ResMut<R0>, _: ResMut<R1>, log: Res<RunLog>| record(i, &log)).into_configs(),
+            3 => (move |_: Res<R0>, log: Res<RunLog>| record(i, &log)).into_configs(),
+            _ => (move |_: ResMut<R2>, log: Res<RunLog>| record(i, &log)).into_configs(),
+        }
+    }
+    let conflict = |a: usize, b: usize| {
+        let (a, b) = (a % 5, b % 5);
+        let writes = |k: usize| match k {
+            0 => vec![0],
+            1 => vec![1],
+            2 => vec![0, 1],
+            3 => vec![],
+            _ => vec![2],
+        };
+        let uses = |k: usize| if k == 3 { vec![0] } else { writes(k) };
+        writes(a).iter().any(|r| uses(b).contains(r)) || writes(b).iter().any(|r| uses(a).contains(r))
+    };
+    let n = 40;
+    let mut world = World::new();
+    world.insert_resource(RunLog::default());
+    world.insert_resource(R0);
+    world.insert_resource(R1);
+    world.insert_resource(R2);
+    let mut schedule = Schedule::new();
+    schedule.set_executor(ecs_core::schedule::ExecutorKind::MultiThreaded);
+    for i in 0..n {
+        schedule.add_systems(make(i));
+    }
+    schedule.run(&mut world).unwrap();
+    let log = std::mem::take(&mut *world.resource::<RunLog>().unwrap().0.lock().unwrap());
+    assert_eq!(log.len(), n);
+    let mut at = vec![(0, 0); n];
+    for &(i, start, end) in &log {
+        at[i] = (start, end);
+    }
+    let mut pairs = 0;
+    for a in 0..n {
+        for b in a + 1..n {
+            if conflict(a, b) {
+                pairs += 1;
+                // `a` was added first: it ended before `b` started.
+                assert!(at[a].1 < at[b].0, "{a} and {b} conflict: {:?} {:?}", at[a], at[b]);
+            }
+        }
+    }
+    // Every conflicting pair is ordered, on far fewer edges than pairs.
+    assert!(schedule.dependency_edges() < pairs / 4, "{} edges for {pairs} pairs", schedule.dependency_edges());
+    assert_eq!(schedule.ambiguities().len(), pairs);
+}
+
+#[test]
+fn systems_that_all_conflict_form_a_chain_of_edges() {
+    let mut world = World::new();
+    world.insert_resource(0u64);
+    let mut schedule = Schedule::new();
+    for i in 0..300u64 {
+        schedule.add_systems(move |mut n: ResMut<u64>| *n = n.wrapping_mul(3).wrapping_add(i));
+    }
+    schedule.run(&mut world).unwrap();
+    assert_eq!(schedule.dependency_edges(), 299);
+    let expected = (0..300u64).fold(0u64, |n, i| n.wrapping_mul(3).wrapping_add(i));
+    assert_eq!(*world.resource::<u64>().unwrap(), expected);
+}

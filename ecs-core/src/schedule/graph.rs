@@ -14,7 +14,7 @@ use std::collections::{BinaryHeap, HashMap};
 use super::config::SystemConfig;
 use super::set::SetKey;
 use super::{Ambiguity, ScheduleError, SetEntry};
-use crate::system::SystemAccess;
+use crate::system::{AccessConflict, SystemAccess};
 use crate::world::World;
 
 /// What a build produces for the executor.
@@ -34,7 +34,45 @@ pub(crate) struct Built {
     pub(crate) set_conditions_of: Vec<Vec<usize>>,
     /// Sets with run conditions.
     pub(crate) conditioned_sets: Vec<usize>,
-    pub(crate) ambiguities: Vec<Ambiguity>,
+    /// The conflicting pairs with no order between them, ordered by the
+    /// systems' indices; described on demand (a schedule of `n` unordered
+    /// systems that all conflict has `n^2 / 2`).
+    pub(crate) ambiguous_pairs: Vec<AmbiguousPair>,
+    /// [`Built::ambiguous_pairs`] described, once asked for.
+    pub(crate) ambiguities: std::sync::OnceLock<Vec<Ambiguity>>,
+}
+
+/// A conflicting pair with no order between them: the system that runs
+/// first, the other, and what they both touch.
+#[derive(Clone, Copy)]
+pub(crate) struct AmbiguousPair {
+    pub(crate) first: u32,
+    pub(crate) second: u32,
+    pub(crate) conflict: PairConflict,
+}
+
+/// What an ambiguous pair both touch, with the names its description needs.
+#[derive(Clone, Copy)]
+pub(crate) enum PairConflict {
+    /// This system (of the pair) is exclusive.
+    Exclusive(u32),
+    /// A component (its type name).
+    Component(&'static str, crate::query::access::ConflictKind),
+    /// A resource (its type name).
+    Resource(&'static str),
+}
+
+impl AmbiguousPair {
+    /// The pair in words, with the systems' names from `configs`.
+    pub(crate) fn describe(&self, configs: &[SystemConfig]) -> Ambiguity {
+        let name = |i: u32| configs[i as usize].system.meta().name.clone();
+        let conflict = match self.conflict {
+            PairConflict::Exclusive(i) => format!("{} is exclusive (uses the whole world)", name(i)),
+            PairConflict::Component(component, kind) => format!("component {component} {}", kind.describe()),
+            PairConflict::Resource(resource) => format!("resource {resource} written by one and used by the other"),
+        };
+        Ambiguity { first: name(self.first), second: name(self.second), conflict }
+    }
 }
 
 /// Systems that run between two exclusive systems (or the ends of the run),
@@ -283,12 +321,17 @@ pub(crate) fn build(
             access
         })
         .collect();
-    let conflict = |a: usize, b: usize| -> Option<String> {
+    // Whether two systems conflict, and on what: without allocating, as
+    // the build tests every pair.
+    let conflicts = |a: usize, b: usize| exclusive[a] || exclusive[b] || access[a].first_conflict(&access[b]).is_some();
+    let conflict_of = |a: usize, b: usize| -> Option<PairConflict> {
         if exclusive[a] || exclusive[b] {
-            let which = if exclusive[a] { a } else { b };
-            return Some(format!("{} is exclusive (uses the whole world)", configs[which].system.meta().name));
+            return Some(PairConflict::Exclusive(if exclusive[a] { a } else { b } as u32));
         }
-        access[a].conflict_with(&access[b], world.components())
+        Some(match access[a].first_conflict(&access[b])? {
+            AccessConflict::Component(id, kind) => PairConflict::Component(world.components().info(id).name(), kind),
+            AccessConflict::Resource(name) => PairConflict::Resource(name),
+        })
     };
 
     // Stage packing (for inspection).
@@ -302,9 +345,8 @@ pub(crate) fn build(
     let mut stages: Vec<Vec<usize>> = Vec::new();
     for &i in &order {
         let earliest = preds[i].iter().map(|&p| stage_of[p] + 1).max().unwrap_or(0);
-        let stage = (earliest..stages.len())
-            .find(|&s| stages[s].iter().all(|&j| conflict(i, j).is_none()))
-            .unwrap_or(stages.len());
+        let stage =
+            (earliest..stages.len()).find(|&s| stages[s].iter().all(|&j| !conflicts(i, j))).unwrap_or(stages.len());
         if stage == stages.len() {
             stages.push(Vec::new());
         }
@@ -315,35 +357,54 @@ pub(crate) fn build(
         stage.sort_unstable();
     }
 
-    // Dependency graph: explicit successors, plus an edge between every
-    // conflicting pair in topological (then insertion) order; a conflicting
-    // pair with no explicit order is an ambiguity.
-    let mut position = vec![0usize; n];
-    for (k, &i) in order.iter().enumerate() {
-        position[i] = k;
-    }
-    let mut successors = explicit;
-    let mut ambiguities = Vec::new();
+    // Dependency graph: explicit successors, plus the conflicting pairs
+    // ordered in topological (then insertion) order; a conflicting pair
+    // with no explicit order is an ambiguity. A conflicting pair already
+    // ordered through the edges so far gets no edge of its own (`before`
+    // holds, per system, every system with a path to it), so `n` systems
+    // that all conflict make a chain of `n - 1` edges for the executor to
+    // count down, not `n^2 / 2`.
     let accepted = |a: usize, b: usize| {
         configs[a].ambiguous_with.iter().any(|key| member_of[b].contains(key))
             || configs[b].ambiguous_with.iter().any(|key| member_of[a].contains(key))
     };
-    for a in 0..n {
-        for b in a + 1..n {
-            let Some(what) = conflict(a, b) else { continue };
-            let (first, second) = if position[a] < position[b] { (a, b) } else { (b, a) };
-            if !successors[first].contains(&second) {
-                successors[first].push(second);
+    let mut explicit_preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, out) in explicit.iter().enumerate() {
+        for &j in out {
+            explicit_preds[j].push(i);
+        }
+    }
+    let mut successors = explicit;
+    let mut before = vec![0u64; n * words];
+    let mut ambiguous_pairs = Vec::new();
+    for (k, &b) in order.iter().enumerate() {
+        let row = b * words..(b + 1) * words;
+        for &p in &explicit_preds[b] {
+            before[row.start + p / 64] |= 1 << (p % 64);
+            for w in 0..words {
+                before[row.start + w] |= before[p * words + w];
             }
-            if !reaches(first, second) && !reaches(second, first) && !accepted(a, b) {
-                ambiguities.push(Ambiguity {
-                    first: configs[first].system.meta().name.clone(),
-                    second: configs[second].system.meta().name.clone(),
-                    conflict: what,
-                });
+        }
+        // The latest conflicting systems first: an edge from one of them
+        // orders most of the earlier ones too.
+        for &a in order[..k].iter().rev() {
+            let Some(conflict) = conflict_of(a, b) else { continue };
+            if !reaches(a, b) && !accepted(a, b) {
+                // First the earlier in topological order.
+                ambiguous_pairs.push(AmbiguousPair { first: a as u32, second: b as u32, conflict });
+            }
+            if before[row.start + a / 64] & (1 << (a % 64)) == 0 {
+                successors[a].push(b);
+                before[row.start + a / 64] |= 1 << (a % 64);
+                for w in 0..words {
+                    before[row.start + w] |= before[a * words + w];
+                }
             }
         }
     }
+
+    // Listed in the order the systems were added.
+    ambiguous_pairs.sort_unstable_by_key(|p: &AmbiguousPair| (p.first.min(p.second), p.first.max(p.second)));
 
     // Segments: every system is ordered against each exclusive system (it
     // conflicts with all), so the exclusive systems cut the topological
@@ -382,7 +443,16 @@ pub(crate) fn build(
         segment.sequential = stages.iter().all(|stage| stage.iter().filter(|&&i| in_segment(i)).count() <= 1);
     }
 
-    Ok(Built { stages, successors, predecessors, segments, set_conditions_of, conditioned_sets, ambiguities })
+    Ok(Built {
+        stages,
+        successors,
+        predecessors,
+        segments,
+        set_conditions_of,
+        conditioned_sets,
+        ambiguous_pairs,
+        ambiguities: std::sync::OnceLock::new(),
+    })
 }
 
 /// Kahn's algorithm over systems and set nodes: set nodes as soon as they

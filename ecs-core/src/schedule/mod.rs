@@ -9,11 +9,13 @@
 //! [sets](set) they are in (a cycle is an error naming the systems and sets
 //! on it). Two systems that conflict (component reads/writes, with
 //! `With`/`Without` disjointness; resource reads/writes; an exclusive
-//! system conflicts with every system) and are not ordered get an implicit
-//! edge in the order they were added, so conflicting systems never overlap
-//! and always run in the same order; [`Schedule::ambiguities`] lists those
-//! pairs. A run condition's reads count as its system's (a set's as each of
-//! its systems').
+//! system conflicts with every system) and are not ordered run in the
+//! order they were added, so conflicting systems never overlap and always
+//! run in the same order; [`Schedule::ambiguities`] lists those pairs. Such
+//! a pair gets an edge of its own only when no path of edges orders it
+//! already, so many systems that all conflict form a chain
+//! ([`Schedule::dependency_edges`]). A run condition's reads count as its
+//! system's (a set's as each of its systems').
 //!
 //! ## Run
 //! Each run ages events (a schedule inside an [`App`](crate::App) leaves
@@ -693,6 +695,14 @@ impl Schedule {
         self.configs.iter().map(|c| c.system.stats())
     }
 
+    /// How many "runs before" edges the multi-threaded executor counts
+    /// down each run (for inspection and tests): the explicit orderings,
+    /// plus one edge for each pair of conflicting systems that no path of
+    /// edges orders yet (so systems that all conflict form a chain).
+    pub fn dependency_edges(&self) -> usize {
+        self.built.successors.iter().map(Vec::len).sum()
+    }
+
     /// The stages, as system names (for inspection and tests).
     pub fn stage_names(&self) -> Vec<Vec<String>> {
         self.built
@@ -733,7 +743,9 @@ impl Schedule {
     /// assert!(found[0].conflict.contains("Score"));
     /// ```
     pub fn ambiguities(&self) -> &[Ambiguity] {
-        &self.built.ambiguities
+        self.built
+            .ambiguities
+            .get_or_init(|| self.built.ambiguous_pairs.iter().map(|p| p.describe(&self.configs)).collect())
     }
 
     /// Commands that failed in the latest run (stale entities and the

@@ -32,24 +32,53 @@ pub struct SystemAccess {
     pub resource_writes: Vec<(TypeId, &'static str)>,
 }
 
+/// The first conflict between two systems' accesses (see
+/// [`SystemAccess::first_conflict`]); [`SystemAccess::conflict_with`]
+/// describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessConflict {
+    /// A component both use, at least one of them mutably.
+    Component(crate::storage::component::ComponentId, crate::query::access::ConflictKind),
+    /// A resource one writes and the other reads or writes (its type name).
+    Resource(&'static str),
+}
+
+impl AccessConflict {
+    /// The conflict in words.
+    pub fn describe(self, components: &Components) -> String {
+        match self {
+            AccessConflict::Component(id, kind) => {
+                format!("component {} {}", components.info(id).name(), kind.describe())
+            }
+            AccessConflict::Resource(name) => format!("resource {name} written by one and used by the other"),
+        }
+    }
+}
+
 impl SystemAccess {
     /// The first conflict between two systems' accesses, described.
     pub fn conflict_with(&self, other: &SystemAccess, components: &Components) -> Option<String> {
+        self.first_conflict(other).map(|c| c.describe(components))
+    }
+
+    /// The first conflict between two systems' accesses, without
+    /// allocating (a schedule's build tests every pair of its systems).
+    pub fn first_conflict(&self, other: &SystemAccess) -> Option<AccessConflict> {
         for a in &self.queries {
             for b in &other.queries {
                 if let Some((id, kind)) = a.conflict_with(b) {
-                    return Some(format!("component {} {}", components.info(id).name(), kind.describe()));
+                    return Some(AccessConflict::Component(id, kind));
                 }
             }
         }
         for (id, name) in &self.resource_writes {
             if other.resource_writes.iter().chain(&other.resource_reads).any(|(o, _)| o == id) {
-                return Some(format!("resource {name} written by one and used by the other"));
+                return Some(AccessConflict::Resource(name));
             }
         }
         for (id, name) in &other.resource_writes {
             if self.resource_reads.iter().any(|(o, _)| o == id) {
-                return Some(format!("resource {name} written by one and used by the other"));
+                return Some(AccessConflict::Resource(name));
             }
         }
         None
@@ -177,6 +206,7 @@ pub use event::{EventReader, EventWriter, Events};
 pub use exclusive::{ExclusiveFunctionSystem, IsExclusiveFunctionSystem};
 pub use function::{FunctionSystem, IntoSystem, IsFunctionSystem, System, SystemParamFunction};
 pub use output::{ConditionOutput, FailedSystem, SystemError, SystemOutput};
+
 pub use param_set::ParamSet;
 pub use params::{FromWorld, Local, Res, ResMut};
 pub use query::Query;
