@@ -148,8 +148,9 @@ pub mod prelude {
         TimeUpdateStrategy, Timer, TimerMode, Update, Virtual, in_state, on_timer, state_changed,
     };
     pub use crate::schedule::{
-        Condition, IntoSystemSetConfigs, SystemId, SystemSet, any_with_component, apply_deferred, not, resource_added,
-        resource_changed, resource_equals, resource_exists, run_once,
+        Condition, IntoSystemSetConfigs, SystemId, SystemSet, any_component_removed, any_with_component,
+        apply_deferred, not, on_event, resource_added, resource_changed, resource_equals, resource_exists,
+        resource_removed, run_once,
     };
     pub use crate::{
         Added, Bundle, Changed, ChunkStats, Commands, Component, Entity, EventReader, EventWriter, Events,

@@ -548,3 +548,52 @@ fn systems_that_all_conflict_form_a_chain_of_edges() {
     let expected = (0..300u64).fold(0u64, |n, i| n.wrapping_mul(3).wrapping_add(i));
     assert_eq!(*world.resource::<u64>().unwrap(), expected);
 }
+
+#[test]
+fn event_and_removal_conditions_see_each_change_once() {
+    use ecs_core::Events;
+    use ecs_core::schedule::{any_component_removed, on_event};
+    #[derive(Component)]
+    struct Shield;
+    struct Hit;
+    #[derive(Default)]
+    struct Counts {
+        hits: u32,
+        broken: u32,
+    }
+    let mut world = World::new();
+    world.insert_resource(Events::<Hit>::default());
+    world.insert_resource(Counts::default());
+    let shielded = world.spawn((Shield,));
+    let mut schedule = Schedule::new();
+    schedule.add_systems(
+        (
+            // Sends a hit on the runs where `SendHit` is present.
+            |send: Option<Res<SendHit>>, mut hits: EventWriter<Hit>| {
+                if send.is_some() {
+                    hits.send(Hit);
+                }
+            },
+            (|mut c: ResMut<Counts>| c.hits += 1).run_if(on_event::<Hit>),
+            (|mut c: ResMut<Counts>| c.broken += 1).run_if(any_component_removed::<Shield>),
+        )
+            .chain(),
+    );
+    struct SendHit;
+    let counts = |world: &World| {
+        let c = world.resource::<Counts>().unwrap();
+        (c.hits, c.broken)
+    };
+    schedule.run(&mut world).unwrap();
+    assert_eq!(counts(&world), (0, 0));
+    // A hit sent earlier in the same run is seen by the later condition.
+    world.insert_resource(SendHit);
+    schedule.run(&mut world).unwrap();
+    assert_eq!(counts(&world), (1, 0));
+    world.remove_resource::<SendHit>();
+    world.remove::<(Shield,)>(shielded).unwrap();
+    schedule.run(&mut world).unwrap();
+    assert_eq!(counts(&world), (1, 1));
+    schedule.run(&mut world).unwrap();
+    assert_eq!(counts(&world), (1, 1));
+}

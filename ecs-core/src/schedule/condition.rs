@@ -79,10 +79,14 @@
 
 use std::marker::PhantomData;
 
+use crate::lifecycle::RemovedComponents;
 use crate::query::filter::With;
 use crate::storage::component::Component;
 use crate::storage::tick::TickWindow;
-use crate::system::{ConditionOutput, Query, Res, SystemAccess, SystemError, SystemMeta, SystemParam, SystemParamItem};
+use crate::system::{
+    ConditionOutput, EventReader, Local, Query, Res, SystemAccess, SystemError, SystemMeta, SystemParam,
+    SystemParamItem,
+};
 use crate::world::World;
 
 /// A function usable as a run condition: implemented for functions of up
@@ -494,6 +498,57 @@ pub fn resource_equals<R: PartialEq + Send + Sync + 'static>(value: R) -> impl F
 /// not count).
 pub fn any_with_component<T: Component>(mut query: Query<(), With<T>>) -> bool {
     query.iter().next().is_some()
+}
+
+/// True when events of type `E` were sent since the condition last ran
+/// (it reads them with a cursor of its own, so each event counts once; no
+/// `Events<E>` resource is a no).
+///
+/// ```
+/// use ecs_core::prelude::*;
+/// struct Explosion;
+/// let mut world = World::new();
+/// world.insert_resource(Events::<Explosion>::default());
+/// world.insert_resource(0u32);
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems((|mut shakes: ResMut<u32>| *shakes += 1).run_if(on_event::<Explosion>));
+/// schedule.run(&mut world).unwrap();
+/// world.resource_mut::<Events<Explosion>>().unwrap().send(Explosion);
+/// schedule.run(&mut world).unwrap();
+/// schedule.run(&mut world).unwrap();
+/// assert_eq!(world.resource::<u32>(), Some(&1));
+/// ```
+pub fn on_event<E: Send + Sync + 'static>(mut reader: EventReader<E>) -> bool {
+    reader.read().next().is_some()
+}
+
+/// True when component `T` was removed from an entity (or an entity with
+/// it was despawned) since the condition last ran (see
+/// [`RemovedComponents`]).
+pub fn any_component_removed<T: Component>(removed: RemovedComponents<T>) -> bool {
+    !removed.is_empty()
+}
+
+/// True when resource `R` was present the last time the condition ran and
+/// is not now.
+///
+/// ```
+/// use ecs_core::prelude::*;
+/// struct Level;
+/// let mut world = World::new();
+/// world.insert_resource(Level);
+/// world.insert_resource(0u32);
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems((|mut unloads: ResMut<u32>| *unloads += 1).run_if(resource_removed::<Level>));
+/// schedule.run(&mut world).unwrap();
+/// world.remove_resource::<Level>();
+/// schedule.run(&mut world).unwrap();
+/// schedule.run(&mut world).unwrap();
+/// assert_eq!(world.resource::<u32>(), Some(&1));
+/// ```
+pub fn resource_removed<R: Send + Sync + 'static>(mut existed: Local<bool>, resource: Option<Res<R>>) -> bool {
+    let exists = resource.is_some();
+    std::mem::replace(&mut *existed, exists) && !exists
 }
 
 /// True the first time it is evaluated, false after.

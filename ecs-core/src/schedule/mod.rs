@@ -63,8 +63,8 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 pub use condition::{
-    Condition, ConditionFunction, IsConditionFunction, RunCondition, any_with_component, not, resource_added,
-    resource_changed, resource_equals, resource_exists, run_once,
+    Condition, ConditionFunction, IsConditionFunction, RunCondition, any_component_removed, any_with_component, not,
+    on_event, resource_added, resource_changed, resource_equals, resource_exists, resource_removed, run_once,
 };
 pub use config::{
     ConfigMarker, ConfigsMarker, IntoSystemConfig, IntoSystemConfigs, IntoSystemSetConfigs, SingleMarker, SystemConfig,
