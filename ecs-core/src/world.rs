@@ -1134,6 +1134,11 @@ impl World {
         self.resources.get::<R>()
     }
 
+    /// A resource with its (added, changed) ticks, in one lookup.
+    pub(crate) fn resource_with_ticks<R: Send + Sync + 'static>(&self) -> Option<(&R, Tick, Tick)> {
+        self.resources.get_with_ticks::<R>()
+    }
+
     /// A resource, mutably; stamps it changed at the current tick.
     pub fn resource_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
         let now = self.now();
@@ -1167,7 +1172,7 @@ impl World {
     )]
     pub(crate) unsafe fn resource_unchecked_parts<R: Send + Sync + 'static>(
         &self,
-    ) -> Option<(&mut R, &crate::storage::tick::AtomicTick)> {
+    ) -> Option<(&mut R, Tick, &crate::storage::tick::AtomicTick)> {
         // SAFETY: forwarded contract.
         unsafe { self.resources.get_unchecked_parts::<R>() }
     }

@@ -46,8 +46,7 @@ pub struct Res<'w, T: Send + Sync + 'static> {
 impl<'w, T: Send + Sync + 'static> Res<'w, T> {
     /// The resource as seen by a run with `window`, if present.
     fn fetch(world: &'w World, window: TickWindow) -> Option<Self> {
-        let value = world.resource::<T>()?;
-        let (added, changed) = world.resource_ticks::<T>().unwrap_or_default();
+        let (value, added, changed) = world.resource_with_ticks::<T>()?;
         Some(Res { value, added, changed, window })
     }
 
@@ -168,9 +167,8 @@ impl<'w, T: Send + Sync + 'static> ResMut<'w, T> {
     /// # Safety
     /// For `'w` nothing else reads or writes `T`.
     unsafe fn fetch(world: &'w World, window: TickWindow) -> Option<Self> {
-        let added = world.resource_ticks::<T>()?.0;
         // SAFETY: forwarded contract.
-        let (value, changed) = unsafe { world.resource_unchecked_parts::<T>() }?;
+        let (value, added, changed) = unsafe { world.resource_unchecked_parts::<T>() }?;
         Some(ResMut { value, changed, added, window })
     }
 

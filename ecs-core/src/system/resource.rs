@@ -63,6 +63,20 @@ impl Resources {
         unsafe { &*slot.value.get() }.downcast_ref()
     }
 
+    /// `R`, its added tick and its changed tick, in one lookup (what a
+    /// system's `Res<R>` fetches every run).
+    pub(crate) fn get_with_ticks<R: Send + Sync + 'static>(&self) -> Option<(&R, Tick, Tick)> {
+        let slot = self.slots.get(&TypeId::of::<R>())?;
+        // SAFETY: shared access, as in `get`.
+        let any: &(dyn Any + Send + Sync) = unsafe { &**slot.value.get() };
+        debug_assert!(any.is::<R>());
+        // SAFETY: the slot under `TypeId::of::<R>()` holds an `R` (only
+        // `insert::<R>` fills it), so the box's data pointer points to one;
+        // this skips `downcast_ref`'s second, virtual type check.
+        let value = unsafe { &*(any as *const (dyn Any + Send + Sync)).cast::<R>() };
+        Some((value, slot.added, slot.changed.load()))
+    }
+
     pub(crate) fn get_mut<R: Send + Sync + 'static>(&mut self, now: Tick) -> Option<&mut R> {
         let slot = self.slots.get_mut(&TypeId::of::<R>())?;
         *slot.changed.get_mut() = now.get();
@@ -90,11 +104,15 @@ impl Resources {
         clippy::mut_from_ref,
         reason = "interior mutability through an UnsafeCell; exclusive access is the caller's contract (see # Safety)"
     )]
-    pub(crate) unsafe fn get_unchecked_parts<R: Send + Sync + 'static>(&self) -> Option<(&mut R, &AtomicTick)> {
+    pub(crate) unsafe fn get_unchecked_parts<R: Send + Sync + 'static>(&self) -> Option<(&mut R, Tick, &AtomicTick)> {
         let slot = self.slots.get(&TypeId::of::<R>())?;
         // SAFETY: the caller guarantees exclusive access to `R`.
-        let value = unsafe { &mut *slot.value.get() }.downcast_mut()?;
-        Some((value, &slot.changed))
+        let any: &mut (dyn Any + Send + Sync) = unsafe { &mut **slot.value.get() };
+        debug_assert!(any.is::<R>());
+        // SAFETY: the slot under `TypeId::of::<R>()` holds an `R` (only
+        // `insert::<R>` fills it); exclusive as above.
+        let value = unsafe { &mut *(any as *mut (dyn Any + Send + Sync)).cast::<R>() };
+        Some((value, slot.added, &slot.changed))
     }
 
     pub(crate) fn ticks<R: Send + Sync + 'static>(&self) -> Option<(Tick, Tick)> {
