@@ -140,6 +140,9 @@ pub struct Archetype {
     /// events some component here has a listener for. Zero means a
     /// structural operation has nothing to call.
     pub(crate) lifecycle: u8,
+    /// Whether some column's type has a destructor: without one, dropping
+    /// a row reads no column (a despawn of plain data skips the loop).
+    needs_drop: bool,
 }
 
 impl std::fmt::Debug for Archetype {
@@ -184,6 +187,7 @@ impl Archetype {
                 }
             })
             .collect();
+        let needs_drop = columns.iter().any(|c| c.drop.is_some());
         let max_index = components.iter().map(|c| c.index() + 1).max().unwrap_or(0);
         let mut column_index = vec![NO_COLUMN; max_index].into_boxed_slice();
         for (i, c) in components.iter().enumerate() {
@@ -203,6 +207,7 @@ impl Archetype {
             insert_edges: EdgeMap::default(),
             remove_edges: EdgeMap::default(),
             lifecycle: 0,
+            needs_drop,
         })
     }
 
@@ -667,6 +672,9 @@ impl Archetype {
     /// # Safety
     /// The row is live and its values are not used again.
     pub(crate) unsafe fn drop_row(&self, chunk: usize, row: usize) {
+        if !self.needs_drop {
+            return;
+        }
         crate::storage::unwind::for_each_finishing(0..self.columns.len(), |col| {
             // SAFETY: the row is live, so the value is initialised; the
             // caller guarantees it is not used again, and each column is
@@ -776,7 +784,7 @@ impl Archetype {
     /// `lens` came from [`Archetype::take_rows`] on this archetype and no row
     /// was added since, so those values are initialised and no longer live.
     pub(crate) unsafe fn drop_rows(&self, lens: &[u32]) {
-        if self.columns.iter().all(|c| c.drop.is_none()) {
+        if !self.needs_drop {
             return;
         }
         crate::storage::unwind::for_each_finishing(0..lens.len(), |chunk| {
