@@ -55,7 +55,7 @@
 //! ## A skipped system keeps its window
 //! A system whose condition says no does not run, and its last-run tick
 //! stays where it was: the next time it runs, its `Changed`/`Added`
-//! queries and [`RemovedComponents`](crate::RemovedComponents) see
+//! queries and [`RemovedComponents`] see
 //! everything since its previous run, not since the skip.
 //!
 //! ```

@@ -140,7 +140,7 @@ pub struct SystemStats {
     pub name: String,
     /// Wall time of the latest run. On a schedule's sequential executor it
     /// runs from the end of the previous system's run (see
-    /// [`System::run_unsafe_timed`](crate::system::System::run_unsafe_timed)),
+    /// [`System::run_unsafe_timed`]),
     /// so the system's run conditions are in it.
     pub time: Duration,
     /// Chunk counts of each query parameter in the latest run.
