@@ -622,3 +622,39 @@ fn entities_spawned_by_commands_reuse_freed_slots() {
     assert!(first.iter().all(|&e| !world.contains(e)), "the first frame's handles are stale");
     assert!(world.reserve_entity().index() < 150);
 }
+
+#[test]
+fn shared_and_optional_fetches_read_the_right_rows_in_every_chunk_and_archetype() {
+    // A zero-sized marker, an over-aligned zero-sized marker and a payload,
+    // in two archetypes of several chunks each.
+    #[derive(Component, Debug, PartialEq)]
+    struct Tag;
+    #[derive(Component, Debug, PartialEq)]
+    #[repr(align(128))]
+    struct Wide;
+    #[derive(Component, Debug, PartialEq)]
+    struct Val(u64, u32);
+    let mut world = World::new();
+    let tagged: Vec<Entity> = (0..3000u64).map(|i| world.spawn((Val(i, i as u32 * 3), Tag))).collect();
+    let wide: Vec<Entity> = (0..3000u64).map(|i| world.spawn((Val(i + 10_000, 7), Wide))).collect();
+    let mut q = world.query::<(&Val, Option<&Tag>, Option<&Wide>)>();
+    for (i, &e) in tagged.iter().enumerate() {
+        let (v, t, w) = q.get(&world, e).unwrap();
+        assert_eq!((v, t, w), (&Val(i as u64, i as u32 * 3), Some(&Tag), None));
+    }
+    for (i, &e) in wide.iter().enumerate() {
+        let (v, t, w) = q.get(&world, e).unwrap();
+        assert_eq!((v, t.is_some()), (&Val(i as u64 + 10_000, 7), false));
+        let w = w.unwrap();
+        assert_eq!(std::ptr::from_ref(w) as usize % 128, 0);
+    }
+    let mut sum = 0u64;
+    q.for_each(&world, |(v, t, w)| {
+        assert_eq!(t.is_some(), v.0 < 10_000);
+        assert_eq!(w.is_some(), v.0 >= 10_000);
+        sum += v.0;
+    });
+    assert_eq!(sum, (0..3000u64).sum::<u64>() + (10_000..13_000u64).sum::<u64>());
+    let mut tags = world.query::<&Tag>();
+    assert_eq!(tags.iter(&world).count(), 3000);
+}

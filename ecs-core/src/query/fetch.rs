@@ -185,6 +185,9 @@ unsafe impl<T: Component> QueryData for &T {
     type Item<'w> = &'w T;
     type Slices<'w> = &'w [T];
     type State = ComponentId;
+    /// The column's byte offset in each chunk: a fetch adds it to the
+    /// chunk's base without reading the column's record (a `get` of one
+    /// entity reads nothing else of the archetype).
     type Cache = usize;
     type Fetch<'w> = *const T;
 
@@ -198,13 +201,18 @@ unsafe impl<T: Component> QueryData for &T {
         archetype.contains(state)
     }
     fn cache(state: ComponentId, archetype: &Archetype) -> usize {
-        archetype.column_of(state).expect("matched archetype holds the column")
+        archetype.column_offset(archetype.column_of(state).expect("matched archetype holds the column"))
     }
     #[inline]
     unsafe fn fetch<'w>(cache: usize, archetype: &'w Archetype, chunk: usize, _: TickWindow) -> Self::Fetch<'w> {
-        // SAFETY: `cache` is a column of the matched archetype and `chunk`
-        // is in range (the caller's contract).
-        unsafe { archetype.column_ptr_unchecked(cache, chunk).cast::<T>() }
+        if size_of::<T>() == 0 {
+            // Any aligned non-null pointer reads a zero-sized value.
+            return std::ptr::NonNull::<T>::dangling().as_ptr();
+        }
+        // SAFETY: `chunk` is in range (the caller's contract) and `cache` is
+        // the offset of `T`'s column in the matched archetype's chunks,
+        // where `offset + size * capacity <= CHUNK_SIZE` (`ChunkLayout`).
+        unsafe { archetype.chunk_base_unchecked(chunk).add(cache).cast::<T>() }
     }
     #[inline]
     unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {
@@ -770,17 +778,20 @@ unsafe impl<T: Component> QueryData for Option<&T> {
     fn matches(_: ComponentId, _: &Archetype) -> bool {
         true
     }
+    /// The column's byte offset, as for `&T`, where the archetype has one.
     fn cache(state: ComponentId, archetype: &Archetype) -> Option<usize> {
-        archetype.column_of(state)
+        archetype.column_of(state).map(|col| archetype.column_offset(col))
     }
     #[inline]
     unsafe fn fetch<'w>(
         cache: Option<usize>,
         archetype: &'w Archetype,
         chunk: usize,
-        _: TickWindow,
+        window: TickWindow,
     ) -> Self::Fetch<'w> {
-        cache.map(|col| archetype.column_ptr(col, chunk).cast::<T>().cast_const())
+        // SAFETY: the caller's contract (`chunk` in range); the offset is
+        // `&T`'s cache for this archetype.
+        cache.map(|offset| unsafe { <&T as QueryData>::fetch(offset, archetype, chunk, window) })
     }
     #[inline]
     unsafe fn item<'w>(fetch: &Self::Fetch<'w>, row: usize) -> Self::Item<'w> {

@@ -302,6 +302,25 @@ impl Archetype {
         unsafe { self.chunks.get_unchecked(chunk).base().add(column.offset) }
     }
 
+    /// The byte offset of column `col` inside each chunk (the column of
+    /// chunk `c` starts at [`Archetype::chunk_base_unchecked`]`(c)` plus
+    /// it; meaningless for a zero-sized component).
+    #[inline]
+    pub(crate) fn column_offset(&self, col: usize) -> usize {
+        self.columns[col].offset
+    }
+
+    /// The first byte of `chunk`'s allocation.
+    ///
+    /// # Safety
+    /// `chunk` is an allocated chunk of this archetype.
+    #[inline(always)]
+    pub(crate) unsafe fn chunk_base_unchecked(&self, chunk: usize) -> *mut u8 {
+        debug_assert!(chunk < self.chunks.len());
+        // SAFETY: the caller's contract.
+        unsafe { self.chunks.get_unchecked(chunk).base() }
+    }
+
     /// Start of column `col` in `chunk`. For zero-sized components a dangling,
     /// well-aligned pointer.
     #[inline]
