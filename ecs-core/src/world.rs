@@ -1021,19 +1021,20 @@ impl World {
 
     fn column_for<T: Component>(&self, entity: Entity) -> Result<(EntityLocation, usize), StoreError> {
         let loc = self.entities.location(entity)?;
-        let missing = StoreError::MissingComponent { entity, component: std::any::type_name::<T>() };
-        let id = self.components.id::<T>().ok_or(missing.clone())?;
-        let col = self.archetypes[loc.archetype.index()].column_of(id).ok_or(missing)?;
+        let missing = || StoreError::MissingComponent { entity, component: std::any::type_name::<T>() };
+        let id = self.components.id::<T>().ok_or_else(missing)?;
+        let col = self.archetypes[loc.archetype.index()].column_of(id).ok_or_else(missing)?;
         Ok((loc, col))
     }
 
     /// A shared borrow of one component of a live entity.
     pub fn get<T: Component>(&self, entity: Entity) -> Result<&T, StoreError> {
         let (loc, col) = self.column_for::<T>(entity)?;
-        let ptr = self.archetypes[loc.archetype.index()].value_ptr(col, loc.chunk as usize, loc.row as usize);
-        // SAFETY: the row is live, the column holds `T`, and `&self` forbids
-        // any write for the borrow's lifetime.
-        Ok(unsafe { &*ptr.cast::<T>() })
+        let arch = &self.archetypes[loc.archetype.index()];
+        // SAFETY: the row is live (so its chunk is allocated and the row is
+        // below capacity), the column holds `T`, and `&self` forbids any
+        // write for the borrow's lifetime.
+        Ok(unsafe { &*arch.typed_value_ptr::<T>(col, loc.chunk as usize, loc.row as usize) })
     }
 
     /// A mutable borrow that marks the row changed at the current tick when
@@ -1045,7 +1046,9 @@ impl World {
         let now = self.change_tick();
         let arch = &self.archetypes[loc.archetype.index()];
         let (chunk, row) = (loc.chunk as usize, loc.row as usize);
-        let ptr = arch.value_ptr(col, chunk, row);
+        // SAFETY: the row is live (its chunk allocated, the row below
+        // capacity) and the column holds `T`.
+        let ptr = unsafe { arch.typed_value_ptr::<T>(col, chunk, row) };
         let ticks = &arch.columns[col].ticks;
         let rows = arch.row_ticks(col, chunk);
         // SAFETY: the row is live, the column holds `T`, and `&mut self`
@@ -1054,7 +1057,7 @@ impl World {
         // tick is a shared tick cell (written atomically).
         Ok(unsafe {
             Mut::for_row(
-                &mut *ptr.cast::<T>(),
+                &mut *ptr,
                 rows.changed[row].as_ptr(),
                 &rows.blocks[row >> crate::storage::archetype::BLOCK_SHIFT],
                 ticks.chunk_changed[chunk].as_ptr(),

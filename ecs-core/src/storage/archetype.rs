@@ -344,6 +344,24 @@ impl Archetype {
         self.column_ptr(col, chunk).wrapping_add(column.size * row)
     }
 
+    /// The value of `row` in column `col` of `chunk`, which holds `T`: the
+    /// column's offset plus `row` values of `T` (a zero-sized `T` decided
+    /// at compile time, without reading the column's record).
+    ///
+    /// # Safety
+    /// `col` is a column of `T` values, `chunk` an allocated chunk and
+    /// `row < capacity`.
+    #[inline(always)]
+    pub(crate) unsafe fn typed_value_ptr<T>(&self, col: usize, chunk: usize, row: usize) -> *mut T {
+        if size_of::<T>() == 0 {
+            return NonNull::<T>::dangling().as_ptr();
+        }
+        debug_assert!(col < self.columns.len() && row < self.capacity);
+        // SAFETY: the caller's contract; `offset + size * capacity <=
+        // CHUNK_SIZE` by `ChunkLayout`, so the value lies in the chunk.
+        unsafe { self.chunk_base_unchecked(chunk).add(self.columns.get_unchecked(col).offset).cast::<T>().add(row) }
+    }
+
     /// Index of a row in the per-row tick arrays.
     #[inline]
     fn tick_index(&self, chunk: usize, row: usize) -> usize {
