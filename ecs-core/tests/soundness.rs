@@ -228,6 +228,62 @@ fn commands_after_a_panicking_one_stay_queued() {
     world.check_consistency().unwrap();
 }
 
+#[test]
+fn queued_commands_drop_what_they_captured_exactly_once() {
+    #[derive(Component, Debug)]
+    #[repr(align(64))]
+    struct Wide(u64);
+    let mut world = World::new();
+    let mut queue = CommandQueue::default();
+    // Bundles with heap values, an over-aligned component and a closure
+    // that captures nothing; none applied: dropping the queue drops them.
+    let before = drops();
+    {
+        let mut commands = queue.commands(&world);
+        for i in 0..100u64 {
+            commands.spawn((Bomb(Box::new(i)), Wide(i)));
+        }
+        commands.add(|_: &mut World| Ok(()));
+    }
+    assert_eq!(queue.len(), 101);
+    drop(queue);
+    assert_eq!(drops(), before + 100);
+
+    // Appended, then applied: each bomb dropped once more, with its entity.
+    let mut first = CommandQueue::default();
+    let mut second = CommandQueue::default();
+    let a: Vec<Entity> = (0..10u64).map(|i| first.commands(&world).spawn((Bomb(Box::new(i)), Wide(i)))).collect();
+    let b = second.commands(&world).spawn((Wide(77),));
+    first.append(&mut second);
+    assert_eq!((first.len(), second.len()), (11, 0));
+    drop(second);
+    assert!(first.apply(&mut world).is_empty());
+    assert!(first.is_empty());
+    for (i, &e) in a.iter().enumerate() {
+        assert_eq!(world.get::<Wide>(e).map(|w| w.0), Ok(i as u64));
+        assert_eq!(std::ptr::from_ref(world.get::<Wide>(e).unwrap()) as usize % 64, 0);
+    }
+    assert_eq!(world.get::<Wide>(b).map(|w| w.0), Ok(77));
+    let before = drops();
+    world.clear_entities();
+    assert_eq!(drops(), before + 10);
+
+    // The buffer is reused: the same commands again allocate nothing new.
+    let mut queue = CommandQueue::default();
+    let record = |queue: &mut CommandQueue, world: &World| {
+        let mut commands = queue.commands(world);
+        for i in 0..1000u64 {
+            commands.spawn((Pos(i),));
+        }
+    };
+    record(&mut queue, &world);
+    queue.apply(&mut world);
+    let bytes = allocated_by(|| record(&mut queue, &world));
+    assert_eq!(bytes, 0, "recording into a used queue allocated {bytes} bytes");
+    queue.apply(&mut world);
+    assert_eq!(world.len(), 2000);
+}
+
 // ----- 3. panics inside query loops keep their change marks ---------------
 
 fn panicking_loops_keep_marks(run: impl Fn(&mut World, &mut QueryState<(Entity, &'static mut Pos)>, &AtomicUsize)) {

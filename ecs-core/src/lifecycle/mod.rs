@@ -235,10 +235,10 @@ impl World {
             }
             if observed {
                 let key = EventKey::Lifecycle(kind, id);
-                self.lifecycle.deferred.push(Box::new(move |world: &mut World| {
+                self.lifecycle.deferred.push(move |world: &mut World| {
                     world.run_observers(key, Some(entity), std::ptr::NonNull::<u8>::dangling().as_ptr(), None);
                     Ok(())
-                }));
+                });
             }
         }
     }

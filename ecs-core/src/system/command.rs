@@ -7,17 +7,58 @@ use crate::storage::bundle::Bundle;
 use crate::storage::entity::Entity;
 use crate::world::World;
 
-pub(crate) type Command = Box<dyn FnOnce(&mut World) -> Result<(), StoreError> + Send + Sync>;
+/// The header of one recorded command in a [`CommandQueue`]'s bytes; the
+/// command's closure follows it.
+#[derive(Clone, Copy)]
+struct Header {
+    /// Moves the closure out of the bytes at the pointer and calls it with
+    /// the world, or drops it when there is no world.
+    run: unsafe fn(*mut u8, Option<&mut World>) -> Result<(), StoreError>,
+    /// The closure's size in bytes.
+    size: usize,
+}
+
+const HEADER: usize = size_of::<Header>();
+
+/// Moves the `F` written at `payload` out and calls it with `world`, or
+/// drops it when there is none.
+///
+/// # Safety
+/// `payload` holds an `F` written by [`CommandQueue::push`] (unaligned) that
+/// was not moved out yet; after this call it is moved out.
+unsafe fn run_command<F>(payload: *mut u8, world: Option<&mut World>) -> Result<(), StoreError>
+where
+    F: FnOnce(&mut World) -> Result<(), StoreError>,
+{
+    // SAFETY: the caller's contract: an `F` lives at `payload`, possibly
+    // unaligned, and is read (moved out) once.
+    let command = unsafe { payload.cast::<F>().read_unaligned() };
+    match world {
+        Some(world) => command(world),
+        None => {
+            drop(command);
+            Ok(())
+        }
+    }
+}
 
 /// A queue of recorded commands.
+///
+/// The commands are stored back to back in one byte buffer (a header with
+/// the command's entry point, then its closure), not boxed one by one: a
+/// system recording thousands of spawns makes no allocation per command,
+/// and the buffer is reused from one apply to the next.
 #[derive(Default)]
 pub struct CommandQueue {
-    commands: Vec<Command>,
+    /// Records: a [`Header`] then the closure's bytes, both unaligned.
+    bytes: Vec<std::mem::MaybeUninit<u8>>,
+    /// How many records `bytes` holds.
+    len: usize,
 }
 
 impl std::fmt::Debug for CommandQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CommandQueue").field("len", &self.commands.len()).finish()
+        f.debug_struct("CommandQueue").field("len", &self.len).finish()
     }
 }
 
@@ -30,22 +71,45 @@ impl CommandQueue {
 
     /// Moves every command of `other` to the end of this queue.
     pub fn append(&mut self, other: &mut CommandQueue) {
-        self.commands.append(&mut other.commands);
+        self.bytes.extend_from_slice(&other.bytes);
+        self.len += other.len;
+        // The closures now belong to this queue's bytes.
+        other.bytes.clear();
+        other.len = 0;
     }
 
-    /// Queues one command.
-    pub(crate) fn push(&mut self, command: Command) {
-        self.commands.push(command);
+    /// Queues one command. The `Send + Sync` bound is what makes the queue
+    /// (whose bytes hold the closures) `Send + Sync`.
+    pub(crate) fn push<F>(&mut self, command: F)
+    where
+        F: FnOnce(&mut World) -> Result<(), StoreError> + Send + Sync + 'static,
+    {
+        let header = Header { run: run_command::<F>, size: size_of::<F>() };
+        let at = self.bytes.len();
+        let total = HEADER + size_of::<F>();
+        self.bytes.reserve(total);
+        // SAFETY: `reserve` made room for `total` bytes after `at`; both
+        // values are written unaligned into that room (the buffer is bytes)
+        // and the length then covers them. The closure is moved into the
+        // bytes (not dropped here): `run_command::<F>` moves it out once,
+        // when it is applied or when the queue drops it.
+        unsafe {
+            let p = self.bytes.as_mut_ptr().add(at).cast::<u8>();
+            p.cast::<Header>().write_unaligned(header);
+            p.add(HEADER).cast::<F>().write_unaligned(command);
+            self.bytes.set_len(at + total);
+        }
+        self.len += 1;
     }
 
     /// Recorded commands not yet applied.
     pub fn len(&self) -> usize {
-        self.commands.len()
+        self.len
     }
 
     /// Whether nothing is recorded.
     pub fn is_empty(&self) -> bool {
-        self.commands.is_empty()
+        self.len == 0
     }
 
     /// Applies every command in recording order. A command that fails (a
@@ -57,26 +121,78 @@ impl CommandQueue {
     /// guarantees (see [`World::despawn`], [`World::insert`]) and the
     /// commands after it stay queued, in order, for the next `apply`.
     pub fn apply(&mut self, world: &mut World) -> Vec<StoreError> {
-        /// Puts the commands not yet applied back when dropped (after a
-        /// panic; on the normal path none are left).
-        struct Requeue<'a> {
-            queue: &'a mut Vec<Command>,
-            rest: std::vec::IntoIter<Command>,
+        /// The records being applied; on drop (normal or unwinding) the
+        /// ones not applied yet go back to the front of the queue and the
+        /// buffer is kept for reuse.
+        struct Applying<'a> {
+            queue: &'a mut CommandQueue,
+            bytes: Vec<std::mem::MaybeUninit<u8>>,
+            /// Where the next record starts; records before it were moved
+            /// out.
+            cursor: usize,
+            left: usize,
         }
-        impl Drop for Requeue<'_> {
+        impl Drop for Applying<'_> {
             fn drop(&mut self) {
-                self.queue.extend(self.rest.by_ref());
+                let rest = &self.bytes[self.cursor..];
+                if !rest.is_empty() || !self.queue.bytes.is_empty() {
+                    // After a panic: the records not applied, then whatever
+                    // was queued meanwhile, in order.
+                    let mut bytes = Vec::with_capacity(rest.len() + self.queue.bytes.len());
+                    bytes.extend_from_slice(rest);
+                    bytes.extend_from_slice(&self.queue.bytes);
+                    self.queue.bytes = bytes;
+                } else {
+                    // Every record was moved out: keep the allocation.
+                    self.bytes.clear();
+                    self.queue.bytes = std::mem::take(&mut self.bytes);
+                }
+                self.queue.len += self.left;
             }
         }
-        let rest = std::mem::take(&mut self.commands).into_iter();
-        let mut pending = Requeue { queue: &mut self.commands, rest };
+        let bytes = std::mem::take(&mut self.bytes);
+        let left = std::mem::take(&mut self.len);
+        let mut applying = Applying { queue: self, bytes, cursor: 0, left };
         let mut errors = Vec::new();
-        for command in pending.rest.by_ref() {
-            if let Err(e) = command(world) {
+        while applying.cursor < applying.bytes.len() {
+            let at = applying.cursor;
+            // SAFETY: a record starts at `at` (records are written back to
+            // back by `push` and `cursor` moves from one to the next); its
+            // header is read unaligned.
+            let header = unsafe { applying.bytes.as_ptr().add(at).cast::<Header>().read_unaligned() };
+            // Consumed before it runs: a panicking command is not run again.
+            applying.cursor = at + HEADER + header.size;
+            applying.left -= 1;
+            // SAFETY: the closure `header.run` was made for lies right after
+            // the header and was not moved out (the cursor passes each
+            // record once).
+            let result =
+                unsafe { (header.run)(applying.bytes.as_mut_ptr().add(at + HEADER).cast::<u8>(), Some(world)) };
+            if let Err(e) = result {
                 errors.push(e);
             }
         }
         errors
+    }
+}
+
+impl Drop for CommandQueue {
+    /// Drops the closures of the commands never applied (what they
+    /// captured: bundles, events). If one of those destructors panics, the
+    /// closures after it are leaked, never dropped twice.
+    fn drop(&mut self) {
+        let mut at = 0;
+        while at < self.bytes.len() {
+            // SAFETY: as in `apply`: a record starts at `at`, its closure
+            // follows the header and was not moved out; `at` passes each
+            // record once.
+            unsafe {
+                let header = self.bytes.as_ptr().add(at).cast::<Header>().read_unaligned();
+                let payload = self.bytes.as_mut_ptr().add(at + HEADER).cast::<u8>();
+                at += HEADER + header.size;
+                let _ = (header.run)(payload, None);
+            }
+        }
     }
 }
 
@@ -102,45 +218,45 @@ impl Commands<'_, '_> {
     /// Spawns an entity when applied; its handle is valid right away.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         let entity = self.world.reserve_entity();
-        self.queue.commands.push(Box::new(move |world: &mut World| world.spawn_reserved(entity, bundle).map(drop)));
+        self.queue.push(move |world: &mut World| world.spawn_reserved(entity, bundle).map(drop));
         entity
     }
 
     /// Despawns an entity when applied (an error if it is gone by then).
     pub fn despawn(&mut self, entity: Entity) {
-        self.queue.commands.push(Box::new(move |world: &mut World| world.despawn(entity)));
+        self.queue.push(move |world: &mut World| world.despawn(entity));
     }
 
     /// Inserts components when applied.
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) {
-        self.queue.commands.push(Box::new(move |world: &mut World| world.insert(entity, bundle)));
+        self.queue.push(move |world: &mut World| world.insert(entity, bundle));
     }
 
     /// Removes (and drops) components when applied.
     pub fn remove<B: Bundle>(&mut self, entity: Entity) {
-        self.queue.commands.push(Box::new(move |world: &mut World| world.remove::<B>(entity).map(drop)));
+        self.queue.push(move |world: &mut World| world.remove::<B>(entity).map(drop));
     }
 
     /// Triggers a global event when applied (see [`World::trigger`]).
     pub fn trigger<E: crate::lifecycle::Event>(&mut self, event: E) {
-        self.queue.commands.push(Box::new(move |world: &mut World| {
+        self.queue.push(move |world: &mut World| {
             world.trigger(event);
             Ok(())
-        }));
+        });
     }
 
     /// Triggers an event at `target` when applied (see
     /// [`World::trigger_targets`]).
     pub fn trigger_targets<E: crate::lifecycle::Event>(&mut self, event: E, target: Entity) {
-        self.queue.commands.push(Box::new(move |world: &mut World| {
+        self.queue.push(move |world: &mut World| {
             world.trigger_targets(event, target);
             Ok(())
-        }));
+        });
     }
 
     /// Runs arbitrary code with exclusive world access when applied.
     pub fn add(&mut self, command: impl FnOnce(&mut World) -> Result<(), StoreError> + Send + Sync + 'static) {
-        self.queue.commands.push(Box::new(command));
+        self.queue.push(command);
     }
 }
 
