@@ -137,9 +137,15 @@ struct Missing;
 struct Ping;
 impl Event for Ping {}
 
-fn app_with_reports() -> (App, Arc<Mutex<Vec<ErrorReport>>>) {
+/// Makes `app`'s error handler keep every report in the returned list.
+fn collect_reports(app: &mut App) -> Arc<Mutex<Vec<ErrorReport>>> {
     let reports = Arc::new(Mutex::new(Vec::new()));
     let sink = reports.clone();
+    app.set_error_handler(move |report: &ErrorReport| sink.lock().unwrap().push(report.clone()));
+    reports
+}
+
+fn app_with_reports() -> (App, Arc<Mutex<Vec<ErrorReport>>>) {
     let mut app = App::new();
     app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(20)))
         .insert_resource(Time::<Fixed>::from_hz(50.0))
@@ -153,8 +159,8 @@ fn app_with_reports() -> (App, Arc<Mutex<Vec<ErrorReport>>>) {
         .add_systems(PostUpdate, |mut commands: Commands| commands.despawn(Entity::from_parts(40, 9)))
         // An observer that cannot run.
         .add_observer(|_: On<Ping>, _: Res<Missing>| {})
-        .add_systems(Last, |mut commands: Commands| commands.trigger(Ping))
-        .set_error_handler(move |report: &ErrorReport| sink.lock().unwrap().push(report.clone()));
+        .add_systems(Last, |mut commands: Commands| commands.trigger(Ping));
+    let reports = collect_reports(&mut app);
     (app, reports)
 }
 
@@ -232,11 +238,9 @@ fn reports_nobody_takes_stay_within_the_limit() {
 
 #[test]
 fn a_plugins_own_errors_reach_the_handler_through_report_error() {
-    let reports = Arc::new(Mutex::new(Vec::new()));
-    let sink = reports.clone();
     let mut app = App::new();
-    app.add_systems(PostUpdate, |world: &mut World| world.report_error("save", "disk full"))
-        .set_error_handler(move |report: &ErrorReport| sink.lock().unwrap().push(report.clone()));
+    app.add_systems(PostUpdate, |world: &mut World| world.report_error("save", "disk full"));
+    let reports = collect_reports(&mut app);
     app.update();
     app.update();
     let seen = reports.lock().unwrap();
@@ -324,12 +328,9 @@ fn a_failing_run_condition_says_no_through_not_and_or_and_is_listed() {
 
 #[test]
 fn a_failing_run_condition_reaches_the_app_handler() {
-    let reports = Arc::new(Mutex::new(Vec::new()));
-    let sink = reports.clone();
     let mut app = App::new();
-    app.insert_resource(0u32)
-        .add_systems(Update, (|mut n: ResMut<u32>| *n += 1).run_if(positive))
-        .set_error_handler(move |report: &ErrorReport| sink.lock().unwrap().push(report.clone()));
+    app.insert_resource(0u32).add_systems(Update, (|mut n: ResMut<u32>| *n += 1).run_if(positive));
+    let reports = collect_reports(&mut app);
     app.update();
     let seen = std::mem::take(&mut *reports.lock().unwrap());
     assert_eq!(seen.len(), 1, "{seen:?}");
