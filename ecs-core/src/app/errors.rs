@@ -54,7 +54,7 @@ use std::io::Write;
 
 use crate::error::StoreError;
 use crate::schedule::{CommandError, Schedule, ScheduleError, SkippedSystem};
-use crate::system::output::CONDITION_PREFIX;
+use crate::system::output::Subject;
 use crate::system::{FailedSystem, SystemError};
 use crate::world::World;
 
@@ -227,11 +227,8 @@ impl ErrorReport {
 impl fmt::Display for ErrorReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ErrorReport::System { schedule, system, error } if system.starts_with(CONDITION_PREFIX) => {
-                write!(f, "schedule {schedule}: {system} returned an error: {error}")
-            }
             ErrorReport::System { schedule, system, error } => {
-                write!(f, "schedule {schedule}: system {system} returned an error: {error}")
+                write!(f, "schedule {schedule}: {} returned an error: {error}", Subject(system))
             }
             ErrorReport::Command { schedule, system, error } => {
                 write!(f, "schedule {schedule}: a command of system {system} failed: {error}")

@@ -155,6 +155,16 @@ impl<E: Into<SystemError> + 'static> ConditionOutput for std::result::Result<boo
 /// How the name of a failed run condition starts in a [`FailedSystem`].
 pub(crate) const CONDITION_PREFIX: &str = "run condition ";
 
+/// A failed system's name as messages spell it: `system NAME`, or the name
+/// alone for a run condition (already `run condition NAME`).
+pub(crate) struct Subject<'a>(pub(crate) &'a str);
+
+impl fmt::Display for Subject<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.starts_with(CONDITION_PREFIX) { f.write_str(self.0) } else { write!(f, "system {}", self.0) }
+    }
+}
+
 /// A system (or a run condition) that returned an error in a schedule's
 /// latest run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,10 +177,6 @@ pub struct FailedSystem {
 
 impl fmt::Display for FailedSystem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.system.starts_with(CONDITION_PREFIX) {
-            write!(f, "{} failed: {}", self.system, self.error)
-        } else {
-            write!(f, "system {} failed: {}", self.system, self.error)
-        }
+        write!(f, "{} failed: {}", Subject(&self.system), self.error)
     }
 }
