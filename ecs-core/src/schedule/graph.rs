@@ -56,10 +56,9 @@ pub(crate) struct AmbiguousPair {
 pub(crate) enum PairConflict {
     /// This system (of the pair) is exclusive.
     Exclusive(u32),
-    /// A component (its type name).
-    Component(&'static str, crate::query::access::ConflictKind),
-    /// A resource (its type name).
-    Resource(&'static str),
+    /// A component or resource, with the component's type name (empty for
+    /// a resource, which names itself).
+    Access(AccessConflict, &'static str),
 }
 
 impl AmbiguousPair {
@@ -68,8 +67,7 @@ impl AmbiguousPair {
         let name = |i: u32| configs[i as usize].system.meta().name.clone();
         let conflict = match self.conflict {
             PairConflict::Exclusive(i) => format!("{} is exclusive (uses the whole world)", name(i)),
-            PairConflict::Component(component, kind) => format!("component {component} {}", kind.describe()),
-            PairConflict::Resource(resource) => format!("resource {resource} written by one and used by the other"),
+            PairConflict::Access(conflict, component) => conflict.describe_with(|_| component),
         };
         Ambiguity { first: name(self.first), second: name(self.second), conflict }
     }
@@ -267,14 +265,10 @@ pub(crate) fn build(
     let mut reach = vec![0u64; n * words];
     for &i in order.iter().rev() {
         for &j in &explicit[i] {
-            reach[i * words + j / 64] |= 1 << (j % 64);
-            for w in 0..words {
-                let bits = reach[j * words + w];
-                reach[i * words + w] |= bits;
-            }
+            absorb_row(&mut reach, words, i, j);
         }
     }
-    let reaches = |a: usize, b: usize| reach[a * words + b / 64] & (1 << (b % 64)) != 0;
+    let reaches = |a: usize, b: usize| has_bit(&reach, words, a, b);
 
     // Each system's sets, transitively (for set conditions and
     // `ambiguous_with`).
@@ -323,15 +317,16 @@ pub(crate) fn build(
         .collect();
     // Whether two systems conflict, and on what: without allocating, as
     // the build tests every pair.
-    let conflicts = |a: usize, b: usize| exclusive[a] || exclusive[b] || access[a].first_conflict(&access[b]).is_some();
     let conflict_of = |a: usize, b: usize| -> Option<PairConflict> {
         if exclusive[a] || exclusive[b] {
             return Some(PairConflict::Exclusive(if exclusive[a] { a } else { b } as u32));
         }
-        Some(match access[a].first_conflict(&access[b])? {
-            AccessConflict::Component(id, kind) => PairConflict::Component(world.components().info(id).name(), kind),
-            AccessConflict::Resource(name) => PairConflict::Resource(name),
-        })
+        let conflict = access[a].first_conflict(&access[b])?;
+        let component = match conflict {
+            AccessConflict::Component(id, _) => world.components().info(id).name(),
+            AccessConflict::Resource(_) => "",
+        };
+        Some(PairConflict::Access(conflict, component))
     };
 
     // Stage packing (for inspection).
@@ -345,8 +340,9 @@ pub(crate) fn build(
     let mut stages: Vec<Vec<usize>> = Vec::new();
     for &i in &order {
         let earliest = preds[i].iter().map(|&p| stage_of[p] + 1).max().unwrap_or(0);
-        let stage =
-            (earliest..stages.len()).find(|&s| stages[s].iter().all(|&j| !conflicts(i, j))).unwrap_or(stages.len());
+        let stage = (earliest..stages.len())
+            .find(|&s| stages[s].iter().all(|&j| conflict_of(i, j).is_none()))
+            .unwrap_or(stages.len());
         if stage == stages.len() {
             stages.push(Vec::new());
         }
@@ -378,12 +374,8 @@ pub(crate) fn build(
     let mut before = vec![0u64; n * words];
     let mut ambiguous_pairs = Vec::new();
     for (k, &b) in order.iter().enumerate() {
-        let row = b * words..(b + 1) * words;
         for &p in &explicit_preds[b] {
-            before[row.start + p / 64] |= 1 << (p % 64);
-            for w in 0..words {
-                before[row.start + w] |= before[p * words + w];
-            }
+            absorb_row(&mut before, words, b, p);
         }
         // The latest conflicting systems first: an edge from one of them
         // orders most of the earlier ones too.
@@ -393,12 +385,9 @@ pub(crate) fn build(
                 // First the earlier in topological order.
                 ambiguous_pairs.push(AmbiguousPair { first: a as u32, second: b as u32, conflict });
             }
-            if before[row.start + a / 64] & (1 << (a % 64)) == 0 {
+            if !has_bit(&before, words, b, a) {
                 successors[a].push(b);
-                before[row.start + a / 64] |= 1 << (a % 64);
-                for w in 0..words {
-                    before[row.start + w] |= before[a * words + w];
-                }
+                absorb_row(&mut before, words, b, a);
             }
         }
     }
@@ -453,6 +442,21 @@ pub(crate) fn build(
         ambiguous_pairs,
         ambiguities: std::sync::OnceLock::new(),
     })
+}
+
+/// Sets bit `from` and every bit of row `from` in row `to` of a bit
+/// matrix of `words` words a row: what reaches `from` (or what `from`
+/// reaches) joins `to`'s row.
+fn absorb_row(rows: &mut [u64], words: usize, to: usize, from: usize) {
+    rows[to * words + from / 64] |= 1 << (from % 64);
+    for w in 0..words {
+        rows[to * words + w] |= rows[from * words + w];
+    }
+}
+
+/// Whether bit `bit` of row `row` is set.
+fn has_bit(rows: &[u64], words: usize, row: usize, bit: usize) -> bool {
+    rows[row * words + bit / 64] & (1 << (bit % 64)) != 0
 }
 
 /// Kahn's algorithm over systems and set nodes: set nodes as soon as they

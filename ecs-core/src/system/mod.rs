@@ -46,11 +46,17 @@ pub enum AccessConflict {
 impl AccessConflict {
     /// The conflict in words.
     pub fn describe(self, components: &Components) -> String {
+        self.describe_with(|id| components.info(id).name())
+    }
+
+    /// The conflict in words, with the component's name from `name`.
+    pub(crate) fn describe_with(
+        self,
+        name: impl FnOnce(crate::storage::component::ComponentId) -> &'static str,
+    ) -> String {
         match self {
-            AccessConflict::Component(id, kind) => {
-                format!("component {} {}", components.info(id).name(), kind.describe())
-            }
-            AccessConflict::Resource(name) => format!("resource {name} written by one and used by the other"),
+            AccessConflict::Component(id, kind) => format!("component {} {}", name(id), kind.describe()),
+            AccessConflict::Resource(resource) => format!("resource {resource} written by one and used by the other"),
         }
     }
 }
