@@ -42,6 +42,20 @@ where
     }
 }
 
+/// The header of the record starting at `at` and a pointer to its
+/// closure, which follows the header.
+///
+/// # Safety
+/// A record written by [`CommandQueue::push`] starts at `at` in `bytes`.
+unsafe fn record_at(bytes: &mut [std::mem::MaybeUninit<u8>], at: usize) -> (Header, *mut u8) {
+    // SAFETY: the caller's contract: a header, then the closure's bytes,
+    // lie at `at` inside `bytes`; the header is read unaligned.
+    unsafe {
+        let record = bytes.as_mut_ptr().add(at).cast::<u8>();
+        (record.cast::<Header>().read_unaligned(), record.add(HEADER))
+    }
+}
+
 /// A queue of recorded commands.
 ///
 /// The commands are stored back to back in one byte buffer (a header with
@@ -155,19 +169,15 @@ impl CommandQueue {
         let mut applying = Applying { queue: self, bytes, cursor: 0, left };
         let mut errors = Vec::new();
         while applying.cursor < applying.bytes.len() {
-            let at = applying.cursor;
-            // SAFETY: a record starts at `at` (records are written back to
-            // back by `push` and `cursor` moves from one to the next); its
-            // header is read unaligned.
-            let header = unsafe { applying.bytes.as_ptr().add(at).cast::<Header>().read_unaligned() };
+            // SAFETY: records are written back to back by `push`, and
+            // `cursor` moves from one to the next.
+            let (header, closure) = unsafe { record_at(&mut applying.bytes, applying.cursor) };
             // Consumed before it runs: a panicking command is not run again.
-            applying.cursor = at + HEADER + header.size;
+            applying.cursor += HEADER + header.size;
             applying.left -= 1;
-            // SAFETY: the closure `header.run` was made for lies right after
-            // the header and was not moved out (the cursor passes each
-            // record once).
-            let result =
-                unsafe { (header.run)(applying.bytes.as_mut_ptr().add(at + HEADER).cast::<u8>(), Some(world)) };
+            // SAFETY: `closure` is the one `header.run` was made for, not
+            // moved out yet (the cursor passes each record once).
+            let result = unsafe { (header.run)(closure, Some(world)) };
             if let Err(e) = result {
                 errors.push(e);
             }
@@ -183,14 +193,12 @@ impl Drop for CommandQueue {
     fn drop(&mut self) {
         let mut at = 0;
         while at < self.bytes.len() {
-            // SAFETY: as in `apply`: a record starts at `at`, its closure
-            // follows the header and was not moved out; `at` passes each
-            // record once.
+            // SAFETY: as in `apply`: `at` moves from one record to the
+            // next, passing each once, so its closure was not moved out yet.
             unsafe {
-                let header = self.bytes.as_ptr().add(at).cast::<Header>().read_unaligned();
-                let payload = self.bytes.as_mut_ptr().add(at + HEADER).cast::<u8>();
+                let (header, closure) = record_at(&mut self.bytes, at);
                 at += HEADER + header.size;
-                let _ = (header.run)(payload, None);
+                let _ = (header.run)(closure, None);
             }
         }
     }
