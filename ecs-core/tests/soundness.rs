@@ -249,6 +249,18 @@ fn queued_commands_drop_what_they_captured_exactly_once() {
     drop(queue);
     assert_eq!(drops(), before + 100);
 
+    // A destructor that panics while the queue drops its closures: the
+    // closures after it are leaked, none is dropped twice.
+    let mut queue = CommandQueue::default();
+    let mut commands = queue.commands(&world);
+    for i in 0..3u64 {
+        commands.spawn((Bomb(Box::new(i)),));
+    }
+    let before = drops();
+    lit();
+    assert!(quiet(move || drop(queue)).is_err());
+    assert_eq!(drops(), before + 1);
+
     // Appended, then applied: each bomb dropped once more, with its entity.
     let mut first = CommandQueue::default();
     let mut second = CommandQueue::default();

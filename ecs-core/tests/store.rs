@@ -657,4 +657,11 @@ fn shared_and_optional_fetches_read_the_right_rows_in_every_chunk_and_archetype(
     assert_eq!(sum, (0..3000u64).sum::<u64>() + (10_000..13_000u64).sum::<u64>());
     let mut tags = world.query::<&Tag>();
     assert_eq!(tags.iter(&world).count(), 3000);
+    // The world's own accessors take the same typed path.
+    assert_eq!(world.get::<Tag>(tagged[2999]), Ok(&Tag));
+    assert_eq!(std::ptr::from_ref(world.get::<Wide>(wide[1500]).unwrap()) as usize % 128, 0);
+    assert_eq!(world.get::<Val>(wide[2999]), Ok(&Val(12_999, 7)));
+    world.get_mut::<Val>(tagged[1234]).unwrap().0 = 7;
+    assert_eq!(world.get::<Val>(tagged[1234]), Ok(&Val(7, 1234 * 3)));
+    assert!(world.get_mut::<Wide>(wide[0]).is_ok());
 }
