@@ -189,18 +189,21 @@ impl CommandQueue {
 impl Drop for CommandQueue {
     /// Drops the closures of the commands never applied (what they
     /// captured: bundles, events). If one of those destructors panics, the
-    /// closures after it are leaked, never dropped twice.
+    /// closures after it are still dropped while the panic unwinds, as
+    /// `std`'s collections drop their elements.
     fn drop(&mut self) {
+        let bytes = &mut self.bytes;
         let mut at = 0;
-        while at < self.bytes.len() {
-            // SAFETY: as in `apply`: `at` moves from one record to the
-            // next, passing each once, so its closure was not moved out yet.
+        crate::storage::unwind::for_each_finishing(0..self.len, |_| {
+            // SAFETY: the queue holds `len` records back to back and `at`
+            // moves past each before its closure is dropped, so each is
+            // dropped once, also after a panicking one.
             unsafe {
-                let (header, closure) = record_at(&mut self.bytes, at);
+                let (header, closure) = record_at(bytes, at);
                 at += HEADER + header.size;
                 let _ = (header.run)(closure, None);
             }
-        }
+        });
     }
 }
 
