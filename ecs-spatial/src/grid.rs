@@ -35,7 +35,9 @@ pub enum CellLookup {
     /// bounding box while it has at most `16 * points + 65536` cells (4
     /// bytes each, one load per row of cells) and at most 32 per occupied
     /// cell (or 65536), otherwise the hash table over the occupied rows of
-    /// cells. Both find a row in O(1) (expected, for the hash).
+    /// cells. Both find a row in O(1) (expected, for the hash). Beside the
+    /// hash, a block table of at most `4 * cells + 65536` entries (4 bytes
+    /// each) finds a row's cells with one load, when the box's rows fit it.
     #[default]
     Auto,
     /// Always the hash table over the occupied cells (memory proportional
@@ -134,6 +136,14 @@ fn dense_fits(volume: Option<u64>, points: usize, cells: usize) -> bool {
     })
 }
 
+/// The block table of a hashed grid has at most this many entries per
+/// occupied cell (plus [`DENSE_CELLS_MIN`]): a block then holds a quarter of
+/// a cell on average, so a row's cells are almost always among the
+/// [`BLOCK_WINDOW`] keys from its block's first cell.
+const BLOCKS_PER_CELL: u64 = 4;
+/// Keys compared at once from a block's first cell.
+const BLOCK_WINDOW: usize = 4;
+
 /// A hashed row lookup scans a row of at most this many occupied cells for
 /// its run of cells; a longer row is searched.
 const HASH_SCAN_MAX: usize = 8;
@@ -196,6 +206,12 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     // cell table (`first..end`).
     hash: CellHash,
     rows: Vec<(u32, u32)>,
+    // Block table beside the hash, when it fits (see `fill_blocks`):
+    // `blocks[b]` is the first cell of block `b` or later, a block being
+    // `1 << block_shift` cells of one row along x, `block_cols` per row.
+    blocks: Vec<u32>,
+    block_shift: u32,
+    block_cols: usize,
     // Scratch, reused across rebuilds.
     point_keys: Vec<u64>,
     dense_index: Vec<u32>,
@@ -259,6 +275,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             dense: Vec::new(),
             hash: CellHash::default(),
             rows: Vec::new(),
+            blocks: Vec::new(),
+            block_shift: 0,
+            block_cols: 0,
             point_keys: Vec::new(),
             dense_index: Vec::new(),
             narrow: Vec::new(),
@@ -411,6 +430,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.dense.clear();
         self.hash.clear();
         self.rows.clear();
+        self.blocks.clear();
         self.kind = LookupKind::None;
         self.build = BuildKind::None;
     }
@@ -428,6 +448,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             + self.dense.capacity() * 4
             + self.hash.capacity_bytes()
             + self.rows.capacity() * 8
+            + self.blocks.capacity() * 4
             + self.point_keys.capacity() * 8
             + self.dense_index.capacity() * 4
             + (self.narrow.capacity() + self.narrow_scratch.capacity()) * 8
@@ -534,7 +555,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 if self.build != BuildKind::Counting {
                     self.fill_dense();
                 }
-                self.hash.clear();
+                self.clear_hash();
             }
             LookupKind::Hashed => {
                 self.dense.clear();
@@ -542,7 +563,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             }
             _ => {
                 self.dense.clear();
-                self.hash.clear();
+                self.clear_hash();
             }
         }
         Ok(())
@@ -775,6 +796,108 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
         let (rows, keys) = (&self.rows, &self.cell_keys);
         self.hash.build(rows.iter().map(|&(a, _)| keys[a as usize] >> AXIS_BITS));
+        self.fill_blocks();
+    }
+
+    /// Empties the hash table, its row table and the block table.
+    fn clear_hash(&mut self) {
+        self.hash.clear();
+        self.rows.clear();
+        self.blocks.clear();
+    }
+
+    /// The block table of a hashed grid, when the occupied box's rows fit
+    /// it: each row `(y, z)` of the box split along x into blocks of
+    /// `1 << block_shift` cells, the narrowest blocks that keep the table
+    /// at most [`BLOCKS_PER_CELL`] entries per occupied cell (plus
+    /// [`DENSE_CELLS_MIN`]), and per block the index of its first occupied
+    /// cell (or the next block's). A row of cells `x0..=x1` is then one
+    /// load and a compare of the few keys from there (see
+    /// [`block_cells`](Self::block_cells)) instead of a hash probe and a
+    /// search of the row. A box of more rows than that (a thin sheet of
+    /// points across a huge y-z face) gets no table; the hash serves.
+    fn fill_blocks(&mut self) {
+        self.blocks.clear();
+        let limit = BLOCKS_PER_CELL * self.cells.len() as u64 + DENSE_CELLS_MIN;
+        let rows = self.span[1] as u64 * self.span[2] as u64;
+        if self.cells.is_empty() || rows > limit {
+            return;
+        }
+        let mut shift = 0;
+        while (self.span[0] as u64).div_ceil(1 << shift) * rows > limit {
+            shift += 1;
+        }
+        self.block_shift = shift;
+        self.block_cols = self.span[0].div_ceil(1 << shift);
+        self.blocks.resize(self.block_cols * rows as usize + 1, 0);
+        for &key in &self.cell_keys {
+            let b = self.block_index(key);
+            self.blocks[b + 1] += 1;
+        }
+        let mut sum = 0u32;
+        for v in &mut self.blocks {
+            sum += *v;
+            *v = sum;
+        }
+    }
+
+    /// The block of cell `key` (inside the occupied box).
+    #[inline(always)]
+    fn block_index(&self, key: u64) -> usize {
+        let [x, y, z] = unpack(key);
+        self.block_of(x, y, z)
+    }
+
+    /// The block of cell `(x, y, z)` (inside the occupied box).
+    #[inline(always)]
+    fn block_of(&self, x: i32, y: i32, z: i32) -> usize {
+        let xb = ((x - self.min[0]) as usize) >> self.block_shift;
+        let row = (y - self.min[1]) as usize + self.span[1] * (z - self.min[2]) as usize;
+        xb + self.block_cols * row
+    }
+
+    /// Whether this grid has a block table (see [`fill_blocks`](Self::fill_blocks)).
+    #[inline(always)]
+    pub(crate) fn has_blocks(&self) -> bool {
+        !self.blocks.is_empty()
+    }
+
+    /// The range of the cell table holding the cells `x0..=x1` of row
+    /// `(y, z)` (inside the occupied box), through the block table (which
+    /// must exist): the block of `x0` gives the first occupied cell at or
+    /// after the block's start, and the next [`BLOCK_WINDOW`] keys from
+    /// there are compared with the row's first and last keys at once
+    /// (keys past the row are larger than both, so no row end is needed).
+    /// Only when all of them are at most the last key (a long run of
+    /// occupied cells) does a search go on.
+    #[inline(always)]
+    pub(crate) fn block_cells(&self, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
+        debug_assert!(self.has_blocks());
+        let first = self.blocks.get(self.block_of(x0, y, z)).map_or(self.cells.len(), |&a| a as usize);
+        let (lo, hi) = (pack_unchecked(x0, y, z), pack_unchecked(x1, y, z));
+        let keys = &self.cell_keys;
+        if let Some(window) = keys.get(first..first + BLOCK_WINDOW) {
+            let (mut before, mut upto) = (0, 0);
+            for &k in window {
+                before += usize::from(k < lo);
+                upto += usize::from(k <= hi);
+            }
+            if upto < BLOCK_WINDOW {
+                return (first + before, first + upto);
+            }
+        }
+        let a = gallop(keys, first, keys.len(), lo);
+        (a, gallop(keys, a, keys.len(), hi + 1))
+    }
+
+    /// [`block_cells`](Self::block_cells) as a range of sorted slots.
+    #[inline(always)]
+    pub(crate) fn block_slots(&self, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
+        let (a, b) = self.block_cells(y, z, x0, x1);
+        if a == b {
+            return (0, 0);
+        }
+        (self.cell_start(a), self.cell_start(b))
     }
 
     /// The range of the cell table holding the row of `key` (any `x`), if
@@ -1099,7 +1222,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         };
         match self.kind {
             LookupKind::Dense if grew || was != LookupKind::Dense => {
-                self.hash.clear();
+                self.clear_hash();
                 self.fill_dense();
             }
             LookupKind::Dense => {
@@ -1123,13 +1246,13 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 self.dense.clear();
                 // The table maps keys to cell indices: unchanged while no
                 // cell was added or emptied.
-                if cells_changed || was != LookupKind::Hashed {
+                if cells_changed || was != LookupKind::Hashed || grew {
                     self.build_hash();
                 }
             }
             _ => {
                 self.dense.clear();
-                self.hash.clear();
+                self.clear_hash();
             }
         }
         self.edit_changes = changes;
@@ -1165,6 +1288,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 let x = ((x0 - self.min[0]) as usize, (x1 - self.min[0]) as usize + 1);
                 self.dense_run(y, z, x)
             }
+            LookupKind::Hashed if self.has_blocks() => self.block_slots(y, z, x0, x1),
             LookupKind::Hashed => self.row_slots_hashed(y, z, x0, x1),
             _ => self.row_slots_search(y, z, x0, x1),
         }
@@ -1805,6 +1929,69 @@ mod tests {
         #[test]
         fn fast_floor_matches_cell_axis(q in -1_048_576.0f32..1_048_575.9) {
             prop_assert_eq!(floor_in_range(q), cell_axis(q, 0.0, 1.0).unwrap());
+        }
+    }
+
+    /// Every row range of the block table equals the binary search's, on
+    /// sparse and clustered points with blocks of one cell and of many,
+    /// after a build and after edits that add, empty and move cells.
+    fn check_blocks(grid: &SparseGrid<Vec3>, probes: u64) {
+        assert!(grid.has_blocks());
+        let mut seed = 7u64;
+        let mut next = |n: i32| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) % n as u64) as i32
+        };
+        for _ in 0..probes {
+            let span = [0, 1, 2].map(|a| grid.max[a] - grid.min[a] + 1);
+            let y = grid.min[1] + next(span[1]);
+            let z = grid.min[2] + next(span[2]);
+            let x0 = grid.min[0] + next(span[0]);
+            let x1 = x0 + next(grid.max[0] - x0 + 1).min(next(6));
+            let want = grid.row_slots_search(y, z, x0, x1);
+            let want = if want.0 == want.1 { (0, 0) } else { want };
+            assert_eq!(grid.block_slots(y, z, x0, x1), want, "row ({y}, {z}) cells {x0}..={x1}");
+        }
+        // Every occupied cell, as a row of one cell.
+        for cell in grid.cells() {
+            let [x, y, z] = unpack(cell.key.raw());
+            let start = cell.start as usize;
+            assert_eq!(grid.block_slots(y, z, x, x), (start, start + cell.count as usize));
+        }
+    }
+
+    #[test]
+    fn block_table_rows_match_the_search() {
+        let mut seed = 1u64;
+        let mut unit = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 40) as f32 / (1u64 << 24) as f32
+        };
+        // Sparse uniform (narrow blocks), a dense run along x in a sparse
+        // box (long runs past the window), and a huge flat box (wide blocks).
+        let mut sets: Vec<Vec<Vec3>> = Vec::new();
+        sets.push((0..20_000).map(|_| Vec3::new(unit(), unit(), unit()) * 1000.0).collect());
+        let mut run: Vec<Vec3> = (0..3000).map(|i| Vec3::new(i as f32 * 0.5, 7.0, 9.0)).collect();
+        run.extend((0..3000).map(|_| Vec3::new(unit(), unit(), unit()) * 1000.0));
+        sets.push(run);
+        sets.push((0..5000).map(|_| Vec3::new(unit() * 400_000.0, unit() * 300.0, unit() * 300.0)).collect());
+        for points in sets {
+            let ids: Vec<u32> = (0..points.len() as u32).collect();
+            let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 5.0).unwrap();
+            grid.rebuild(&ids, &points).unwrap();
+            assert_eq!(grid.lookup_kind(), LookupKind::Hashed);
+            check_blocks(&grid, 20_000);
+            // Remove every third point, insert new ones (some in new
+            // cells, some outside the old box).
+            let mut removed: Vec<u32> = (0..grid.len() as u32).step_by(3).collect();
+            let mut inserted: Vec<(CellKey, u32, Vec3)> = (0..2000u32)
+                .map(|i| {
+                    let p = Vec3::new(unit(), unit(), unit()) * 1040.0 - 20.0;
+                    (grid.cell_key_of(p).unwrap(), 1_000_000 + i, p)
+                })
+                .collect();
+            grid.apply_edits(&mut removed, &mut inserted).unwrap();
+            check_blocks(&grid, 20_000);
         }
     }
 

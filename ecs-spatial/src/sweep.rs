@@ -22,6 +22,13 @@
 //!   cursor that would have to move back (it does not happen for the boxes
 //!   made here, but nothing depends on it) is found by a search.
 //!
+//! - with the hash table, when the occupied box's rows fit a block table
+//!   (a first-cell index per few cells of each row; see
+//!   `SparseGrid::block_cells`), a row is one load and a compare of four
+//!   keys: in sparse worlds (about one point per row of a scan box) the
+//!   cursors' steps over the rows in between cost more than that, and
+//!   mispredicted.
+//!
 //! Boxes beyond the cursors' reach or of many rows (radii of many cells)
 //! go to [`SparseGrid::walk_rows`], which bounds their cost by the occupied
 //! cells of their key range.
@@ -210,6 +217,9 @@ impl RowFinder {
         own: [i32; 3],
         x1: i32,
     ) -> (usize, usize) {
+        if grid.has_blocks() {
+            return grid.block_slots(own[1], own[2], own[0], x1);
+        }
         match self.offset(own[1], own[2], own[1], own[2]) {
             Some(o) => {
                 let first_key = pack_unchecked(own[0], own[1], own[2]);
@@ -258,6 +268,20 @@ impl RowFinder {
                     row += span_x;
                 }
                 probes += (hi[1] - y_first + 1) as u64;
+            }
+            return probes;
+        }
+        if grid.has_blocks() && rows <= DENSE_ROWS_MAX {
+            let mut probes = 0;
+            for z in z_first..=hi[2] {
+                let y_first = if after && z == z0 { y0 + 1 } else { lo[1] };
+                for y in y_first..=hi[1] {
+                    let (s, e) = grid.block_slots(y, z, lo[0], hi[0]);
+                    if s < e {
+                        push_merged(out, s as u32, e as u32);
+                    }
+                }
+                probes += (hi[1] - y_first + 1).max(0) as u64;
             }
             return probes;
         }
