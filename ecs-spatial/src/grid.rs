@@ -34,14 +34,15 @@ pub enum CellLookup {
     /// Chosen per build: a dense offset table over the occupied cells'
     /// bounding box while it has at most `16 * points + 65536` cells (4
     /// bytes each, one load per row of cells) and at most 32 per occupied
-    /// cell (or 65536), otherwise the hash table over the occupied rows of
-    /// cells. Both find a row in O(1) (expected, for the hash). Beside the
-    /// hash, a block table of at most `4 * cells + 65536` entries (4 bytes
-    /// each) finds a row's cells with one load, when the box's rows fit it.
+    /// cell (or 65536), otherwise the sparse lookup ([`CellLookup::Hashed`]).
+    /// Both find a row in O(1) (expected, for the hash).
     #[default]
     Auto,
-    /// Always the hash table over the occupied cells (memory proportional
-    /// to the occupied cells whatever their bounding box).
+    /// Always the sparse lookup, whose memory is proportional to the
+    /// occupied cells whatever their bounding box: a block table of at most
+    /// `4 * cells + 65536` entries (4 bytes each; a row's cells are one load
+    /// and a compare of four keys) when the box's rows fit it, else a hash
+    /// table over the occupied rows of cells.
     Hashed,
     /// Always a binary search of the sorted cell table (no extra memory;
     /// O(log cells) per lookup).
@@ -56,7 +57,9 @@ pub enum LookupKind {
     None,
     /// A dense offset table over the occupied cells' bounding box.
     Dense,
-    /// An open-addressing hash table over the occupied cells' keys.
+    /// The sparse lookup: a block table over the occupied box's rows, or,
+    /// when they do not fit one, an open-addressing hash table over the
+    /// occupied rows (see [`GridStats`] for which).
     Hashed,
     /// Binary search of the sorted cell table.
     BinarySearch,
@@ -96,8 +99,12 @@ pub struct GridStats {
     pub lookup: LookupKind,
     /// Entries of the dense table (0 unless [`LookupKind::Dense`]).
     pub dense_entries: usize,
-    /// Slots of the hash table (0 unless [`LookupKind::Hashed`]).
+    /// Slots of the hash table (0 unless [`LookupKind::Hashed`] without a
+    /// block table).
     pub hash_slots: usize,
+    /// Entries of the block table (0 unless [`LookupKind::Hashed`] and the
+    /// occupied box's rows fit a table of at most `4 * cells + 65536`).
+    pub block_entries: usize,
     /// How the points were put in key order.
     pub build: BuildKind,
 }
@@ -202,11 +209,11 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     build: BuildKind,
     // Dense lookup: `dense[i]..dense[i + 1]` are the points of dense cell `i`.
     dense: Vec<u32>,
-    // Hashed lookup: row key -> index into `rows`, each row's range of the
-    // cell table (`first..end`).
+    // Hashed lookup without a block table: row key -> index into `rows`,
+    // each row's range of the cell table (`first..end`).
     hash: CellHash,
     rows: Vec<(u32, u32)>,
-    // Block table beside the hash, when it fits (see `fill_blocks`):
+    // Hashed lookup: the block table instead of the hash, when it fits (see `fill_blocks`):
     // `blocks[b]` is the first cell of block `b` or later, a block being
     // `1 << block_shift` cells of one row along x, `block_cols` per row.
     blocks: Vec<u32>,
@@ -387,6 +394,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             lookup: self.kind,
             dense_entries: if self.kind == LookupKind::Dense { self.dense.len() } else { 0 },
             hash_slots: if self.kind == LookupKind::Hashed { self.hash.slots() } else { 0 },
+            block_entries: if self.kind == LookupKind::Hashed { self.blocks.len() } else { 0 },
             build: self.build,
         }
     }
@@ -779,10 +787,19 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
     }
 
-    /// The row table and its hash: each occupied row `(y, z)` (the cells'
-    /// keys without their `x` bits) and its range of the cell table.
+    /// The sparse lookup: the block table when the occupied box's rows fit
+    /// it (see [`fill_blocks`](Self::fill_blocks)), which then answers every
+    /// lookup, else the row table and its hash: each occupied row `(y, z)`
+    /// (the cells' keys without their `x` bits) and its range of the cell
+    /// table. Building both cost the hash's random stores on top of the
+    /// block table's pass: a third of a sparse world's build.
     fn build_hash(&mut self) {
+        self.fill_blocks();
         self.rows.clear();
+        if self.has_blocks() {
+            self.hash.clear();
+            return;
+        }
         let keys = &self.cell_keys;
         let mut i = 0;
         while i < keys.len() {
@@ -796,7 +813,6 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
         let (rows, keys) = (&self.rows, &self.cell_keys);
         self.hash.build(rows.iter().map(|&(a, _)| keys[a as usize] >> AXIS_BITS));
-        self.fill_blocks();
     }
 
     /// Empties the hash table, its row table and the block table.
@@ -901,7 +917,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     /// The range of the cell table holding the row of `key` (any `x`), if
-    /// the row is occupied (hashed lookup only).
+    /// the row is occupied (hashed lookup without a block table only).
     #[inline(always)]
     fn hashed_row(&self, key: u64) -> Option<(usize, usize)> {
         let row = key >> AXIS_BITS;
@@ -913,7 +929,15 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// The index in the cell table of the occupied cell `key`.
     #[inline]
     fn cell_index(&self, key: u64) -> Option<usize> {
-        if self.kind == LookupKind::Hashed {
+        if self.kind == LookupKind::Hashed && self.has_blocks() {
+            let c = unpack(key);
+            if (0..3).any(|a| c[a] < self.min[a] || c[a] > self.max[a]) {
+                return None;
+            }
+            let (a, b) = self.block_cells(c[1], c[2], c[0], c[0]);
+            // The key's own bits decide (a key is any `u64` to `unpack`).
+            (a < b && self.cell_keys[a] == key).then_some(a)
+        } else if self.kind == LookupKind::Hashed {
             let (a, b) = self.hashed_row(key)?;
             self.cell_keys[a..b].binary_search(&key).ok().map(|i| a + i)
         } else {

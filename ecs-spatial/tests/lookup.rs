@@ -4,7 +4,7 @@
 //! reported in the grid's stats. Also `suggest_cell_size`.
 
 use ecs_spatial::{
-    BuildKind, CellKey, CellLookup, GridPoint, LookupKind, NeighborLists, SparseGrid, suggest_cell_size,
+    BuildKind, CellCoord, CellKey, CellLookup, GridPoint, LookupKind, NeighborLists, SparseGrid, suggest_cell_size,
 };
 use glam::{Vec2, Vec3};
 use proptest::prelude::*;
@@ -130,6 +130,23 @@ fn each_point_set_picks_its_lookup_and_equals_brute_force() {
         assert!(matches!(s.build, BuildKind::Radix { .. }), "{s:?}");
         assert!(s.bounding_box_cells > 1_000_000, "{s:?}");
         assert!(s.hash_slots.is_power_of_two() && s.dense_entries == 0, "{s:?}");
+        // Millions of rows: more than a block table may have.
+        assert_eq!(s.block_entries, 0, "{s:?}");
+    }
+
+    // Uniform in a box of about 2700 cells per point whose 40000 rows fit a
+    // block table: the sparse lookup without its hash. Cells outside the
+    // box and empty cells inside it are found empty.
+    let g = check(Vec3::ZERO, 5.0, CellLookup::Auto, &uniform(3000, 1000.0, 5), 5.0);
+    let s = g.stats();
+    assert_eq!(s.lookup, LookupKind::Hashed, "{s:?}");
+    assert!(s.block_entries > 40_000 && s.hash_slots == 0 && s.dense_entries == 0, "{s:?}");
+    for [x, y, z] in [[-1, 0, 0], [0, 0, 500], [7, 7, 7]] {
+        let key = CellKey::pack(CellCoord::new(x, y, z)).unwrap();
+        let want =
+            g.cells().iter().find(|c| c.key == key).map_or(0..0, |c| c.start as usize..(c.start + c.count) as usize);
+        assert_eq!(g.cell_slots(key), want, "{key:?}");
+        assert_eq!(g.cell_points(key).map(|(ids, _)| ids.len()), (!want.is_empty()).then_some(want.len()));
     }
 
     // A few far outliers stretch the box to ~10^15 cells: hashed, radix
