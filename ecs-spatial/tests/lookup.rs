@@ -149,6 +149,21 @@ fn each_point_set_picks_its_lookup_and_equals_brute_force() {
         assert_eq!(g.cell_points(key).map(|(ids, _)| ids.len()), (!want.is_empty()).then_some(want.len()));
     }
 
+    // The same in 2D, in pairs 2.5 apart across 4000 x 4000 cells: blocks
+    // of 256 cells (a row holds under one point), every point with one
+    // neighbour, some in the next cell or block.
+    let mut r = Rng(6);
+    let pairs: Vec<Vec2> = (0..1500)
+        .flat_map(|_| {
+            let p = Vec2::new(r.unit(), r.unit()) * 20_000.0;
+            [p, p + Vec2::new(1.5, -2.0)]
+        })
+        .collect();
+    let g = check(Vec2::ZERO, 5.0, CellLookup::Auto, &pairs, 5.0);
+    let s = g.stats();
+    assert_eq!(s.lookup, LookupKind::Hashed, "{s:?}");
+    assert!(s.block_entries > 4000 && s.hash_slots == 0, "{s:?}");
+
     // A few far outliers stretch the box to ~10^15 cells: hashed, radix
     // sorted on the key bits that vary.
     let outliers = with_outliers(3000, 3);
