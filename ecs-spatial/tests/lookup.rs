@@ -335,6 +335,63 @@ fn hashed_grids_stay_exact_through_edits() {
     }
 }
 
+/// Edits move a sparse grid between its two sparse lookups: a far point
+/// grows the box past what a block table may cover (the hash is built), a
+/// rebuild without it shrinks the box again (the block table is back), and
+/// every query equals brute force on each side.
+#[test]
+fn edits_switch_between_the_block_table_and_the_hash() {
+    let mut ps = uniform(2000, 1000.0, 15);
+    let ids: Vec<u32> = (0..ps.len() as u32).collect();
+    let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 5.0).unwrap();
+    grid.rebuild(&ids, &ps).unwrap();
+    let exact = |grid: &SparseGrid<Vec3>, ps: &[Vec3], what: &str| {
+        let mut out = Vec::new();
+        for &q in ps.iter().step_by(7) {
+            grid.query_radius(q, 9.0, &mut out);
+            assert_eq!(sorted(out.clone()), brute_radius(ps, q, 9.0), "{what}: around {q:?}");
+        }
+        let mut lists = NeighborLists::new();
+        grid.query_radius_all(9.0, &mut lists);
+        for s in 0..lists.len() {
+            let (id, hits) = lists.get(s);
+            assert_eq!(sorted(hits.to_vec()), brute_radius(ps, ps[id as usize], 9.0), "{what}: all queries");
+        }
+        let mut pairs = Vec::new();
+        grid.for_each_pair_within(9.0, |a, b| pairs.push((a.min(b), a.max(b))));
+        assert_eq!(sorted(pairs), brute_pairs(ps, 9.0), "{what}: pairs");
+        for c in grid.cells() {
+            assert_eq!(grid.cell_slots(c.key), c.start as usize..(c.start + c.count) as usize, "{what}");
+        }
+    };
+    let s = grid.stats();
+    assert!(s.block_entries > 0 && s.hash_slots == 0, "{s:?}");
+    exact(&grid, &ps, "built");
+
+    // Point 0 goes far along y and z: 10^10 rows, no block table.
+    let far = Vec3::new(500.0, 400_000.0, -300_000.0);
+    let slot = grid.ids().iter().position(|&i| i == 0).unwrap() as u32;
+    ps[0] = far;
+    grid.apply_edits(&mut [slot], &mut [(grid.cell_key_of(far).unwrap(), 0, far)]).unwrap();
+    let s = grid.stats();
+    assert_eq!(s.lookup, LookupKind::Hashed);
+    assert!(s.block_entries == 0 && s.hash_slots > 0, "{s:?}");
+    exact(&grid, &ps, "after the far edit");
+
+    // It comes back: the box an edit leaves stays as large (edits only
+    // grow it), so the hash stays; a rebuild makes the box tight again.
+    let back = Vec3::new(3.0, 4.0, 5.0);
+    let slot = grid.ids().iter().position(|&i| i == 0).unwrap() as u32;
+    ps[0] = back;
+    grid.apply_edits(&mut [slot], &mut [(grid.cell_key_of(back).unwrap(), 0, back)]).unwrap();
+    assert!(grid.stats().hash_slots > 0);
+    exact(&grid, &ps, "after the edit back");
+    grid.rebuild(&ids, &ps).unwrap();
+    let s = grid.stats();
+    assert!(s.block_entries > 0 && s.hash_slots == 0, "{s:?}");
+    exact(&grid, &ps, "rebuilt");
+}
+
 #[test]
 fn suggested_cell_sizes() {
     // Invalid input: the radius back.
