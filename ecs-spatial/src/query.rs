@@ -3,8 +3,9 @@
 //!
 //! No query allocates: results go to a caller-owned `Vec` (cleared first) or
 //! a closure. Cells are found per row along `x` (keys of a row are
-//! adjacent), through the grid's dense offset table, its hash table of
-//! occupied rows, or a search of its cell table. A box with many rows but
+//! adjacent), through the grid's dense offset table, its block table (a
+//! first-cell index per few cells of each row), its hash table of occupied
+//! rows, or a search of its cell table. A box with many rows but
 //! few occupied cells between its first and last key is walked over those
 //! cells instead (a skip-scan of the sorted cell table), so the cost of
 //! every single query is bounded by the occupied cells it can reach, not by
@@ -13,8 +14,8 @@
 //! The batch queries (all pairs, a radius query around every point) walk
 //! the occupied cells in key order in units of a few sparse cells of a row
 //! (or one dense cell): per unit one scan box, its rows (the dense table,
-//! or one forward-only cursor per row offset: no hash probe per row; see
-//! the `sweep` module), and one gather of the rows' points into a padded
+//! the block table, or one forward-only cursor per row offset: no hash
+//! probe per row; see the `sweep` module), and one gather of the rows' points into a padded
 //! candidate buffer that every point of the unit tests in whole chunks of
 //! 8 lanes.
 //!

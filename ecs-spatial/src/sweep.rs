@@ -22,8 +22,8 @@
 //!   cursor that would have to move back (it does not happen for the boxes
 //!   made here, but nothing depends on it) is found by a search.
 //!
-//! - with the hash table, when the occupied box's rows fit a block table
-//!   (a first-cell index per few cells of each row; see
+//! - in a grid whose occupied box's rows fit a block table (a first-cell
+//!   index per few cells of each row, built instead of the hash; see
 //!   `SparseGrid::block_cells`), a row is one load and a compare of four
 //!   keys: in sparse worlds (about one point per row of a scan box) the
 //!   cursors' steps over the rows in between cost more than that, and
