@@ -926,12 +926,18 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         Some((a as usize, b as usize))
     }
 
+    /// Whether cell `c` lies in the occupied cells' bounding box.
+    #[inline(always)]
+    fn box_holds(&self, c: [i32; 3]) -> bool {
+        (0..3).all(|a| c[a] >= self.min[a] && c[a] <= self.max[a])
+    }
+
     /// The index in the cell table of the occupied cell `key`.
     #[inline]
     fn cell_index(&self, key: u64) -> Option<usize> {
         if self.kind == LookupKind::Hashed && self.has_blocks() {
             let c = unpack(key);
-            if (0..3).any(|a| c[a] < self.min[a] || c[a] > self.max[a]) {
+            if !self.box_holds(c) {
                 return None;
             }
             let (a, b) = self.block_cells(c[1], c[2], c[0], c[0]);
@@ -961,7 +967,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     pub fn cell_slots(&self, key: CellKey) -> std::ops::Range<usize> {
         if self.kind == LookupKind::Dense {
             let c = unpack(key.raw());
-            if (0..3).all(|a| c[a] >= self.min[a] && c[a] <= self.max[a]) {
+            if self.box_holds(c) {
                 let d = self.dense_index(key.raw());
                 return self.dense[d] as usize..self.dense[d + 1] as usize;
             }

@@ -15,9 +15,9 @@
 //! the occupied cells in key order in units of a few sparse cells of a row
 //! (or one dense cell): per unit one scan box, its rows (the dense table,
 //! the block table, or one forward-only cursor per row offset: no hash
-//! probe per row; see the `sweep` module), and one gather of the rows' points into a padded
-//! candidate buffer that every point of the unit tests in whole chunks of
-//! 8 lanes.
+//! probe per row; see the `sweep` module), and one gather of the rows'
+//! points into a padded candidate buffer that every point of the unit
+//! tests in whole chunks of 8 lanes.
 //!
 //! Exactness: a point is reported when `point.distance_squared(center) <=
 //! radius * radius` (or `min <= point <= max` for boxes), the same test a
