@@ -12,17 +12,17 @@
 //!
 //! Then the broad-phase system (ours alone: no peer keeps a grid in an ECS)
 //! on the uniform sets of 100k points, from the scenario's cube to sparse
-//! worlds: a frame with 5 % of the entities moved (each by up to one unit
-//! per axis, cells of 5) against a frame with all of them moved (the
-//! system then rebuilds), medians of blocks of frames taken in turns. The
-//! grid is checked against the world and a fresh build afterwards.
+//! worlds, as the scenario's `EcsBroadPhase` runs it (cells of 5, each
+//! moved entity by up to one unit per axis): a frame with 5 % of the
+//! entities moved against a frame with all of them moved (the system then
+//! rebuilds), medians of blocks of frames taken in turns. The grid is
+//! checked against the world and a fresh build afterwards.
 
 use std::time::Instant;
 
 use ecs_bench::scenes::replication::median;
+use ecs_bench::scenes::spatial::ecs::{EcsBroadPhase, MOVED_ONE_IN};
 use ecs_bench::scenes::spatial::{SpatialScene, SplitMix64, kiddo::KdTree, ours::Grid};
-use ecs_core::{Entity, Schedule, World};
-use ecs_spatial::{BroadPhase, Position, SparseGrid, update_broad_phase};
 use glam::Vec3;
 
 /// Medians of `reps` timings of `ours` and `peer`, taken in turns.
@@ -79,75 +79,6 @@ fn sets() -> Vec<(String, Vec<Vec3>, f32)> {
     sets
 }
 
-/// A world of `points` as entities with [`Position`], kept in a
-/// [`BroadPhase`] with cells of 5, and moves of up to one unit per axis.
-struct BroadPhaseWorld {
-    world: World,
-    schedule: Schedule,
-    entities: Vec<Entity>,
-    homes: Vec<Vec3>,
-    offsets: Vec<Vec3>,
-    away: Vec<bool>,
-    frame: usize,
-}
-
-impl BroadPhaseWorld {
-    fn new(points: &[Vec3]) -> Result<Self, String> {
-        let mut world = World::new();
-        world.insert_resource(BroadPhase::<Position>::new(Vec3::ZERO, 5.0).map_err(|e| e.to_string())?);
-        let entities = world.spawn_batch(points.iter().map(|&p| (Position(p),)));
-        let mut schedule = Schedule::new();
-        schedule.add_systems(update_broad_phase::<Position>);
-        schedule.run(&mut world).map_err(|e| e.to_string())?;
-        let mut rng = SplitMix64::new(17);
-        let mut step = move || lattice((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0);
-        let offsets = points.iter().map(|_| Vec3::new(step(), step(), step())).collect();
-        let away = vec![false; points.len()];
-        Ok(Self { world, schedule, entities, homes: points.to_vec(), offsets, away, frame: 0 })
-    }
-
-    /// Moves every `one_in`-th entity (another set each frame) between its
-    /// home and its offset point, then times one run of the system (µs).
-    fn frame(&mut self, one_in: usize) -> Result<f64, String> {
-        self.frame += 1;
-        for i in (self.frame % one_in..self.entities.len()).step_by(one_in) {
-            self.away[i] = !self.away[i];
-            let p = if self.away[i] { self.homes[i] + self.offsets[i] } else { self.homes[i] };
-            self.world.get_mut::<Position>(self.entities[i]).map_err(|e| e.to_string())?.0 = p;
-        }
-        let t = Instant::now();
-        self.schedule.run(&mut self.world).map_err(|e| e.to_string())?;
-        Ok(t.elapsed().as_secs_f64() * 1e6)
-    }
-
-    /// The grid holds every entity where the world has it, and finds the
-    /// same hits as a grid built afresh from those positions.
-    fn check(&self) -> Result<(), String> {
-        let bp = self.world.resource::<BroadPhase<Position>>().ok_or("the broad phase is gone")?;
-        let grid = bp.grid();
-        let mut positions = Vec::with_capacity(self.entities.len());
-        for &e in &self.entities {
-            positions.push(self.world.get::<Position>(e).map_err(|e| e.to_string())?.0);
-        }
-        let mut fresh = SparseGrid::<Vec3, Entity>::new(Vec3::ZERO, 5.0).map_err(|e| e.to_string())?;
-        fresh.rebuild(&self.entities, &positions).map_err(|e| e.to_string())?;
-        let mut ours: Vec<(Entity, Vec3)> = grid.ids().iter().copied().zip(grid.positions().iter().copied()).collect();
-        let mut want: Vec<(Entity, Vec3)> = self.entities.iter().copied().zip(positions).collect();
-        ours.sort_by_key(|e| e.0);
-        want.sort_by_key(|e| e.0);
-        if ours != want {
-            return Err("the grid's entities or positions differ from the world's".into());
-        }
-        let (mut a, mut b) = (0, 0);
-        grid.for_each_pair_within(5.0, |_, _| a += 1);
-        fresh.for_each_pair_within(5.0, |_, _| b += 1);
-        if a != b {
-            return Err(format!("{a} pairs in the system's grid, {b} in a fresh one"));
-        }
-        Ok(())
-    }
-}
-
 fn broad_phase(filter: Option<&str>) -> Result<(), String> {
     println!();
     println!("broad-phase system, 100k entities | lookup | 5 % moved | all moved (rebuild) | 5 % / all");
@@ -161,24 +92,30 @@ fn broad_phase(filter: Option<&str>) -> Result<(), String> {
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
         }
-        let mut w = BroadPhaseWorld::new(&points)?;
+        let mut w = EcsBroadPhase::in_cube(&points, side as f32)?;
+        let timed = |one_in: usize, w: &mut EcsBroadPhase| {
+            w.move_some(one_in);
+            let t = Instant::now();
+            w.frame();
+            t.elapsed().as_secs_f64() * 1e6
+        };
         let (mut some, mut all) = (Vec::new(), Vec::new());
         // Blocks of frames in turns; the first frame of a block is not
         // timed (the first incremental run after a rebuild fills the
         // system's entity table).
         for _ in 0..6 {
-            w.frame(1)?;
+            timed(1, &mut w);
             for _ in 0..4 {
-                all.push(w.frame(1)?);
+                all.push(timed(1, &mut w));
             }
-            w.frame(20)?;
+            timed(MOVED_ONE_IN, &mut w);
             for _ in 0..4 {
-                some.push(w.frame(20)?);
+                some.push(timed(MOVED_ONE_IN, &mut w));
             }
         }
-        w.check()?;
-        let lookup =
-            w.world.resource::<BroadPhase<Position>>().map_or("-".into(), |b| format!("{:?}", b.grid().lookup_kind()));
+        w.grid_len()?;
+        w.check(5.0)?;
+        let lookup = w.lookup_kind().map_or("-".into(), |k| format!("{k:?}"));
         let (some, all) = (median(&some), median(&all));
         println!("{name} | {lookup} | {some:.0} us | {all:.0} us | {:.0} %", 100.0 * some / all);
     }

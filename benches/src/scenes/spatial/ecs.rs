@@ -9,7 +9,7 @@
 //! untimed before each frame.
 
 use ecs_core::{Entity, Schedule, World};
-use ecs_spatial::{BroadPhase, BroadPhaseStats, NeighborLists, Position, SparseGrid, update_broad_phase};
+use ecs_spatial::{BroadPhase, BroadPhaseStats, LookupKind, NeighborLists, Position, SparseGrid, update_broad_phase};
 use glam::Vec3;
 
 use super::{QUANTUM, SPATIAL_CELL, SPATIAL_SIDE, SplitMix64};
@@ -34,11 +34,20 @@ pub struct EcsBroadPhase {
 
 impl EcsBroadPhase {
     /// Spawns one entity per point and runs the system once (its first run
-    /// builds the grid).
+    /// builds the grid); moves stay in the scene's cube.
     ///
     /// # Errors
     /// If the grid or the world refuse the setup.
     pub fn new(points: &[Vec3]) -> Result<Self, String> {
+        Self::in_cube(points, SPATIAL_SIDE)
+    }
+
+    /// As [`new`](Self::new) for points anywhere in `[0, side)` per axis
+    /// (other world sizes than the scene's): moves stay in that cube.
+    ///
+    /// # Errors
+    /// If the grid or the world refuse the setup.
+    pub fn in_cube(points: &[Vec3], side: f32) -> Result<Self, String> {
         let mut world = World::new();
         let broad_phase = BroadPhase::<Position>::new(Vec3::ZERO, SPATIAL_CELL).map_err(|e| format!("grid: {e}"))?;
         world.insert_resource(broad_phase);
@@ -53,7 +62,7 @@ impl EcsBroadPhase {
             .iter()
             .map(|&p| {
                 let o = Vec3::from_array([0; 3].map(|_| (rng.below(steps) as f32 - (steps / 2) as f32) * QUANTUM));
-                (p + o).clamp(Vec3::ZERO, Vec3::splat(SPATIAL_SIDE - QUANTUM)) - p
+                (p + o).clamp(Vec3::ZERO, Vec3::splat(side - QUANTUM)) - p
             })
             .collect();
         Ok(Self {
@@ -89,6 +98,11 @@ impl EcsBroadPhase {
         if let Err(e) = self.schedule.run(&mut self.world) {
             self.error = Some(format!("run: {e}"));
         }
+    }
+
+    /// The cell lookup the grid uses now.
+    pub fn lookup_kind(&self) -> Option<LookupKind> {
+        self.world.resource::<BroadPhase<Position>>().map(|b| b.grid().lookup_kind())
     }
 
     /// What the latest frame did.
