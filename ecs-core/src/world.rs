@@ -1047,10 +1047,9 @@ impl World {
         let arch = &self.archetypes[loc.archetype.index()];
         let (chunk, row) = (loc.chunk as usize, loc.row as usize);
         // SAFETY: the row is live (its chunk allocated, the row below
-        // capacity) and the column holds `T`.
-        let ptr = unsafe { arch.typed_value_ptr::<T>(col, chunk, row) };
-        let ticks = &arch.columns[col].ticks;
-        let rows = arch.row_ticks(col, chunk);
+        // capacity), `col` is a column of its archetype and holds `T`.
+        let (ptr, cells) =
+            unsafe { (arch.typed_value_ptr::<T>(col, chunk, row), arch.row_tick_cells_unchecked(col, chunk, row)) };
         // SAFETY: the row is live, the column holds `T`, and `&mut self`
         // makes this the only borrow of the world, so the value, the row
         // ticks and the chunk ticks are ours alone for the borrow; the chunk
@@ -1058,13 +1057,13 @@ impl World {
         Ok(unsafe {
             Mut::for_row(
                 &mut *ptr,
-                rows.changed[row].as_ptr(),
-                &rows.blocks[row >> crate::storage::archetype::BLOCK_SHIFT],
-                ticks.chunk_changed[chunk].as_ptr(),
+                cells.changed.as_ptr(),
+                cells.block,
+                cells.chunk_changed.as_ptr(),
                 false,
                 TickWindow::new(now.saturating_sub(1), now),
-                rows.added[row].as_ptr(),
-                &ticks.chunk_all_changed[chunk],
+                cells.added.as_ptr(),
+                cells.chunk_all_changed,
             )
         })
     }

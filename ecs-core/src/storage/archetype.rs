@@ -87,6 +87,16 @@ pub(crate) struct RowTicks<'a> {
     pub(crate) blocks: &'a [AtomicTick],
 }
 
+/// The tick cells of one row of one column (see
+/// [`Archetype::row_tick_cells_unchecked`]).
+pub(crate) struct RowTickCells<'a> {
+    pub(crate) changed: &'a AtomicTick,
+    pub(crate) added: &'a AtomicTick,
+    pub(crate) block: &'a AtomicTick,
+    pub(crate) chunk_changed: &'a AtomicTick,
+    pub(crate) chunk_all_changed: &'a AtomicTick,
+}
+
 /// Of two stored stamps, the one written later, seen from `now`. Stored
 /// stamps are never older than 2^32 ticks (the world clamps them well
 /// before), so comparing their wrapping ages is exact; two stamps past
@@ -407,6 +417,33 @@ impl Archetype {
                 changed: t.row_changed.get_unchecked(rows..rows + self.capacity),
                 added: t.row_added.get_unchecked(rows..rows + self.capacity),
                 blocks: t.block_changed.get_unchecked(blocks..blocks + self.blocks_per_chunk),
+            }
+        }
+    }
+
+    /// The tick cells one row's write goes through, for
+    /// [`World::get_mut`](crate::World::get_mut): the row's changed and
+    /// added ticks, its block's changed tick, and the chunk's changed and
+    /// whole-column changed ticks of column `col`, without bounds checks.
+    ///
+    /// # Safety
+    /// `col` is a column, `chunk` an allocated chunk of this archetype and
+    /// `row < capacity`.
+    #[inline(always)]
+    pub(crate) unsafe fn row_tick_cells_unchecked(&self, col: usize, chunk: usize, row: usize) -> RowTickCells<'_> {
+        debug_assert!(col < self.columns.len() && chunk < self.chunks.len() && row < self.capacity);
+        let (i, b) = (self.tick_index(chunk, row), self.block_index(chunk, row));
+        // SAFETY: the caller's contract; the tick arrays cover every
+        // allocated chunk (`capacity` row ticks and `blocks_per_chunk`
+        // block ticks each, one chunk tick of each kind).
+        unsafe {
+            let t = &self.columns.get_unchecked(col).ticks;
+            RowTickCells {
+                changed: t.row_changed.get_unchecked(i),
+                added: t.row_added.get_unchecked(i),
+                block: t.block_changed.get_unchecked(b),
+                chunk_changed: t.chunk_changed.get_unchecked(chunk),
+                chunk_all_changed: t.chunk_all_changed.get_unchecked(chunk),
             }
         }
     }
