@@ -9,7 +9,7 @@ use ecs_core::{Component, World};
 use ecs_replication::codec::{EntryKind, Limits, decode};
 use ecs_replication::prelude::*;
 use glam::Vec3;
-use proptest::prelude::{ProptestConfig, proptest};
+use proptest::prelude::{ProptestConfig, Strategy, proptest};
 
 fn views() -> Vec<Option<View>> {
     vec![
@@ -50,7 +50,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
 
     #[test]
-    fn clients_converge_after_loss_reorder_duplication_and_corruption(seed in 1u64.., loss in 0.0f64..=0.5) {
+    fn clients_converge_after_loss_reorder_duplication_and_corruption(seed in 1u64.., loss in (0u32..=500_000).prop_map(|v| f64::from(v) / 1e6)) {
         converge_after_chaos(seed, loss, 150);
     }
 }

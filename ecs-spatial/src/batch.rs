@@ -232,7 +232,7 @@ mod tests {
     proptest! {
         #[test]
         fn quantized_migration_matches_direct_quantization(
-            x in -1.0e3f32..1.0e3, y in -1.0e3f32..1.0e3, z in -1.0e3f32..1.0e3,
+            x in crate::uniform_f32(-1.0e3, 1.0e3), y in crate::uniform_f32(-1.0e3, 1.0e3), z in crate::uniform_f32(-1.0e3, 1.0e3),
         ) {
             // Old unit divides the new one: migrating equals quantizing the
             // old reconstruction with the new config.
@@ -247,7 +247,7 @@ mod tests {
         }
 
         #[test]
-        fn batch_round_trip(points in prop::collection::vec((-1.0e4f32..1.0e4, -1.0e4f32..1.0e4, -1.0e4f32..1.0e4), 0..64)) {
+        fn batch_round_trip(points in prop::collection::vec((crate::uniform_f32(-1.0e4, 1.0e4), crate::uniform_f32(-1.0e4, 1.0e4), crate::uniform_f32(-1.0e4, 1.0e4)), 0..64)) {
             let c = config(0.75, 0.05, 1);
             let points: Vec<Vec3> = points.into_iter().map(|(x, y, z)| Vec3::new(x, y, z)).collect();
             let mut keys = Vec::new();

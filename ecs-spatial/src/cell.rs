@@ -317,7 +317,7 @@ mod tests {
         }
 
         #[test]
-        fn point_lies_in_its_cell(p in -1.0e5f32..1.0e5, o in -100.0f32..100.0, size in 0.01f32..100.0) {
+        fn point_lies_in_its_cell(p in crate::uniform_f32(-1.0e5, 1.0e5), o in crate::uniform_f32(-100.0, 100.0), size in crate::uniform_f32(0.01, 100.0)) {
             let q = (p - o) / size;
             match cell_axis(p, o, size) {
                 Ok(c) => prop_assert!(c as f32 <= q && q < c as f32 + 1.0),

@@ -234,7 +234,7 @@ mod tests {
     proptest! {
         #[test]
         fn quantization_error_is_at_most_half_a_unit(
-            x in -1.0e4f32..1.0e4, y in -1.0e4f32..1.0e4, z in -1.0e4f32..1.0e4,
+            x in crate::uniform_f32(-1.0e4, 1.0e4), y in crate::uniform_f32(-1.0e4, 1.0e4), z in crate::uniform_f32(-1.0e4, 1.0e4),
             unit in prop::sample::select(vec![0.001f32, 0.01, 0.1, 0.37, 1.0, 16.0]),
         ) {
             let c = EncodingConfig::new(Vec3::new(1.5, -2.25, 0.0), 4.0, unit, 0).unwrap();

@@ -89,6 +89,19 @@ pub use radix::radix_sort_by_key;
 pub use region::{GLOBAL_CELL_MAX, GLOBAL_CELL_MIN, GlobalCell, RegionId, RegionKey};
 pub use seed::{CellRng, cell_seed, mix64, region_cell_seed};
 
+/// Floats in `lo..hi` for property tests, drawn through a 40-bit integer
+/// (finer than any `f32` step in the range): proptest's own `f32` range
+/// sampler can fail a debug assertion of its own on some seeds.
+#[cfg(test)]
+pub(crate) fn uniform_f32(lo: f32, hi: f32) -> impl proptest::strategy::Strategy<Value = f32> {
+    use proptest::strategy::Strategy;
+    (0u64..1 << 40).prop_map(move |k| {
+        let v = (f64::from(lo) + (f64::from(hi) - f64::from(lo)) * (k as f64 / (1u64 << 40) as f64)) as f32;
+        // Rounding to `f32` may reach `hi`, which the range excludes.
+        if v < hi { v } else { lo }
+    })
+}
+
 /// The README's examples, run as doc tests.
 #[cfg(all(doctest, feature = "ecs"))] // the README shows the ECS system too
 #[doc = include_str!("../README.md")]
