@@ -285,17 +285,44 @@ pub struct Skip {
     world: World,
     movers: Vec<Entity>,
     query: QueryState<(&'static Pos, &'static mut Matrix), (Changed<Pos>,)>,
+    read: QueryState<(&'static Pos,), (Changed<Pos>,)>,
 }
 
 impl Skip {
     /// Builds the world for `case`.
     pub fn new(case: &SkipCase) -> Self {
+        Self::with_movers(&case.mover_indices(SKIP_ENTITIES))
+    }
+
+    /// Builds the world with the movers at these spawn-order indices
+    /// (below [`SKIP_ENTITIES`]).
+    pub fn with_movers(movers: &[usize]) -> Self {
         let mut world = World::new();
         let entities = world
             .spawn_batch((0..SKIP_ENTITIES).map(|i| (Pos(skip_position(i)), Matrix(skip_matrix(skip_position(i))))));
-        let movers = case.mover_indices(SKIP_ENTITIES).into_iter().map(|i| entities[i]).collect();
+        let movers = movers.iter().map(|&i| entities[i]).collect();
         let query = world.query_filtered::<(&Pos, &mut Matrix), (Changed<Pos>,)>();
-        Self { world, movers, query }
+        let read = world.query_filtered::<(&Pos,), (Changed<Pos>,)>();
+        Self { world, movers, query, read }
+    }
+
+    /// The consumer's reads alone (`probe_skip`): the rows whose `Pos`
+    /// changed and the sum of their `Pos.x`, nothing written.
+    pub fn read_changed(&mut self) -> (usize, f64) {
+        let (mut rows, mut sum) = (0, 0.0);
+        self.read.for_each(&self.world, |(pos,)| {
+            sum += f64::from(pos.0.x);
+            rows += 1;
+        });
+        (rows, sum)
+    }
+
+    /// The consumer's filter alone (`probe_skip`): the rows whose `Pos`
+    /// changed, counted.
+    pub fn count_changed(&mut self) -> usize {
+        let mut rows = 0;
+        self.read.for_each(&self.world, |_| rows += 1);
+        rows
     }
 }
 
