@@ -66,9 +66,9 @@ impl Default for SimpleIter {
 
 impl Frame for SimpleIter {
     fn frame(&mut self) {
-        for (vel, mut pos) in self.query.iter_mut(&mut self.world) {
-            pos.0 += vel.0;
-        }
+        // Internal iteration (`for_each`), bevy's fastest walk, as ours
+        // uses `for_each_mut`.
+        self.query.iter_mut(&mut self.world).for_each(|(vel, mut pos)| pos.0 += vel.0);
     }
 }
 
@@ -101,9 +101,7 @@ impl Default for FragIter {
 
 impl Frame for FragIter {
     fn frame(&mut self) {
-        for mut data in self.query.iter_mut(&mut self.world) {
-            data.0 *= 2.0;
-        }
+        self.query.iter_mut(&mut self.world).for_each(|mut data| data.0 *= 2.0);
     }
 }
 
@@ -273,10 +271,13 @@ impl SkipScene for Skip {
 
     fn consume(&mut self) -> usize {
         let mut rows = 0;
-        for (pos, mut matrix) in self.query.iter_mut(&mut self.world) {
+        // Internal iteration, as in `read_changed` and in ours: bevy's
+        // `for` loop over the same query took up to twice as long when few
+        // rows pass.
+        self.query.iter_mut(&mut self.world).for_each(|(pos, mut matrix)| {
             matrix.0 = skip_matrix(pos.0);
             rows += 1;
-        }
+        });
         rows
     }
 }
