@@ -56,9 +56,9 @@ impl Default for SimpleIter {
 
 impl Frame for SimpleIter {
     fn frame(&mut self) {
-        for (vel, pos) in self.world.query_mut::<(&Vel, &mut Pos)>() {
-            pos.0 += vel.0;
-        }
+        // `for_each` runs hecs's own `fold` (internal iteration), its
+        // fastest walk, as ours uses `for_each_mut`.
+        self.world.query_mut::<(&Vel, &mut Pos)>().into_iter().for_each(|(vel, pos)| pos.0 += vel.0);
     }
 }
 
@@ -89,9 +89,7 @@ impl Default for FragIter {
 
 impl Frame for FragIter {
     fn frame(&mut self) {
-        for data in self.world.query_mut::<&mut Data>() {
-            data.0 *= 2.0;
-        }
+        self.world.query_mut::<&mut Data>().into_iter().for_each(|data| data.0 *= 2.0);
     }
 }
 
