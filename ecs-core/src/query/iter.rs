@@ -93,8 +93,31 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
                 // Every row passes (clustered writes): a plain loop, and
                 // the next chunk's rows are likely written alike.
                 let next = *ahead.get_or_insert_with(ahead_fetch);
+                // Its items leave their blocks to the loop, which stamps
+                // the group's blocks once after it (one store fewer per
+                // written row, as when every row of the chunk passes). The
+                // marks of rows written before, which stamped their own
+                // blocks, are settled first, so the stamp after the run
+                // follows this run's writes alone; while the run is
+                // visited, the guard covers its blocks, should `f` panic.
+                let (first, run) =
+                    (group >> BLOCK_SHIFT, ((group + n - 1) >> BLOCK_SHIFT) - (group >> BLOCK_SHIFT) + 1);
+                let mut by_block = data;
+                // SAFETY: `marks` is the loop's and no item is alive
+                // between rows; `by_block`'s items, like `data`'s, do not
+                // outlive the loop, and every row they are fetched for is
+                // in the `run` blocks from `first`, flushed below or by the
+                // guard.
+                unsafe {
+                    Q::flush_block_marks(&data, marks_ptr, first, 0);
+                    Q::redirect_marks_by_block(&mut by_block, marks_ptr);
+                }
+                (flush.first, flush.run) = (first, run);
                 // SAFETY: as above.
-                unsafe { visit_run::<Q>(&data, next.as_ref(), group, group + n, f) };
+                unsafe { visit_run::<Q>(&by_block, next.as_ref(), group, group + n, f) };
+                // SAFETY: as above: the run's rows are in these blocks.
+                unsafe { Q::flush_block_marks(&data, marks_ptr, first, run) };
+                flush.run = 0;
             } else {
                 let mut rows = mask;
                 while rows != 0 {
