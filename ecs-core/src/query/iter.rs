@@ -11,7 +11,8 @@ use crate::storage::tick::TickWindow;
 /// the chunk mark kept in a local and the chunk tick stamped once at the
 /// end. When every row passes, the block marks too: if a row was written,
 /// the ticks of the blocks (of 16 rows) of the range are stamped at the end;
-/// when rows are tested, a written row stamps its own block.
+/// when rows are tested, a written row stamps its own block, except in a
+/// group of 64 rows that all pass, whose blocks are stamped after it.
 ///
 /// With `ahead`, the next chunk of the same archetype the walk will visit,
 /// the loop asks the cache for that chunk's values while it visits the
@@ -81,8 +82,9 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
         // SAFETY: every row in `start..end` is live and visited once.
         unsafe { visit_run::<Q>(&data, ahead_fetch().as_ref(), start, end, f) };
     } else {
-        // Rows tested 64 at a time; a written row stamps its own block (one
-        // store more per written row, exact, and nothing per group).
+        // Rows tested 64 at a time; in a group where some rows fail, a
+        // written row stamps its own block (one store more per written row,
+        // exact, and nothing per group).
         let mut group = start;
         let mut ahead = None;
         while group < end {
