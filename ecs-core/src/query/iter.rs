@@ -65,8 +65,7 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
     // a panic in `f` unwinds, so no block or chunk tick ends up older than a
     // row tick written before the panic. It holds a copy of the fetch, so
     // the loop's own `data` stays a local that no store can alias.
-    let first = start >> BLOCK_SHIFT;
-    let mut flush = FlushMarks::<Q> { data, marks: marks_ptr, first, run: 0 };
+    let mut flush = FlushMarks::<Q> { data, marks: marks_ptr, first: start >> BLOCK_SHIFT, run: 0 };
     if all_pass {
         // Every row is visited, and if one was written every block of the
         // range is stamped at the end: no per-row block store, so the loop
@@ -74,10 +73,7 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
         // alone marks their blocks as well: a false positive that costs a
         // later reader one look at 16 row ticks, never a wrong row).
         if start < end {
-            // At most 128 blocks: a chunk holds at most `CHUNK_SIZE / 8`
-            // rows.
-            flush.run = ((end - 1) >> BLOCK_SHIFT) - first + 1;
-            debug_assert!(flush.run <= 128);
+            (flush.first, flush.run) = block_span(start, end);
         }
         // SAFETY: every row in `start..end` is live and visited once.
         unsafe { visit_run::<Q>(&data, ahead_fetch().as_ref(), start, end, f) };
@@ -102,8 +98,7 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
                 // blocks, are settled first, so the stamp after the run
                 // follows this run's writes alone; while the run is
                 // visited, the guard covers its blocks, should `f` panic.
-                let (first, run) =
-                    (group >> BLOCK_SHIFT, ((group + n - 1) >> BLOCK_SHIFT) - (group >> BLOCK_SHIFT) + 1);
+                let (first, run) = block_span(group, group + n);
                 let mut by_block = data;
                 // SAFETY: `marks` is the loop's and no item is alive
                 // between rows; `by_block`'s items, like `data`'s, do not
@@ -132,6 +127,17 @@ pub(crate) unsafe fn run_rows<Q: QueryData, F: QueryFilter>(
             group += n;
         }
     }
+}
+
+/// The first block of rows `start..end` (not empty) and how many blocks
+/// they touch: at most 128, as a chunk holds at most `CHUNK_SIZE / 8` rows.
+#[inline(always)]
+fn block_span(start: usize, end: usize) -> (usize, usize) {
+    debug_assert!(start < end);
+    let first = start >> BLOCK_SHIFT;
+    let run = ((end - 1) >> BLOCK_SHIFT) - first + 1;
+    debug_assert!(run <= 128);
+    (first, run)
 }
 
 /// Visits rows `from..to` of `data`'s chunk, all of them, asking the cache
