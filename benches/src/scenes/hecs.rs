@@ -48,6 +48,16 @@ impl SimpleIter {
     }
 }
 
+impl SimpleIter {
+    /// The frame's work with a `for` loop over the query (`probe_iter`),
+    /// the form a user writes first.
+    pub fn for_loop(&mut self) {
+        for (vel, pos) in self.world.query_mut::<(&Vel, &mut Pos)>() {
+            pos.0 += vel.0;
+        }
+    }
+}
+
 impl Default for SimpleIter {
     fn default() -> Self {
         Self::new()
@@ -78,6 +88,16 @@ impl FragIter {
         }
         for_each_frag_tag!(spawn_tag);
         Self { world }
+    }
+}
+
+impl FragIter {
+    /// The frame's work with a `for` loop over the query (`probe_iter`),
+    /// the form a user writes first.
+    pub fn for_loop(&mut self) {
+        for data in self.world.query_mut::<&mut Data>() {
+            data.0 *= 2.0;
+        }
     }
 }
 

@@ -92,6 +92,16 @@ impl SimpleIter {
     }
 }
 
+impl SimpleIter {
+    /// The frame's work with a `for` loop over the query (`probe_iter`),
+    /// the form a user writes first.
+    pub fn for_loop(&mut self) {
+        for (vel, mut pos) in self.query.iter_mut(&mut self.world) {
+            pos.0 += vel.0;
+        }
+    }
+}
+
 impl Default for SimpleIter {
     fn default() -> Self {
         Self::new()
@@ -128,6 +138,16 @@ impl FragIter {
         for_each_frag_tag!(spawn_tag);
         let query = world.query::<&mut Data>();
         Self { world, query }
+    }
+}
+
+impl FragIter {
+    /// The frame's work with a `for` loop over the query (`probe_iter`),
+    /// the form a user writes first.
+    pub fn for_loop(&mut self) {
+        for mut data in self.query.iter_mut(&mut self.world) {
+            data.0 *= 2.0;
+        }
     }
 }
 
