@@ -3,7 +3,8 @@
 //! `Pos` and write `Matrix`) split into its read side (the same rows, `Pos`
 //! summed, nothing written) and, for ours, its filter alone (the passing
 //! rows counted), on the scenario's stride pattern and on movers drawn at
-//! random. bevy_ecs's filter alone is not timed: a counting pass of its
+//! random; and the full pass of the clustered 10 % and 100 % cases (whole
+//! groups of changed rows). bevy_ecs's filter alone is not timed: a counting pass of its
 //! read about twice its reading pass (81 against 36-44 us), so it did not
 //! isolate the filter.
 //!
@@ -76,6 +77,14 @@ fn measure(movers: &[usize], pass: Pass) -> (f64, f64) {
 fn main() {
     let filter = std::env::args().nth(1).unwrap_or_default();
     println!("{:<34} {:>10} {:>10} {:>10}", "case (us, medians)", "ours", "bevy", "ours/bevy");
+    for name in ["clustered_10pct", "clustered_100pct"] {
+        let Some(case) = SKIP_CASES.iter().find(|c| c.name == name) else { continue };
+        let label = format!("{name}, full");
+        if label.contains(filter.as_str()) {
+            let (o, b) = measure(&case.mover_indices(SKIP_ENTITIES), Pass::Full);
+            println!("{label:<34} {o:>10.1} {b:>10.1} {:>9.2}x", o / b);
+        }
+    }
     for percent in [1, 5, 10] {
         let name = format!("scattered_{percent}pct");
         let Some(case) = SKIP_CASES.iter().find(|c| c.name == name) else { continue };
