@@ -283,7 +283,15 @@ impl<Q: QueryData> Drop for FlushMarks<'_, Q> {
 pub struct QueryIter<'w, 's, Q: QueryData, F: QueryFilter> {
     pub(crate) archetypes: &'w [Archetype],
     pub(crate) matched: std::slice::Iter<'s, Matched<Q, F>>,
+    /// The query state's counts, which the counts below are added to when
+    /// the iterator is dropped.
     pub(crate) stats: &'s mut ChunkStats,
+    /// This run's counts so far, kept in the iterator until it is dropped: a
+    /// count behind `stats` was reloaded after every row, since the items'
+    /// tick stores go through pointers that could, for all the compiler
+    /// knew, reach it (3 loads a row of a `for` loop, and the spills of the
+    /// registers they took).
+    pub(crate) counts: ChunkStats,
     pub(crate) window: TickWindow,
     pub(crate) current: Option<(&'w Archetype, Matched<Q, F>)>,
     pub(crate) chunk: usize,
@@ -295,6 +303,12 @@ pub struct QueryIter<'w, 's, Q: QueryData, F: QueryFilter> {
     /// `mask_base + i`), when rows are tested ([`QueryFilter::row_mask`]).
     pub(crate) mask: u64,
     pub(crate) mask_base: usize,
+}
+
+impl<Q: QueryData, F: QueryFilter> Drop for QueryIter<'_, '_, Q, F> {
+    fn drop(&mut self) {
+        self.stats.add(self.counts);
+    }
 }
 
 impl<'w, Q: QueryData, F: QueryFilter> QueryIter<'w, '_, Q, F> {
@@ -309,8 +323,8 @@ impl<'w, Q: QueryData, F: QueryFilter> QueryIter<'w, '_, Q, F> {
                     None => return false,
                 };
                 let archetype = &self.archetypes[m.archetype.index()];
-                self.stats.chunks_total += archetype.chunk_count() as u64;
-                self.stats.entities += archetype.len() as u64;
+                self.counts.chunks_total += archetype.chunk_count() as u64;
+                self.counts.entities += archetype.len() as u64;
                 self.current = Some((archetype, m));
                 self.chunk = 0;
                 continue;
@@ -318,7 +332,7 @@ impl<'w, Q: QueryData, F: QueryFilter> QueryIter<'w, '_, Q, F> {
             let count = archetype.chunk_count();
             let from = self.chunk;
             let chunk = F::next_passing_chunk(m.filter, archetype, from, count, self.window);
-            self.stats.chunks_skipped += (chunk - from) as u64;
+            self.counts.chunks_skipped += (chunk - from) as u64;
             if chunk >= count {
                 self.current = None;
                 continue;
@@ -326,7 +340,7 @@ impl<'w, Q: QueryData, F: QueryFilter> QueryIter<'w, '_, Q, F> {
             self.chunk = chunk + 1;
             let len = archetype.chunk_len(chunk);
             if len == 0 {
-                self.stats.chunks_skipped += 1;
+                self.counts.chunks_skipped += 1;
                 continue;
             }
             // SAFETY: matched archetype, chunk in range; the iterator's

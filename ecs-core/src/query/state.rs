@@ -364,6 +364,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             archetypes: world.archetypes(),
             matched: self.matched.iter(),
             stats: &mut self.stats,
+            counts: ChunkStats::default(),
             window,
             current: None,
             chunk: 0,
