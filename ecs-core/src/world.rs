@@ -1059,6 +1059,7 @@ impl World {
                 &mut *ptr,
                 cells.changed.as_ptr(),
                 cells.block,
+                true,
                 cells.chunk_changed.as_ptr(),
                 false,
                 TickWindow::new(now.saturating_sub(1), now),

@@ -151,9 +151,13 @@ pub trait DetectChangesMut: DetectChanges {
 pub struct Mut<'w, T> {
     value: &'w mut T,
     row_changed: *mut u32,
-    /// The changed tick of the row's block (an [`AtomicTick`] cell), or
-    /// null when the loop that fetched the row stamps it.
+    /// The changed tick of the row's block (an [`AtomicTick`] cell), when
+    /// `stamp_block`; the loop that fetched the row stamps it otherwise.
     block_changed: *const AtomicTick,
+    /// Whether writes stamp `block_changed`. A flag rather than a null
+    /// `block_changed`: where the fetch always stamps (a `for` loop's), the
+    /// compiler drops the test, which it could not prove of the pointer.
+    stamp_block: bool,
     chunk_mark: *mut u32,
     /// The row's added stamp.
     row_added: *const u32,
@@ -174,10 +178,10 @@ impl<'w, T> Mut<'w, T> {
     ///
     /// # Safety
     /// For `'w`: `row_changed` points to a live, aligned row tick that only
-    /// this `Mut` reads or writes; `block_changed` is null (the fetching
-    /// loop stamps the block of every row whose chunk mark it finds set) or
+    /// this `Mut` reads or writes; with `stamp_block`, `block_changed`
     /// points to the tick cell of the row's block (only ever accessed
-    /// atomically while the `Mut` lives);
+    /// atomically while the `Mut` lives), and without it the fetching loop
+    /// stamps the block of every row whose chunk mark it finds set;
     /// `chunk_mark` points either to the chunk's
     /// tick cell (an [`AtomicTick`], only ever accessed atomically;
     /// `local_mark` false) or to a mark local to one loop on this thread
@@ -193,6 +197,7 @@ impl<'w, T> Mut<'w, T> {
         value: &'w mut T,
         row_changed: *mut u32,
         block_changed: *const AtomicTick,
+        stamp_block: bool,
         chunk_mark: *mut u32,
         local_mark: bool,
         window: TickWindow,
@@ -203,6 +208,7 @@ impl<'w, T> Mut<'w, T> {
             value,
             row_changed,
             block_changed,
+            stamp_block,
             chunk_mark,
             row_added,
             chunk_all_changed,
@@ -222,8 +228,8 @@ impl<'w, T> Mut<'w, T> {
         // cell that is only ever accessed atomically.
         unsafe {
             *self.row_changed = tick;
-            if let Some(block) = self.block_changed.as_ref() {
-                block.store(Tick::new(tick));
+            if self.stamp_block {
+                (*self.block_changed).store(Tick::new(tick));
             }
             if self.local_mark {
                 *self.chunk_mark = tick;

@@ -318,7 +318,8 @@ impl<'w, T> MutFetch<'w, T> {
             Mut::for_row(
                 &mut *self.values.add(row),
                 self.row_changed.add(row),
-                if self.block_direct { self.block_changed.add(row >> BLOCK_SHIFT) } else { std::ptr::null() },
+                self.block_changed.add(row >> BLOCK_SHIFT),
+                self.block_direct,
                 self.chunk_mark,
                 self.local_mark,
                 self.window,
