@@ -226,15 +226,27 @@ impl<'w, T> Mut<'w, T> {
         // block tick is a shared tick cell accessed atomically; the chunk
         // mark is loop-local (ours alone on this thread) or a shared tick
         // cell that is only ever accessed atomically.
+        //
+        // The block and chunk ticks are read before they are stored: every
+        // row of a block or chunk stores the same tick, and in a `for`
+        // loop, whose items stamp both themselves, the two stores were what
+        // bound the loop (5 stores a row against bevy's 3); a load and a
+        // well-predicted branch cost less than a store there.
         unsafe {
             *self.row_changed = tick;
             if self.stamp_block {
-                (*self.block_changed).store(Tick::new(tick));
+                let block = &*self.block_changed;
+                if block.load().get() != tick {
+                    block.store(Tick::new(tick));
+                }
             }
             if self.local_mark {
                 *self.chunk_mark = tick;
             } else {
-                AtomicU32::from_ptr(self.chunk_mark).store(tick, Ordering::Relaxed);
+                let chunk = AtomicU32::from_ptr(self.chunk_mark);
+                if chunk.load(Ordering::Relaxed) != tick {
+                    chunk.store(tick, Ordering::Relaxed);
+                }
             }
         }
     }
