@@ -328,10 +328,11 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// Iterates the matching rows; `&mut T` items are [`crate::Mut`] and mark
     /// their row when written.
     ///
-    /// An item may outlive the loop, so each write stamps the row's, its
-    /// block's and its chunk's ticks itself; [`QueryState::for_each_mut`]
-    /// stamps the block and chunk ticks once per run of rows and is the
-    /// faster loop for writes.
+    /// An item may outlive the loop, so each write stamps the row's tick
+    /// and checks its block's and its chunk's ticks itself (stamping them
+    /// when they are older); [`QueryState::for_each_mut`] stamps the block
+    /// and chunk ticks once per run of rows and is the faster loop for
+    /// writes.
     pub fn iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryIter<'w, 's, Q, F> {
         world.check_change_ticks();
         // SAFETY: `&mut World` is exclusive for `'w`.
