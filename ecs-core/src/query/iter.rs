@@ -180,10 +180,9 @@ unsafe fn visit_run<'w, Q: QueryData>(
 /// Visits rows `from..to`, two per step. Rolled, the loop spent 4 of the
 /// 12 instructions of a row of the suite's `simple_iter` on its two
 /// counters (the row tick's index and the values' offset), its test and
-/// its branch, and
-/// the compiler did not unroll it on its own (a row's body with its tick
-/// store is past its size limit for that): two rows a step cut the frame
-/// from 135k to 117k instructions (callgrind).
+/// its branch, and the compiler did not unroll it on its own (a row's body
+/// with its tick store is past its size limit for that): two rows a step
+/// cut the frame from 135k to 117k instructions (callgrind).
 ///
 /// # Safety
 /// As [`visit_run`].
