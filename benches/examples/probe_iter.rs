@@ -52,34 +52,30 @@ fn print(case: &str, m: [f64; 6]) {
     );
 }
 
+/// Times one scene (a type of that name in `ours`, `bevy` and `hecs`, each
+/// with `frame` and `for_loop`) in both forms, `$calls` frames a sample,
+/// and prints it.
+macro_rules! case {
+    ($name:literal, $scene:ident, $calls:expr) => {{
+        let (mut o, mut b, mut h) = (ours::$scene::new(), bevy::$scene::new(), hecs::$scene::new());
+        let (mut o2, mut b2, mut h2) = (ours::$scene::new(), bevy::$scene::new(), hecs::$scene::new());
+        let m = measure(
+            $calls,
+            [
+                &mut || o.frame(),
+                &mut || b.frame(),
+                &mut || h.frame(),
+                &mut || o2.for_loop(),
+                &mut || b2.for_loop(),
+                &mut || h2.for_loop(),
+            ],
+        );
+        print($name, m);
+    }};
+}
+
 fn main() {
     println!("us per frame, medians of {ROUNDS} rounds");
-    let (mut o, mut b, mut h) = (ours::SimpleIter::new(), bevy::SimpleIter::new(), hecs::SimpleIter::new());
-    let (mut o2, mut b2, mut h2) = (ours::SimpleIter::new(), bevy::SimpleIter::new(), hecs::SimpleIter::new());
-    let m = measure(
-        20,
-        [
-            &mut || o.frame(),
-            &mut || b.frame(),
-            &mut || h.frame(),
-            &mut || o2.for_loop(),
-            &mut || b2.for_loop(),
-            &mut || h2.for_loop(),
-        ],
-    );
-    print("simple_iter", m);
-    let (mut o, mut b, mut h) = (ours::FragIter::new(), bevy::FragIter::new(), hecs::FragIter::new());
-    let (mut o2, mut b2, mut h2) = (ours::FragIter::new(), bevy::FragIter::new(), hecs::FragIter::new());
-    let m = measure(
-        2000,
-        [
-            &mut || o.frame(),
-            &mut || b.frame(),
-            &mut || h.frame(),
-            &mut || o2.for_loop(),
-            &mut || b2.for_loop(),
-            &mut || h2.for_loop(),
-        ],
-    );
-    print("frag_iter", m);
+    case!("simple_iter", SimpleIter, 20);
+    case!("frag_iter", FragIter, 2000);
 }
