@@ -1672,17 +1672,28 @@ fn encode_block<P: GridPoint>(
 /// which also names the first bad one).
 fn fused_bounds<P: GridPoint>(origin: Vec3, cell_size: f32, points: &[P]) -> Option<Bounds> {
     let first = Vec3A::from(points.first()?.to_vec3());
-    let (mut lo, mut hi) = (first, first);
     // `v * 0` is NaN exactly when `v` is NaN or infinite (and the SIMD
-    // min and max, which may drop a NaN, are then not used).
-    let mut finite = Vec3A::ZERO;
-    for p in points {
+    // min and max, which may drop a NaN, are then not used). Four
+    // accumulators of each, one per point of a step: with one, each point
+    // waited for the previous point's `min` (3 % of a uniform build).
+    let (mut lo, mut hi, mut finite) = ([first; 4], [first; 4], [Vec3A::ZERO; 4]);
+    let mut chunks = points.chunks_exact(4);
+    let mut add = |l: usize, p: &P| {
         let p = Vec3A::from(p.to_vec3());
-        lo = lo.min(p);
-        hi = hi.max(p);
-        finite += p * 0.0;
+        lo[l] = lo[l].min(p);
+        hi[l] = hi[l].max(p);
+        finite[l] += p * 0.0;
+    };
+    for ps in &mut chunks {
+        for (l, p) in ps.iter().enumerate() {
+            add(l, p);
+        }
     }
-    if !finite.is_finite() {
+    for p in chunks.remainder() {
+        add(0, p);
+    }
+    let (lo, hi) = (lo[0].min(lo[1]).min(lo[2].min(lo[3])), hi[0].max(hi[1]).max(hi[2].max(hi[3])));
+    if !(finite[0] + finite[1] + finite[2] + finite[3]).is_finite() {
         return None;
     }
     let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));

@@ -318,6 +318,38 @@ fn build_errors() {
     assert_eq!(out, vec![0]);
 }
 
+/// A bad or extreme coordinate at any index of a short input (every lane of
+/// the build's four-point steps, and the remainder after them) is found:
+/// the error names that index, and an extreme point lands in its cell.
+#[test]
+fn bad_and_extreme_points_at_every_index() {
+    let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 1.0).unwrap();
+    for n in 1..=9usize {
+        let ids: Vec<u32> = (0..n as u32).collect();
+        let base: Vec<Vec3> = (0..n).map(|i| Vec3::new(i as f32 * 0.5, 1.0, 2.0)).collect();
+        for k in 0..n {
+            for (axis, bad) in [(0, f32::NAN), (1, f32::INFINITY), (2, f32::NEG_INFINITY), (0, 3.0e6)] {
+                let mut ps = base.clone();
+                ps[k][axis] = bad;
+                match grid.rebuild(&ids, &ps) {
+                    Err(GridError::InvalidPoint(e)) => assert_eq!(e.index, k, "n {n}, bad {bad} at {k}"),
+                    other => panic!("n {n}, bad {bad} at {k}: {other:?}"),
+                }
+                assert!(grid.is_empty());
+            }
+            for far in [Vec3::new(-700.0, 1.0, 2.0), Vec3::new(3.0, 900.0, 2.0), Vec3::new(3.0, 1.0, -800.0)] {
+                let mut ps = base.clone();
+                ps[k] = far;
+                grid.rebuild(&ids, &ps).unwrap();
+                let mut hits = Vec::new();
+                grid.query_radius(far, 0.25, &mut hits);
+                assert_eq!(hits, vec![k as u32], "n {n}, far {far} at {k}");
+                assert_eq!(grid.len(), n);
+            }
+        }
+    }
+}
+
 fn lcg_points(n: usize, seed: u64, half: f32) -> Vec<Vec3> {
     let mut s = seed;
     let mut next = move || {
