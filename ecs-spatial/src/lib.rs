@@ -61,6 +61,7 @@ mod kernel;
 #[cfg(feature = "ecs")]
 pub mod plugin;
 pub mod point;
+pub mod positions;
 pub mod query;
 pub mod radix;
 pub mod region;
@@ -84,6 +85,7 @@ pub use grid::{Cell, CellLookup, SparseGrid};
 #[cfg(feature = "ecs")]
 pub use plugin::{BroadPhasePlugin, SpatialSystems};
 pub use point::{EntityId, GridPoint};
+pub use positions::{Positions, PositionsIter};
 pub use query::{BatchWork, Neighbor, NeighborLists, cell_probes};
 pub use radix::radix_sort_by_key;
 pub use region::{GLOBAL_CELL_MAX, GLOBAL_CELL_MIN, GlobalCell, RegionId, RegionKey};

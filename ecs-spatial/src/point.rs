@@ -16,6 +16,11 @@ pub trait GridPoint: Copy + Debug + PartialEq + Send + Sync + 'static {
     /// The point as a 3D vector (`z = 0` for 2D).
     fn to_vec3(self) -> Vec3;
 
+    /// The point of a 3D vector (`z` dropped for 2D): the inverse of
+    /// [`to_vec3`](Self::to_vec3), bit for bit. A grid keeps its points as
+    /// coordinate arrays and hands them back through this.
+    fn from_vec3(v: Vec3) -> Self;
+
     /// Squared Euclidean distance, `(self - other)` dotted with itself.
     fn distance_squared(self, other: Self) -> f32;
 
@@ -32,6 +37,11 @@ impl GridPoint for Vec3 {
     #[inline]
     fn to_vec3(self) -> Vec3 {
         self
+    }
+
+    #[inline]
+    fn from_vec3(v: Vec3) -> Self {
+        v
     }
 
     #[inline]
@@ -56,6 +66,11 @@ impl GridPoint for Vec2 {
     #[inline]
     fn to_vec3(self) -> Vec3 {
         self.extend(0.0)
+    }
+
+    #[inline]
+    fn from_vec3(v: Vec3) -> Self {
+        v.truncate()
     }
 
     #[inline]

@@ -251,7 +251,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// Occupied-box-clamped cell range that holds every point within `r` of `c`.
     #[inline]
     fn radius_cells(&self, c: Vec3, r: f32) -> Option<CellBox> {
-        if self.positions.is_empty() || r.is_nan() || r < 0.0 || !c.is_finite() {
+        if self.is_empty() || r.is_nan() || r < 0.0 || !c.is_finite() {
             return None;
         }
         if (r * r).is_infinite() {
@@ -308,7 +308,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     pub fn for_each_in_radius(&self, center: P, radius: f32, mut f: impl FnMut(I, P)) {
         self.scan_radius(center, radius, |slots| {
             for &s in slots {
-                f(self.ids[s as usize], self.positions[s as usize]);
+                f(self.ids[s as usize], P::from_vec3(self.soa.point(s as usize)));
             }
         });
     }
@@ -323,7 +323,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// Calls `f(id, position)` for every point with `min <= p <= max` on
     /// every axis, in grid order. An inverted or NaN box finds nothing.
     pub fn for_each_in_box(&self, min: P, max: P, mut f: impl FnMut(I, P)) {
-        if self.positions.is_empty() || !min.is_finite() || !max.is_finite() {
+        if self.is_empty() || !min.is_finite() || !max.is_finite() {
             return;
         }
         let (lo_v, hi_v) = (min.to_vec3(), max.to_vec3());
@@ -338,9 +338,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             hi[a] = h as i32;
         }
         self.for_each_row(lo, hi, |s, e| {
-            for (i, &p) in self.positions[s..e].iter().enumerate() {
+            for slot in s..e {
+                let p = P::from_vec3(self.soa.point(slot));
                 if p.in_box(min, max) {
-                    f(self.ids[s + i], p);
+                    f(self.ids[slot], p);
                 }
             }
         });
@@ -377,7 +378,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     pub fn query_k_nearest(&self, center: P, k: usize, out: &mut Vec<Neighbor<P, I>>) {
         out.clear();
         let c = center.to_vec3();
-        if k == 0 || self.positions.is_empty() || !c.is_finite() {
+        if k == 0 || self.is_empty() || !c.is_finite() {
             return;
         }
         // The centre's cell, clamped near the key range (a centre further out
@@ -386,11 +387,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let (min, max) = (self.min, self.max);
         let occupied: CellBox = (min, max);
         let consider = |slot: usize, out: &mut Vec<Neighbor<P, I>>| {
-            let n = Neighbor {
-                id: self.ids[slot],
-                position: self.positions[slot],
-                distance_squared: self.positions[slot].distance_squared(center),
-            };
+            let position = P::from_vec3(self.soa.point(slot));
+            let n = Neighbor { id: self.ids[slot], position, distance_squared: position.distance_squared(center) };
             let order = |a: &Neighbor<P, I>| {
                 a.distance_squared.total_cmp(&n.distance_squared).then(a.id.cmp(&n.id)) != Ordering::Greater
             };
@@ -423,7 +421,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             .map(|a| (min[a] as i64).saturating_sub(cc[a]).max(cc[a].saturating_sub(max[a] as i64)).max(0))
             .max()
             .unwrap_or(0);
-        let budget = (self.positions.len() + self.cells().len()) as u64;
+        let budget = (self.len() + self.cells().len()) as u64;
         let mut spent = 0;
         let mut scanned: Option<CellBox> = None;
         let mut d = start;
@@ -447,7 +445,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
         // The rounds have cost more than a scan of every point would.
         out.clear();
-        (0..self.positions.len()).for_each(|slot| consider(slot, out));
+        (0..self.len()).for_each(|slot| consider(slot, out));
     }
 
     /// Calls `f(a, b)` once for every unordered pair of distinct points

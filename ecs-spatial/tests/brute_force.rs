@@ -66,7 +66,7 @@ fn check_all<P: GridPoint>(origin: P, cell: f32, ps: &[P], queries: &[P], radii:
         assert_eq!(c.start as usize, covered);
         assert!(c.count > 0);
         covered += c.count as usize;
-        for p in &grid.positions()[c.start as usize..(c.start + c.count) as usize] {
+        for p in grid.positions().slice(c.start as usize..(c.start + c.count) as usize).unwrap() {
             let v = p.to_vec3();
             let o = origin.to_vec3();
             let key = ecs_spatial::CellKey::of_point(v, o, cell).unwrap();

@@ -244,7 +244,7 @@ fn large_radix_builds_keep_order_keys_and_points() {
         let mut seen = vec![false; ps.len()];
         for c in g.cells() {
             let slots = c.start as usize..(c.start + c.count) as usize;
-            for (&id, &p) in g.ids()[slots.clone()].iter().zip(&g.positions()[slots]) {
+            for (&id, p) in g.ids()[slots.clone()].iter().zip(g.positions().slice(slots).unwrap()) {
                 assert_eq!(p, ps[id as usize], "{name}");
                 assert_eq!(g.cell_key_of(p).unwrap(), c.key, "{name}");
                 assert!(!std::mem::replace(&mut seen[id as usize], true), "{name}: {id} twice");

@@ -27,7 +27,8 @@ fn run(mut runners: Query<&mut Position, With<Runner>>) {
 fn look(grid: Res<BroadPhase<Position>>, runners: Query<Entity, With<Runner>>, mut seen: ResMut<Seen>) {
     let mut runners = runners;
     let runner = runners.iter().next().expect("one runner");
-    let at = grid.grid().ids().iter().position(|&e| e == runner).map(|k| grid.grid().positions()[k].x);
+    let at =
+        grid.grid().ids().iter().position(|&e| e == runner).and_then(|k| grid.grid().positions().get(k)).map(|p| p.x);
     seen.0.push((at.unwrap_or(f32::NAN), grid.stats().rows_rekeyed));
 }
 

@@ -136,14 +136,14 @@ impl EcsBroadPhase {
         if grid.len() != self.entities.len() {
             return Err(format!("the grid holds {} entities, the world {}", grid.len(), self.entities.len()));
         }
-        for (&e, &p) in grid.ids().iter().zip(grid.positions()) {
+        for (&e, p) in grid.ids().iter().zip(grid.positions()) {
             let actual = self.world.get::<Position>(e).map_err(|err| format!("{e}: {err}"))?.0;
             if actual != p {
                 return Err(format!("{e} is at {actual} in the world but at {p} in the grid"));
             }
         }
         let mut fresh = SparseGrid::<Vec3, Entity>::new(Vec3::ZERO, SPATIAL_CELL).map_err(|e| format!("grid: {e}"))?;
-        fresh.rebuild(grid.ids(), grid.positions()).map_err(|e| format!("rebuild: {e}"))?;
+        fresh.rebuild(grid.ids(), &grid.positions().to_vec()).map_err(|e| format!("rebuild: {e}"))?;
         let (mut a, mut b) = (NeighborLists::new(), NeighborLists::new());
         grid.query_radius_all(radius, &mut a);
         fresh.query_radius_all(radius, &mut b);
