@@ -295,7 +295,10 @@ pub struct BroadPhase<C: SpatialPosition> {
     rebuild_share: f32,
     stats: BroadPhaseStats,
     // Scratch, reused across runs.
-    changed: Vec<(Entity, C::Point)>,
+    /// The changed rows of this run (ids and positions apart, so a run
+    /// where every row changed builds the grid from them as they are).
+    changed_ids: Vec<Entity>,
+    changed_points: Vec<C::Point>,
     /// Entities the removal log reported this run, and those disabled.
     lost: Vec<Entity>,
     /// Entities whose `Disabled` marker was removed this run.
@@ -337,7 +340,8 @@ impl<C: SpatialPosition> BroadPhase<C> {
             invalid: Vec::new(),
             rebuild_share: DEFAULT_REBUILD_SHARE,
             stats: BroadPhaseStats::default(),
-            changed: Vec::new(),
+            changed_ids: Vec::new(),
+            changed_points: Vec::new(),
             lost: Vec::new(),
             entered: Vec::new(),
             missing: Vec::new(),
@@ -410,17 +414,21 @@ impl<C: SpatialPosition> BroadPhase<C> {
         self.entered.clear();
         self.entered.extend(entered);
 
-        self.changed.clear();
-        let list = &mut self.changed;
-        changed.for_each(|(entity, c)| list.push((entity, c.grid_point())));
+        self.changed_ids.clear();
+        self.changed_points.clear();
+        let (ids, points) = (&mut self.changed_ids, &mut self.changed_points);
+        changed.for_each(|(entity, c)| {
+            ids.push(entity);
+            points.push(c.grid_point());
+        });
         let chunk_stats = changed.stats();
         self.stats.chunks_total = chunk_stats.chunks_total;
         self.stats.chunks_skipped = chunk_stats.chunks_skipped;
-        self.stats.rows_rekeyed = self.changed.len() as u64;
+        self.stats.rows_rekeyed = self.changed_ids.len() as u64;
 
         let first_run = self.tracked_count == 0 && self.grid.is_empty();
-        let share = self.changed.len() as f64 / self.tracked_count.max(1) as f64;
-        if !self.changed.is_empty() && (first_run || share > f64::from(self.rebuild_share)) {
+        let share = self.changed_ids.len() as f64 / self.tracked_count.max(1) as f64;
+        if !self.changed_ids.is_empty() && (first_run || share > f64::from(self.rebuild_share)) {
             self.rebuild(present, current);
         } else {
             self.apply_changes(present, current);
@@ -432,14 +440,15 @@ impl<C: SpatialPosition> BroadPhase<C> {
     /// the entity table is filled when an incremental run next needs it.
     fn rebuild(&mut self, present: &mut Query<'_, '_, (Entity, &C)>, current: usize) {
         self.stats.full_rebuild = true;
-        self.all_ids.clear();
-        self.all_points.clear();
-        if self.changed.len() == current {
+        if self.changed_ids.len() == current {
             // Every row changed (the changed rows are rows of `present`, each
-            // once): they are all the positions, already read.
-            self.all_ids.extend(self.changed.iter().map(|&(entity, _)| entity));
-            self.all_points.extend(self.changed.iter().map(|&(_, point)| point));
+            // once): they are all the positions, already read. The buffers
+            // trade places, so nothing is copied.
+            std::mem::swap(&mut self.all_ids, &mut self.changed_ids);
+            std::mem::swap(&mut self.all_points, &mut self.changed_points);
         } else {
+            self.all_ids.clear();
+            self.all_points.clear();
             let (ids, points) = (&mut self.all_ids, &mut self.all_points);
             present.for_each(|(entity, c)| {
                 ids.push(entity);
@@ -511,8 +520,8 @@ impl<C: SpatialPosition> BroadPhase<C> {
                 self.forget(entity, slot.known);
             }
         }
-        for i in 0..self.changed.len() {
-            let (entity, point) = self.changed[i];
+        for i in 0..self.changed_ids.len() {
+            let (entity, point) = (self.changed_ids[i], self.changed_points[i]);
             self.rekey(entity, point);
         }
         // Entities back in the query without a changed position (their
