@@ -16,7 +16,7 @@ use crate::error::{BatchError, EncodeError, GridError};
 use crate::hash::CellHash;
 use crate::kernel::{LANES, Soa};
 use crate::point::{EntityId, GridPoint};
-use crate::positions::Positions;
+use crate::positions::GridPositions;
 
 /// One occupied cell: its key and its points' range in the grid's sorted
 /// arrays (`start..start + count`).
@@ -197,7 +197,7 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     pub(crate) cell_size: f32,
     lookup: CellLookup,
     // Sorted by cell key: the ids, and the positions as coordinate arrays
-    // (the distance kernel's layout; [`Positions`] reads points back).
+    // (the distance kernel's layout; [`GridPositions`] reads points back).
     pub(crate) ids: Vec<I>,
     pub(crate) soa: Soa,
     point: PhantomData<fn() -> P>,
@@ -333,9 +333,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     /// Positions in cell-key order (read from the coordinate arrays the
-    /// queries use: see [`Positions`]).
-    pub fn positions(&self) -> Positions<'_, P> {
-        Positions::new(&self.soa.x, &self.soa.y, &self.soa.z, 0..self.len())
+    /// queries use: see [`GridPositions`]).
+    pub fn positions(&self) -> GridPositions<'_, P> {
+        GridPositions::new(&self.soa.x, &self.soa.y, &self.soa.z, 0..self.len())
     }
 
     /// Ids in cell-key order (parallel to [`positions`](Self::positions)).
@@ -355,10 +355,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     /// The points of one cell, if it is occupied.
-    pub fn cell_points(&self, key: CellKey) -> Option<(&[I], Positions<'_, P>)> {
+    pub fn cell_points(&self, key: CellKey) -> Option<(&[I], GridPositions<'_, P>)> {
         let c = self.cells[self.cell_index(key.raw())?];
         let range = c.start as usize..(c.start + c.count) as usize;
-        Some((&self.ids[range.clone()], Positions::new(&self.soa.x, &self.soa.y, &self.soa.z, range)))
+        Some((&self.ids[range.clone()], GridPositions::new(&self.soa.x, &self.soa.y, &self.soa.z, range)))
     }
 
     /// The occupied cells' keys, sorted (the keys of [`cells`](Self::cells)).

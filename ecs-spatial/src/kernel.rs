@@ -1,7 +1,7 @@
 //! The distance kernel shared by the radius queries and all pairs: the
 //! grid keeps its sorted positions as structure-of-arrays coordinates
 //! ([`Soa`]; the only copy, read back as points by
-//! [`Positions`](crate::Positions)), and a query tests them in chunks of [`LANES`]
+//! [`GridPositions`](crate::GridPositions)), and a query tests them in chunks of [`LANES`]
 //! lanes, four at a time in glam's [`Vec4`] (SSE2 on every x86-64, NEON on
 //! aarch64, plain scalar code elsewhere: glam picks). No `std::arch` and no
 //! `unsafe` here: glam's safe API is the SIMD layer.

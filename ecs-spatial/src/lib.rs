@@ -85,7 +85,7 @@ pub use grid::{Cell, CellLookup, SparseGrid};
 #[cfg(feature = "ecs")]
 pub use plugin::{BroadPhasePlugin, SpatialSystems};
 pub use point::{EntityId, GridPoint};
-pub use positions::{Positions, PositionsIter};
+pub use positions::{GridPositions, GridPositionsIter};
 pub use query::{BatchWork, Neighbor, NeighborLists, cell_probes};
 pub use radix::radix_sort_by_key;
 pub use region::{GLOBAL_CELL_MAX, GLOBAL_CELL_MIN, GlobalCell, RegionId, RegionKey};

@@ -1,4 +1,4 @@
-//! [`Positions`]: a grid's sorted points, read from its coordinate arrays.
+//! [`GridPositions`]: a grid's sorted points, read from its coordinate arrays.
 
 use std::fmt;
 use std::iter::FusedIterator;
@@ -31,22 +31,22 @@ use crate::point::GridPoint;
 /// let pairs: Vec<(u32, Vec2)> = grid.ids().iter().copied().zip(positions).collect();
 /// assert_eq!(pairs, vec![(8, Vec2::new(0.5, 0.0)), (7, Vec2::new(5.5, 0.0))]);
 /// ```
-pub struct Positions<'a, P> {
+pub struct GridPositions<'a, P> {
     x: &'a [f32],
     y: &'a [f32],
     z: &'a [f32],
     point: PhantomData<fn() -> P>,
 }
 
-impl<P> Clone for Positions<'_, P> {
+impl<P> Clone for GridPositions<'_, P> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<P> Copy for Positions<'_, P> {}
+impl<P> Copy for GridPositions<'_, P> {}
 
-impl<'a, P: GridPoint> Positions<'a, P> {
+impl<'a, P: GridPoint> GridPositions<'a, P> {
     /// The points `range` of three coordinate arrays (each at least
     /// `range.end` long).
     pub(crate) fn new(x: &'a [f32], y: &'a [f32], z: &'a [f32], range: Range<usize>) -> Self {
@@ -76,8 +76,8 @@ impl<'a, P: GridPoint> Positions<'a, P> {
     }
 
     /// The points in order.
-    pub fn iter(&self) -> PositionsIter<'a, P> {
-        PositionsIter { view: *self, front: 0, back: self.len() }
+    pub fn iter(&self) -> GridPositionsIter<'a, P> {
+        GridPositionsIter { view: *self, front: 0, back: self.len() }
     }
 
     /// The points, collected.
@@ -86,45 +86,45 @@ impl<'a, P: GridPoint> Positions<'a, P> {
     }
 }
 
-impl<P: GridPoint> fmt::Debug for Positions<'_, P> {
+impl<P: GridPoint> fmt::Debug for GridPositions<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
     }
 }
 
-impl<P: GridPoint> PartialEq for Positions<'_, P> {
+impl<P: GridPoint> PartialEq for GridPositions<'_, P> {
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 
-impl<'a, P: GridPoint> IntoIterator for Positions<'a, P> {
+impl<'a, P: GridPoint> IntoIterator for GridPositions<'a, P> {
     type Item = P;
-    type IntoIter = PositionsIter<'a, P>;
+    type IntoIter = GridPositionsIter<'a, P>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
     }
 }
 
-impl<'a, P: GridPoint> IntoIterator for &Positions<'a, P> {
+impl<'a, P: GridPoint> IntoIterator for &GridPositions<'a, P> {
     type Item = P;
-    type IntoIter = PositionsIter<'a, P>;
+    type IntoIter = GridPositionsIter<'a, P>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
     }
 }
 
-/// The iterator of [`Positions`]: its points by value, in order.
+/// The iterator of [`GridPositions`]: its points by value, in order.
 #[derive(Clone, Debug)]
-pub struct PositionsIter<'a, P: GridPoint> {
-    view: Positions<'a, P>,
+pub struct GridPositionsIter<'a, P: GridPoint> {
+    view: GridPositions<'a, P>,
     front: usize,
     back: usize,
 }
 
-impl<P: GridPoint> Iterator for PositionsIter<'_, P> {
+impl<P: GridPoint> Iterator for GridPositionsIter<'_, P> {
     type Item = P;
 
     #[inline]
@@ -148,7 +148,7 @@ impl<P: GridPoint> Iterator for PositionsIter<'_, P> {
     }
 }
 
-impl<P: GridPoint> DoubleEndedIterator for PositionsIter<'_, P> {
+impl<P: GridPoint> DoubleEndedIterator for GridPositionsIter<'_, P> {
     fn next_back(&mut self) -> Option<P> {
         if self.front == self.back {
             return None;
@@ -158,20 +158,20 @@ impl<P: GridPoint> DoubleEndedIterator for PositionsIter<'_, P> {
     }
 }
 
-impl<P: GridPoint> ExactSizeIterator for PositionsIter<'_, P> {}
+impl<P: GridPoint> ExactSizeIterator for GridPositionsIter<'_, P> {}
 
-impl<P: GridPoint> FusedIterator for PositionsIter<'_, P> {}
+impl<P: GridPoint> FusedIterator for GridPositionsIter<'_, P> {}
 
 #[cfg(test)]
 mod tests {
     use glam::{Vec2, Vec3};
 
-    use super::Positions;
+    use super::GridPositions;
 
     #[test]
     fn a_view_reads_back_its_points_by_index_slice_and_both_ends() {
         let (x, y, z) = ([1.0, 2.0, 3.0, -0.0], [4.0, 5.0, 6.0, f32::MIN], [7.0, 8.0, 9.0, 0.5]);
-        let all = Positions::<Vec3>::new(&x, &y, &z, 0..4);
+        let all = GridPositions::<Vec3>::new(&x, &y, &z, 0..4);
         assert_eq!(all.len(), 4);
         assert_eq!(all.get(1), Some(Vec3::new(2.0, 5.0, 8.0)));
         assert_eq!(all.get(4), None);
@@ -191,7 +191,7 @@ mod tests {
         assert_eq!(it.next(), Some(Vec3::new(3.0, 6.0, 9.0)));
         assert_eq!((it.next(), it.next_back()), (None, None));
         assert_eq!(all.iter().rev().count(), 4);
-        let flat = Positions::<Vec2>::new(&x, &y, &z, 0..2);
+        let flat = GridPositions::<Vec2>::new(&x, &y, &z, 0..2);
         assert_eq!(flat.to_vec(), vec![Vec2::new(1.0, 4.0), Vec2::new(2.0, 5.0)]);
         assert_eq!(format!("{flat:?}"), format!("{:?}", [Vec2::new(1.0, 4.0), Vec2::new(2.0, 5.0)]));
         assert_eq!(all.slice(0..2).unwrap(), all.slice(0..2).unwrap());
