@@ -1191,7 +1191,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.edit_inserted_cells = inserted_cell;
 
         // 2. The points: kept runs copied whole, inserted points between, for
-        //    the points, the ids and each coordinate array.
+        //    the ids and each coordinate array.
         let mut ids = std::mem::take(&mut self.ids_back);
         let mut soa = std::mem::take(&mut self.soa_back);
         // Filler values for growth only; every slot is written below.
