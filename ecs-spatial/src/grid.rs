@@ -604,8 +604,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         // becomes the first slot of cell `d`) and the cell table, from the
         // occupied dense cells in order: every dense cell is written at the
         // next position, which advances only past occupied ones (no branch
-        // to mispredict on sparse rows). Two passes (the sums, then the
-        // table after the scatter) cost 11-12 % more of a uniform build.
+        // to mispredict on sparse rows).
         let cells_max = positions.len().min(volume);
         let (cells, keys) = (&mut self.cells, &mut self.cell_keys);
         cells.resize(cells_max + 1, Cell { key: CellKey::from_raw_unchecked(0), start: 0, count: 0 });
@@ -1660,28 +1659,17 @@ fn encode_block<P: GridPoint>(
 /// which also names the first bad one).
 fn fused_bounds<P: GridPoint>(origin: Vec3, cell_size: f32, points: &[P]) -> Option<Bounds> {
     let first = Vec3A::from(points.first()?.to_vec3());
+    let (mut lo, mut hi) = (first, first);
     // `v * 0` is NaN exactly when `v` is NaN or infinite (and the SIMD
-    // min and max, which may drop a NaN, are then not used). Four
-    // accumulators of each, one per point of a step: with one, each point
-    // waited for the previous point's `min` (3 % of a uniform build).
-    let (mut lo, mut hi, mut finite) = ([first; 4], [first; 4], [Vec3A::ZERO; 4]);
-    let mut chunks = points.chunks_exact(4);
-    let mut add = |l: usize, p: &P| {
+    // min and max, which may drop a NaN, are then not used).
+    let mut finite = Vec3A::ZERO;
+    for p in points {
         let p = Vec3A::from(p.to_vec3());
-        lo[l] = lo[l].min(p);
-        hi[l] = hi[l].max(p);
-        finite[l] += p * 0.0;
-    };
-    for ps in &mut chunks {
-        for (l, p) in ps.iter().enumerate() {
-            add(l, p);
-        }
+        lo = lo.min(p);
+        hi = hi.max(p);
+        finite += p * 0.0;
     }
-    for p in chunks.remainder() {
-        add(0, p);
-    }
-    let (lo, hi) = (lo[0].min(lo[1]).min(lo[2].min(lo[3])), hi[0].max(hi[1]).max(hi[2].max(hi[3])));
-    if !(finite[0] + finite[1] + finite[2] + finite[3]).is_finite() {
+    if !finite.is_finite() {
         return None;
     }
     let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
@@ -1887,10 +1875,8 @@ fn for_each_run_start<T>(items: &[T], key: impl Fn(&T) -> u64, mut on_start: imp
 
 /// Ids and coordinates of the sorted slots `order` (one block).
 ///
-/// Four points a step, written with one 16-byte store per array: one store
-/// a point and array let fewer points' random reads be in flight (the
-/// stores wait for the loads before them) and cost 2-4 % of a uniform
-/// build.
+/// Four points a step, written with one 16-byte store per array (a store
+/// a point and array took 3-5 % more of a uniform build).
 fn gather<P: GridPoint, I: Copy>(
     out_i: &mut [I],
     [xs, ys, zs]: [&mut [f32]; 3],
