@@ -319,8 +319,9 @@ fn build_errors() {
 }
 
 /// A bad or extreme coordinate at any index of a short input (every lane of
-/// the build's four-point steps, and the remainder after them) is found:
-/// the error names that index, and an extreme point lands in its cell.
+/// the build's steps of four and eight points, and the remainders after
+/// them) is found: the error names that index, and an extreme point lands
+/// in its cell.
 #[test]
 fn bad_and_extreme_points_at_every_index() {
     let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 1.0).unwrap();
