@@ -69,7 +69,7 @@
 //! assert_eq!((stats.chunks_visited(), stats.rows_rekeyed), (0, 0));
 //! ```
 
-use ecs_core::{Added, Changed, Component, Disabled, Entity, Query, RemovedComponents, ResMut, With};
+use ecs_core::{Added, Changed, Component, Disabled, Entity, Query, QueryFilter, RemovedComponents, ResMut, With};
 use glam::Vec3;
 
 use crate::cell::CellKey;
@@ -414,13 +414,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
         self.entered.clear();
         self.entered.extend(entered);
 
-        self.changed_ids.clear();
-        self.changed_points.clear();
-        let (ids, points) = (&mut self.changed_ids, &mut self.changed_points);
-        changed.for_each(|(entity, c)| {
-            ids.push(entity);
-            points.push(c.grid_point());
-        });
+        collect_rows(changed, &mut self.changed_ids, &mut self.changed_points);
         let chunk_stats = changed.stats();
         self.stats.chunks_total = chunk_stats.chunks_total;
         self.stats.chunks_skipped = chunk_stats.chunks_skipped;
@@ -447,13 +441,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
             std::mem::swap(&mut self.all_ids, &mut self.changed_ids);
             std::mem::swap(&mut self.all_points, &mut self.changed_points);
         } else {
-            self.all_ids.clear();
-            self.all_points.clear();
-            let (ids, points) = (&mut self.all_ids, &mut self.all_points);
-            present.for_each(|(entity, c)| {
-                ids.push(entity);
-                points.push(c.grid_point());
-            });
+            collect_rows(present, &mut self.all_ids, &mut self.all_points);
         }
         self.invalid.clear();
         if self.grid.rebuild(&self.all_ids, &self.all_points).is_err() {
@@ -696,6 +684,21 @@ impl<C: SpatialPosition> BroadPhase<C> {
         }
         self.tracked_count -= 1;
     }
+}
+
+/// Every row of `query`, its entity into `ids` and its grid point into
+/// `points` (both cleared first), in query order.
+fn collect_rows<C: SpatialPosition, F: QueryFilter + 'static>(
+    query: &mut Query<'_, '_, (Entity, &C), F>,
+    ids: &mut Vec<Entity>,
+    points: &mut Vec<C::Point>,
+) {
+    ids.clear();
+    points.clear();
+    query.for_each(|(entity, c)| {
+        ids.push(entity);
+        points.push(c.grid_point());
+    });
 }
 
 /// Grid operations fed only keyed points and the grid's own slots fail only
