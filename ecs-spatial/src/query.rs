@@ -235,16 +235,18 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     /// The query in cell units: centre `(c - origin) / cell_size`, radius
-    /// `r / cell_size`, and a margin that covers every rounding error of the
-    /// range arithmetic (a multiply by the inverse cell size rather than the
-    /// build's exact division, hence the margin: scanning a few ulps more
-    /// never changes a result, missing one would).
+    /// `r / cell_size`, and per axis a margin that covers every rounding
+    /// error of that axis's range arithmetic (a multiply by the inverse
+    /// cell size rather than the build's exact division, hence the margin:
+    /// scanning a few ulps more never changes a result, missing one would).
+    /// An axis's errors scale with that axis's coordinates only, so a world
+    /// far from the origin along one axis widens only that axis's range.
     #[inline(always)]
-    fn cell_space(&self, c: Vec3, r: f32) -> (Vec3, f32, f32) {
+    fn cell_space(&self, c: Vec3, r: f32) -> (Vec3, f32, Vec3) {
         let inv = 1.0 / self.cell_size;
         let q = (c - self.origin) * inv;
         let rc = r * inv;
-        let margin = (q.abs().element_sum() + rc + 1.0) * (4.0 * SLACK);
+        let margin = (q.abs() + (rc + 1.0)) * (4.0 * SLACK);
         (q, rc, margin)
     }
 
@@ -263,9 +265,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     /// The cells from `qmin - rc - margin` to `qmax + rc + margin` (cell
-    /// space), clamped to the occupied box; `None` when nothing is left.
+    /// space, the margin per axis), clamped to the occupied box; `None` when
+    /// nothing is left.
     #[inline(always)]
-    fn clamped_cells(&self, qmin: Vec3, qmax: Vec3, rc: f32, margin: f32) -> Option<CellBox> {
+    fn clamped_cells(&self, qmin: Vec3, qmax: Vec3, rc: f32, margin: Vec3) -> Option<CellBox> {
         if !margin.is_finite() {
             // A centre whose cell overflows to infinity (or a radius of
             // infinitely many cells) would give `inf - inf` (NaN) bounds:
@@ -274,8 +277,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
         let (mut lo, mut hi) = ([0; 3], [0; 3]);
         for a in 0..3 {
-            let l = floor_to_i64(qmin[a] - rc - margin).max(self.min[a] as i64);
-            let h = floor_to_i64(qmax[a] + rc + margin).min(self.max[a] as i64);
+            let l = floor_to_i64(qmin[a] - rc - margin[a]).max(self.min[a] as i64);
+            let h = floor_to_i64(qmax[a] + rc + margin[a]).min(self.max[a] as i64);
             if l > h {
                 return None;
             }

@@ -214,6 +214,33 @@ proptest! {
         let qs: Vec<Vec3> = queries.into_iter().map(|(x, y, z)| Vec3::new(at(x), at(y), at(z))).collect();
         both_lookups(Vec3::splat(origin), cell, &ps, &qs, &[0.0, cell, 2.0 * cell, 3.0 * cell, cell * 1.5]);
     }
+
+    #[test]
+    fn borders_far_along_one_axis(
+        points in prop::collection::vec((-12i32..12, -12i32..12, -12i32..12, -1i32..=1), 0..120),
+        queries in prop::collection::vec((-13i32..13, -13i32..13, -13i32..13), 1..5),
+        cell in prop::sample::select(vec![0.1f32, 0.3, 7.3, 1.0 / 3.0]),
+        far in prop::sample::select(vec![1i32 << 16, 3 << 18, -(5 << 17)]),
+        axis in 0usize..3,
+    ) {
+        // As above, with one axis's cells hundreds of thousands of cells
+        // from the origin and the others near it: each axis's range margin
+        // follows its own coordinates, so the near axes get small margins
+        // and the far axis a large one; neither may miss a point.
+        let nudge = |v: f32, d: i32| match d {
+            -1 => f32::from_bits(if v > 0.0 { v.to_bits() - 1 } else { v.to_bits() + 1 }),
+            1 => f32::from_bits(if v >= 0.0 { v.to_bits() + 1 } else { v.to_bits() - 1 }),
+            _ => v,
+        };
+        let at = |k: i32, a: usize| (if a == axis { k + far } else { k }) as f32 * cell;
+        let ps: Vec<Vec3> = points
+            .into_iter()
+            .map(|(x, y, z, d)| Vec3::new(nudge(at(x, 0), d), nudge(at(y, 1), -d), nudge(at(z, 2), d)))
+            .collect();
+        let qs: Vec<Vec3> =
+            queries.into_iter().map(|(x, y, z)| Vec3::new(at(x, 0), at(y, 1), at(z, 2))).collect();
+        both_lookups(Vec3::ZERO, cell, &ps, &qs, &[0.0, cell, 2.0 * cell, cell * 1.5]);
+    }
 }
 
 #[test]
