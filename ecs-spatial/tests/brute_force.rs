@@ -237,8 +237,11 @@ proptest! {
             .into_iter()
             .map(|(x, y, z, d)| Vec3::new(nudge(at(x, 0), d), nudge(at(y, 1), -d), nudge(at(z, 2), d)))
             .collect();
-        let qs: Vec<Vec3> =
+        let mut qs: Vec<Vec3> =
             queries.into_iter().map(|(x, y, z)| Vec3::new(at(x, 0), at(y, 1), at(z, 2))).collect();
+        // Some stored points as centres too: their rounding (one ulp off a
+        // border) lands the range's ends on either side of a border.
+        qs.extend(ps.iter().take(6));
         both_lookups(Vec3::ZERO, cell, &ps, &qs, &[0.0, cell, 2.0 * cell, cell * 1.5]);
     }
 }
