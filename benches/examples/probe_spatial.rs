@@ -1,8 +1,8 @@
 //! Our grid against kiddo on point sets the `spatial` scenario does not
 //! have: other world sizes for the same 100k points (sparser cells), other
 //! radii, fewer points, planes, a line, one dense blob, stacked duplicates
-//! and coordinates far from the origin. The grid's cells are as wide as the
-//! radius, as in the scenario.
+//! and coordinates far from the origin (10 000 and 100 000 cells out). The
+//! grid's cells are as wide as the radius, as in the scenario.
 //!
 //! `cargo run --release -p ecs-bench --features peers --example probe_spatial [filter]`
 //!
@@ -76,6 +76,10 @@ fn sets() -> Vec<(String, Vec<Vec3>, f32)> {
         Vec3::new(lattice(50_000.0 + unit() * 200.0), lattice(-30_000.0 + unit() * 200.0), lattice(unit() * 200.0))
     });
     sets.push(("uniform in 200^3 at (50000, -30000, 0), r 5".into(), far.collect(), 5.0));
+    let farther = (0..100_000).map(|_| {
+        Vec3::new(lattice(500_000.0 + unit() * 200.0), lattice(-300_000.0 + unit() * 200.0), lattice(unit() * 200.0))
+    });
+    sets.push(("uniform in 200^3 at (500000, -300000, 0), r 5".into(), farther.collect(), 5.0));
     sets
 }
 
