@@ -458,6 +458,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// neighbourhood) and, in its own cell, only the points after it; radii
     /// larger than a cell scan more rings.
     pub fn for_each_pair_within(&self, radius: f32, mut f: impl FnMut(I, I)) {
+        self.ensure_pages();
         let mut scratch = BatchScratch::default();
         let probes = self.pairs_of_cells(0..self.cells().len(), radius, &mut scratch, &mut f);
         count_probes(probes);
@@ -473,6 +474,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// [`for_each_pair_within`](Self::for_each_pair_within) on rayon: `f` is
     /// called from several threads, in no particular order.
     pub fn par_for_each_pair_within(&self, radius: f32, f: impl Fn(I, I) + Sync) {
+        self.ensure_pages();
         self.cell_blocks().into_par_iter().for_each(|cells| {
             let mut g = |a, b| f(a, b);
             let mut scratch = BatchScratch::default();
@@ -597,6 +599,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// assert_eq!(lists.total_hits(), 5); // 0:{0,1} 1:{0,1} 2:{2}
     /// ```
     pub fn query_radius_all(&self, radius: f32, out: &mut NeighborLists<I>) {
+        self.ensure_pages();
         out.clear();
         out.queries.extend_from_slice(&self.ids);
         out.offsets.push(0);
@@ -613,6 +616,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// [`query_radius_all`](Self::query_radius_all) on rayon, with the same
     /// result. Per-block buffers live in `out` and are reused.
     pub fn par_query_radius_all(&self, radius: f32, out: &mut NeighborLists<I>) {
+        self.ensure_pages();
         out.clear();
         let blocks = self.cell_blocks();
         let used = blocks.len();

@@ -286,11 +286,15 @@ impl RowFinder {
             return probes;
         }
         if grid.has_blocks() && rows <= DENSE_ROWS_MAX {
+            let pages = grid.paged();
             let mut probes = 0;
             for z in z_first..=hi[2] {
                 let y_first = if after && z == z0 { y0 + 1 } else { lo[1] };
                 for y in y_first..=hi[1] {
-                    let (s, e) = grid.block_slots(y, z, lo[0], hi[0]);
+                    let (s, e) = match pages {
+                        Some(pages) => grid.paged_slots(pages, y, z, lo[0], hi[0]),
+                        None => grid.unpaged_slots(y, z, lo[0], hi[0]),
+                    };
                     if s < e {
                         push_merged(out, s as u32, e as u32);
                     }

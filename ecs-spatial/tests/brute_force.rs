@@ -1,7 +1,7 @@
 //! The grid's queries against brute force on random and adversarial point
 //! sets: results must be equal exactly.
 
-use ecs_spatial::{CellLookup, EncodeError, GridError, GridPoint, NeighborLists, SparseGrid};
+use ecs_spatial::{CellLookup, EncodeError, GridError, GridPoint, LookupKind, NeighborLists, SparseGrid};
 use glam::{Vec2, Vec3};
 use proptest::prelude::*;
 
@@ -118,6 +118,14 @@ fn check_all<P: GridPoint>(origin: P, cell: f32, ps: &[P], queries: &[P], radii:
             let qi = grid.input_indices()[s] as usize;
             assert_eq!(q, ids[qi]);
             assert_eq!(sorted(hits.to_vec()), brute_radius(&ids, ps, ps[qi], r));
+        }
+    }
+    // Single queries again: the batch queries may have built the block
+    // table's pages, which single queries then use too.
+    for &q in queries {
+        for &r in radii {
+            grid.query_radius(q, r, &mut out);
+            assert_eq!(sorted(out.clone()), brute_radius(&ids, ps, q, r), "radius {r} around {q:?}, after batches");
         }
     }
 }
@@ -388,6 +396,31 @@ fn lcg_points(n: usize, seed: u64, half: f32) -> Vec<Vec3> {
         ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 * half - half
     };
     (0..n).map(|_| Vec3::new(next(), next(), next())).collect()
+}
+
+/// Clumps of points far apart along x: a bounding box too large for the
+/// dense table, and blocks of many occupied cells, so the first batch query
+/// builds the block table's pages, which every later query reads.
+#[test]
+fn clumps_far_apart_use_pages() {
+    let mut ps = Vec::new();
+    for (i, x) in [0.0f32, 3000.0, 9000.0, 9040.0].into_iter().enumerate() {
+        ps.extend(lcg_points(300, 40 + i as u64, 2.0).into_iter().map(|p| p + Vec3::new(x, 1.0, -2.0)));
+    }
+    let ids: Vec<u32> = (0..ps.len() as u32).collect();
+    let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 1.0).unwrap();
+    grid.rebuild(&ids, &ps).unwrap();
+    assert_eq!(grid.lookup_kind(), LookupKind::Hashed);
+    assert_eq!(grid.stats().page_entries, 0);
+    let mut lists = NeighborLists::new();
+    grid.query_radius_all(1.0, &mut lists);
+    assert!(grid.stats().page_entries > 0, "{:?}", grid.stats());
+    // A rebuild drops them until the next batch query.
+    grid.rebuild(&ids, &ps).unwrap();
+    assert_eq!(grid.stats().page_entries, 0);
+    let qs: Vec<Vec3> = ps.iter().step_by(97).copied().chain([Vec3::new(1500.0, 0.0, 0.0)]).collect();
+    check_all(Vec3::ZERO, 1.0, &ps, &qs, &[0.0, 0.5, 1.0, 2.5, 45.0], CellLookup::Auto);
+    check_all(Vec3::new(0.3, -0.2, 0.1), 0.7, &ps, &qs, &[0.7, 1.9], CellLookup::Hashed);
 }
 
 #[test]
