@@ -80,23 +80,52 @@ fn sets() -> Vec<(String, Vec<Vec3>, f32)> {
         Vec3::new(lattice(500_000.0 + unit() * 200.0), lattice(-300_000.0 + unit() * 200.0), lattice(unit() * 200.0))
     });
     sets.push(("uniform in 200^3 at (500000, -300000, 0), r 5".into(), farther.collect(), 5.0));
+    let diagonal = (0..100_000).map(|_| Vec3::splat(lattice(unit() * 12_000.0)));
+    sets.push(("diagonal line x = y = z of 12000, r 5".into(), diagonal.collect(), 5.0));
+    let tilted = (0..100_000).map(|_| {
+        let (u, v) = (unit() * 600.0, unit() * 600.0);
+        Vec3::new(lattice(u), lattice(v), lattice((u + v) * 0.5))
+    });
+    sets.push(("tilted plane 600 x 600, z = (x + y) / 2, r 5".into(), tilted.collect(), 5.0));
+    let shell = (0..100_000).map(|_| {
+        let d = Vec3::from_array([0; 3].map(|_| gauss.gaussian() as f32)).normalize_or(Vec3::X) * 170.0;
+        Vec3::new(lattice(d.x as f64), lattice(d.y as f64), lattice(d.z as f64))
+    });
+    sets.push(("sphere shell of radius 170, r 5".into(), shell.collect(), 5.0));
+    let twin = (0..100_000).map(|i| {
+        let at = if i % 2 == 0 { 0.0 } else { 100_000.0 };
+        Vec3::new(lattice(at + unit() * 160.0), lattice(unit() * 160.0), lattice(unit() * 160.0))
+    });
+    sets.push(("two cubes of 160^3, 100000 apart, r 5".into(), twin.collect(), 5.0));
     sets
 }
 
 fn broad_phase(filter: Option<&str>) -> Result<(), String> {
     println!();
     println!("broad-phase system, 100k entities | lookup | 5 % moved | all moved (rebuild) | 5 % / all");
+    // The sets, each with the side of the cube (from the origin) its moves
+    // stay in.
+    let mut sets = Vec::new();
     for side in [200.0, 700.0, 2000.0] {
         let mut rng = SplitMix64::new(23);
         let mut unit = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
         let points: Vec<Vec3> = (0..100_000)
             .map(|_| Vec3::new(lattice(unit() * side), lattice(unit() * side), lattice(unit() * side)))
             .collect();
-        let name = format!("uniform in {side}^3");
+        sets.push((format!("uniform in {side}^3"), points, side as f32));
+    }
+    let mut rng = SplitMix64::new(29);
+    let mut unit = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let twin = (0..100_000).map(|i| {
+        let at = if i % 2 == 0 { 0.0 } else { 100_000.0 };
+        Vec3::new(lattice(at + unit() * 160.0), lattice(unit() * 160.0), lattice(unit() * 160.0))
+    });
+    sets.push(("two cubes of 160^3, 100000 apart".into(), twin.collect(), 100_160.0));
+    for (name, points, side) in sets {
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
         }
-        let mut w = EcsBroadPhase::in_cube(&points, side as f32)?;
+        let mut w = EcsBroadPhase::in_cube(&points, side)?;
         let timed = |one_in: usize, w: &mut EcsBroadPhase| {
             w.move_some(one_in);
             let t = Instant::now();
