@@ -1,8 +1,10 @@
 //! Our grid against kiddo on point sets the `spatial` scenario does not
 //! have: other world sizes for the same 100k points (sparser cells), other
-//! radii, fewer points, planes, a line, one dense blob, stacked duplicates
-//! and coordinates far from the origin (10 000 and 100 000 cells out). The
-//! grid's cells are as wide as the radius, as in the scenario.
+//! radii, fewer points, planes (one tilted), a line along an axis and one
+//! along the diagonal, a sphere's shell, one dense blob, stacked
+//! duplicates, coordinates far from the origin (10 000 and 100 000 cells
+//! out) and two cubes 100 000 apart. The grid's cells are as wide as the
+//! radius, as in the scenario.
 //!
 //! `cargo run --release -p ecs-bench --features peers --example probe_spatial [filter]`
 //!
@@ -12,7 +14,7 @@
 //!
 //! Then the broad-phase system (ours alone: no peer keeps a grid in an ECS)
 //! on the uniform sets of 100k points, from the scenario's cube to sparse
-//! worlds, as the scenario's `EcsBroadPhase` runs it (cells of 5, each
+//! worlds, and on the two cubes, as the scenario's `EcsBroadPhase` runs it (cells of 5, each
 //! moved entity by up to one unit per axis): a frame with 5 % of the
 //! entities moved against a frame with all of them moved (the system then
 //! rebuilds), medians of blocks of frames taken in turns. The grid is
