@@ -3,8 +3,8 @@
 //! radii, fewer points, planes (one tilted), a line along an axis and one
 //! along the diagonal, a sphere's shell, one dense blob, stacked
 //! duplicates, coordinates far from the origin (10 000 and 100 000 cells
-//! out) and two cubes 100 000 apart. The grid's cells are as wide as the
-//! radius, as in the scenario.
+//! out) and two cubes 100 000 apart (along x, and along z). The grid's
+//! cells are as wide as the radius, as in the scenario.
 //!
 //! `cargo run --release -p ecs-bench --features peers --example probe_spatial [filter]`
 //!
@@ -99,6 +99,11 @@ fn sets() -> Vec<(String, Vec<Vec3>, f32)> {
         Vec3::new(lattice(at + unit() * 160.0), lattice(unit() * 160.0), lattice(unit() * 160.0))
     });
     sets.push(("two cubes of 160^3, 100000 apart, r 5".into(), twin.collect(), 5.0));
+    let stacked = (0..100_000).map(|i| {
+        let at = if i % 2 == 0 { 0.0 } else { 100_000.0 };
+        Vec3::new(lattice(unit() * 160.0), lattice(unit() * 160.0), lattice(at + unit() * 160.0))
+    });
+    sets.push(("two cubes of 160^3, 100000 apart along z, r 5".into(), stacked.collect(), 5.0));
     sets
 }
 
