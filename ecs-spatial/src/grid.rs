@@ -550,6 +550,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     fn rebuild_impl(&mut self, ids: &[I], positions: &[P], parallel: bool) -> Result<(), GridError> {
+        // Every slot changes: the pages go (the next batch query rebuilds them).
+        self.drop_pages();
         if ids.len() != positions.len() {
             self.clear();
             return Err(GridError::LengthMismatch { ids: ids.len(), positions: positions.len() });
@@ -889,7 +891,6 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.hash.clear();
         self.rows.clear();
         self.blocks.clear();
-        self.drop_pages();
     }
 
     /// The block table of a hashed grid, when the occupied box's rows fit
@@ -925,14 +926,14 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             sum += *v;
             *v = sum;
         }
-        self.drop_pages();
     }
 
     /// Builds the block table's pages, if this grid has a block table and
     /// they are worth it (see [`fill_pages`](Self::fill_pages)) and no batch
     /// query has built them since the last build or edit. Batch queries
     /// call it once each; single queries use the pages when they exist.
-    /// Building them costs about a sixth of a build, so grids that are
+    /// Building them cost 0.3-0.5 ms on 100k points in two clumps (a sixth
+    /// to a quarter of a build), so grids that are
     /// rebuilt or edited without batch queries (a broad phase kept for a
     /// few lookups) never pay it.
     #[inline]
@@ -954,7 +955,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     /// Drops the pages (their slots are stale), keeping their buffers for
-    /// the next [`ensure_pages`](Self::ensure_pages).
+    /// the next [`ensure_pages`](Self::ensure_pages). Called where slots
+    /// change: a rebuild, an edit, [`clear`](Self::clear).
     fn drop_pages(&mut self) {
         if let Some(built) = self.pages.built.take() {
             let spare = self.pages.spare.get_mut().unwrap_or_else(PoisonError::into_inner);
@@ -975,8 +977,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// searches past [`BLOCK_WINDOW`] cells and reads two cells' starts.
     /// Clumps of points far apart (towns in a large world) have a bounding
     /// box too large for the dense table but blocks of many cells: there,
-    /// all radius queries took 1.5-1.6x the dense table's time without
-    /// pages. They are built while the occupied blocks hold at least
+    /// all radius queries took 1.5-1.7x the dense table's time without
+    /// pages (the README's twenty-first run). They are built while the occupied blocks hold at least
     /// [`PAGE_CELLS_MIN`] cells on average and the pages fit the dense
     /// table's budget (`16 * points + 65536` entries).
     fn fill_pages(&self, pages: &mut Pages) {
@@ -1294,6 +1296,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         if removed.is_empty() && inserted.is_empty() {
             return 0;
         }
+        // Points move between slots: the pages' slots go stale.
+        self.drop_pages();
         let mut largest = 0u32;
 
         // 1. The new cell table and the copy plan in old slot order. Cells
@@ -1475,9 +1479,6 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 // cell was added or emptied.
                 if cells_changed || was != LookupKind::Hashed || grew {
                     self.build_hash();
-                } else {
-                    // Pages hold slots, which moved with the points.
-                    self.drop_pages();
                 }
             }
             _ => {
