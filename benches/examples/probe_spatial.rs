@@ -14,8 +14,8 @@
 //!
 //! Then the broad-phase system (ours alone: no peer keeps a grid in an ECS)
 //! on the uniform sets of 100k points, from the scenario's cube to sparse
-//! worlds, and on the two cubes, as the scenario's `EcsBroadPhase` runs it (cells of 5, each
-//! moved entity by up to one unit per axis): a frame with 5 % of the
+//! worlds, and on the two cubes along x, as the scenario's `EcsBroadPhase`
+//! runs it (cells of 5, each moved entity by up to one unit per axis): a frame with 5 % of the
 //! entities moved against a frame with all of them moved (the system then
 //! rebuilds), medians of blocks of frames taken in turns. The grid is
 //! checked against the world and a fresh build afterwards.
@@ -94,17 +94,21 @@ fn sets() -> Vec<(String, Vec<Vec3>, f32)> {
         Vec3::new(lattice(d.x as f64), lattice(d.y as f64), lattice(d.z as f64))
     });
     sets.push(("sphere shell of radius 170, r 5".into(), shell.collect(), 5.0));
-    let twin = (0..100_000).map(|i| {
-        let at = if i % 2 == 0 { 0.0 } else { 100_000.0 };
-        Vec3::new(lattice(at + unit() * 160.0), lattice(unit() * 160.0), lattice(unit() * 160.0))
-    });
-    sets.push(("two cubes of 160^3, 100000 apart, r 5".into(), twin.collect(), 5.0));
-    let stacked = (0..100_000).map(|i| {
-        let at = if i % 2 == 0 { 0.0 } else { 100_000.0 };
-        Vec3::new(lattice(unit() * 160.0), lattice(unit() * 160.0), lattice(at + unit() * 160.0))
-    });
-    sets.push(("two cubes of 160^3, 100000 apart along z, r 5".into(), stacked.collect(), 5.0));
+    sets.push(("two cubes of 160^3, 100000 apart, r 5".into(), two_cubes(&mut unit, 0), 5.0));
+    sets.push(("two cubes of 160^3, 100000 apart along z, r 5".into(), two_cubes(&mut unit, 2), 5.0));
     sets
+}
+
+/// 100k points in two cubes of side 160, the second 100 000 further along
+/// `axis`, alternating.
+fn two_cubes(unit: &mut impl FnMut() -> f64, axis: usize) -> Vec<Vec3> {
+    (0..100_000)
+        .map(|i| {
+            let mut p = [0; 3].map(|_| unit() * 160.0);
+            p[axis] += if i % 2 == 0 { 0.0 } else { 100_000.0 };
+            Vec3::from_array(p.map(lattice))
+        })
+        .collect()
 }
 
 fn broad_phase(filter: Option<&str>) -> Result<(), String> {
@@ -123,11 +127,7 @@ fn broad_phase(filter: Option<&str>) -> Result<(), String> {
     }
     let mut rng = SplitMix64::new(29);
     let mut unit = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    let twin = (0..100_000).map(|i| {
-        let at = if i % 2 == 0 { 0.0 } else { 100_000.0 };
-        Vec3::new(lattice(at + unit() * 160.0), lattice(unit() * 160.0), lattice(unit() * 160.0))
-    });
-    sets.push(("two cubes of 160^3, 100000 apart".into(), twin.collect(), 100_160.0));
+    sets.push(("two cubes of 160^3, 100000 apart".into(), two_cubes(&mut unit, 0), 100_160.0));
     for (name, points, side) in sets {
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
