@@ -39,7 +39,11 @@ pub enum CellLookup {
     /// bounding box while it has at most `16 * points + 65536` cells (4
     /// bytes each, one load per row of cells) and at most 32 per occupied
     /// cell (or 65536), otherwise the sparse lookup ([`CellLookup::Hashed`]).
-    /// Both find a row in O(1) (expected, for the hash).
+    /// Both find a row in O(1) (expected, for the hash). A box whose rows
+    /// are too many for the sparse lookup's block table (clumps far apart
+    /// along y or z, far outliers) gets the dense table over only the
+    /// coordinates its occupied cells have on each axis, when that fits
+    /// the same budget ([`GridStats::dense_compacted`]).
     #[default]
     Auto,
     /// Always the sparse lookup, whose memory is proportional to the
@@ -103,6 +107,11 @@ pub struct GridStats {
     pub lookup: LookupKind,
     /// Entries of the dense table (0 unless [`LookupKind::Dense`]).
     pub dense_entries: usize,
+    /// Whether the dense table keeps, per axis, only the coordinates that
+    /// occupied cells have (clumps far apart, far outliers: the empty
+    /// stretches between them take no entries), rather than the whole
+    /// bounding box.
+    pub dense_compacted: bool,
     /// Slots of the hash table (0 unless [`LookupKind::Hashed`] without a
     /// block table).
     pub hash_slots: usize,
@@ -160,6 +169,15 @@ fn dense_fits(volume: Option<u64>, points: usize, cells: usize) -> bool {
 /// a cell on average, so a row's cells are almost always among the
 /// [`BLOCK_WINDOW`] keys from its block's first cell.
 const BLOCKS_PER_CELL: u64 = 4;
+/// Whether a box of `span` cells has few enough rows for the block table
+/// of a grid of `cells` occupied cells (see [`SparseGrid::fill_blocks`]).
+fn blocks_fit(span: [usize; 3], cells: usize) -> bool {
+    span[1] as u64 * span[2] as u64 <= BLOCKS_PER_CELL * cells as u64 + DENSE_CELLS_MIN
+}
+/// A compacted dense table's ranks take at most this many entries per
+/// point (plus [`DENSE_CELLS_MIN`]): one per coordinate of the occupied
+/// box's extent along each axis (see [`SparseGrid::compact`]).
+const RANKS_PER_POINT: u64 = 2;
 /// Keys compared at once from a block's first cell.
 const BLOCK_WINDOW: usize = 4;
 /// The block table gets pages only while its occupied blocks hold at least
@@ -277,8 +295,15 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     span: [usize; 3],
     kind: LookupKind,
     build: BuildKind,
-    // Dense lookup: `dense[i]..dense[i + 1]` are the points of dense cell `i`.
+    // Dense lookup: `dense[i]..dense[i + 1]` are the points of dense cell `i`,
+    // `i = x + dense_span[0] * (y + dense_span[1] * z)` in the table's
+    // coordinates: offsets from `min` (`dense_span == span`), or, with
+    // `compacted`, each axis's ranks among its occupied coordinates
+    // (`ranks[a][c - min[a]]` counts those below `c`; see `compact`).
     dense: Vec<u32>,
+    dense_span: [usize; 3],
+    compacted: bool,
+    ranks: [Vec<u32>; 3],
     // Hashed lookup without a block table: row key -> index into `rows`,
     // each row's range of the cell table (`first..end`).
     hash: CellHash,
@@ -355,6 +380,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             kind: LookupKind::None,
             build: BuildKind::None,
             dense: Vec::new(),
+            dense_span: [0; 3],
+            compacted: false,
+            ranks: [Vec::new(), Vec::new(), Vec::new()],
             hash: CellHash::default(),
             rows: Vec::new(),
             blocks: Vec::new(),
@@ -442,12 +470,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     }
 
     /// The dense table (`table[i]..table[i + 1]` are the sorted slots of
-    /// dense cell `i`, `x + span_x * (y + span_y * z)` from the occupied
-    /// box's minimum) and `[span_x, span_y]`; empty unless
-    /// [`LookupKind::Dense`].
+    /// dense cell `i`, `x + span_x * (y + span_y * z)` in the table's
+    /// coordinates, see [`dense_box`](Self::dense_box)) and
+    /// `[span_x, span_y]`; empty unless [`LookupKind::Dense`].
     #[inline(always)]
     pub(crate) fn dense_table(&self) -> (&[u32], [usize; 2]) {
-        (&self.dense, [self.span[0], self.span[1]])
+        (&self.dense, [self.dense_span[0], self.dense_span[1]])
     }
 
     /// Whether the last build or edit chose the dense lookup table.
@@ -469,6 +497,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             bounding_box_cells: volume,
             lookup: self.kind,
             dense_entries: if self.kind == LookupKind::Dense { self.dense.len() } else { 0 },
+            dense_compacted: self.kind == LookupKind::Dense && self.compacted,
             hash_slots: if self.kind == LookupKind::Hashed { self.hash.slots() } else { 0 },
             block_entries: if self.kind == LookupKind::Hashed { self.blocks.len() } else { 0 },
             page_entries: self.pages.built.get().map_or(0, |p| p.slots.len()),
@@ -513,6 +542,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.cells.clear();
         self.cell_keys.clear();
         self.dense.clear();
+        self.compacted = false;
         self.hash.clear();
         self.rows.clear();
         self.blocks.clear();
@@ -531,6 +561,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             + self.cells.capacity() * size_of::<Cell>()
             + self.cell_keys.capacity() * 8
             + self.dense.capacity() * 4
+            + self.ranks.iter().map(Vec::capacity).sum::<usize>() * 4
             + self.hash.capacity_bytes()
             + self.rows.capacity() * 8
             + self.blocks.capacity() * 4
@@ -628,17 +659,13 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             }
             self.radix_build(ids, positions, parallel, fused.is_some());
         }
-        let dense_fits = dense_fits(volume, n, self.cells.len());
 
         // 3. The lookup.
-        self.kind = match self.lookup {
-            CellLookup::Auto if dense_fits => LookupKind::Dense,
-            CellLookup::Auto | CellLookup::Hashed => LookupKind::Hashed,
-            CellLookup::BinarySearch => LookupKind::BinarySearch,
-        };
+        self.kind = self.choose_lookup(volume, true);
         match self.kind {
             LookupKind::Dense => {
-                if self.build != BuildKind::Counting {
+                // The counting build filled the table (never a compacted one).
+                if self.build != BuildKind::Counting || self.compacted {
                     self.fill_dense();
                 }
                 self.clear_hash();
@@ -653,6 +680,79 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             }
         }
         Ok(())
+    }
+
+    /// The lookup for the current cells and bounding box (`volume` cells,
+    /// if that fits a `u64`), as [`CellLookup`] says, with `compacted`,
+    /// `dense_span` (and, compacted, `ranks`) set for it; the caller fills
+    /// the tables. With `try_compact`, a box whose rows do not fit the block
+    /// table may get a compacted dense table (see [`compact`](Self::compact)).
+    fn choose_lookup(&mut self, volume: Option<u64>, try_compact: bool) -> LookupKind {
+        self.compacted = false;
+        self.dense_span = self.span;
+        let (n, cells) = (self.len(), self.cells.len());
+        match self.lookup {
+            CellLookup::Auto if dense_fits(volume, n, cells) => LookupKind::Dense,
+            CellLookup::Auto if try_compact => {
+                if self.compact() {
+                    LookupKind::Dense
+                } else {
+                    LookupKind::Hashed
+                }
+            }
+            CellLookup::Auto | CellLookup::Hashed => LookupKind::Hashed,
+            CellLookup::BinarySearch => LookupKind::BinarySearch,
+        }
+    }
+
+    /// Compacts the dense table's axes, when the occupied box's rows do not
+    /// fit the block table (clumps of points far apart along y or z, a few
+    /// far outliers) and the table then fits: each axis keeps only the
+    /// coordinates some occupied cell has, so the empty stretches between
+    /// clumps take no entries and no rows. Sets `ranks` and `dense_span`
+    /// and returns true, or returns false (`ranks` may then hold anything).
+    ///
+    /// Without it such worlds took the hash and row cursors, whose lookups
+    /// cost all radius queries 1.3-1.7x the dense table's time (two clumps
+    /// apart along z against along x, the README's twenty-first run). The
+    /// ranks cost a pass over the cells and one over the box's extent per
+    /// axis (at most [`RANKS_PER_POINT`] entries per point, plus
+    /// [`DENSE_CELLS_MIN`]), and only grids that would have no block table
+    /// pay it.
+    fn compact(&mut self) -> bool {
+        let (n, cells) = (self.len() as u64, self.cells.len() as u64);
+        let entries: u64 = self.span.iter().map(|&s| s as u64 + 1).sum();
+        if blocks_fit(self.span, self.cells.len()) || entries > RANKS_PER_POINT * n + DENSE_CELLS_MIN {
+            return false;
+        }
+        let (min, span) = (self.min, self.span);
+        for (r, &s) in self.ranks.iter_mut().zip(&span) {
+            r.clear();
+            r.resize(s + 1, 0);
+        }
+        let [rx, ry, rz] = &mut self.ranks;
+        for &key in &self.cell_keys {
+            let [x, y, z] = unpack(key);
+            rx[(x - min[0]) as usize + 1] = 1;
+            ry[(y - min[1]) as usize + 1] = 1;
+            rz[(z - min[2]) as usize + 1] = 1;
+        }
+        let mut dense_span = [0usize; 3];
+        for (r, kept) in self.ranks.iter_mut().zip(&mut dense_span) {
+            let mut sum = 0u32;
+            for v in r.iter_mut() {
+                sum += *v;
+                *v = sum;
+            }
+            *kept = sum as usize;
+        }
+        let volume = dense_span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
+        if !dense_fits(volume, n as usize, cells as usize) {
+            return false;
+        }
+        self.dense_span = dense_span;
+        self.compacted = true;
+        true
     }
 
     /// The dense index of every point from its packed key
@@ -843,7 +943,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// more than the sort before it in sparse boxes (about one point per
     /// ten cells).
     fn fill_dense(&mut self) {
-        let volume = self.span.iter().product::<usize>();
+        let volume = self.dense_span.iter().product::<usize>();
         self.dense.clear();
         self.dense.resize(volume + 1, 0);
         for c in 0..self.cells.len() {
@@ -907,7 +1007,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.blocks.clear();
         let limit = BLOCKS_PER_CELL * self.cells.len() as u64 + DENSE_CELLS_MIN;
         let rows = self.span[1] as u64 * self.span[2] as u64;
-        if self.cells.is_empty() || rows > limit {
+        if self.cells.is_empty() || !blocks_fit(self.span, self.cells.len()) {
             return;
         }
         let mut shift = 0;
@@ -1175,12 +1275,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// the cell is not occupied).
     pub fn cell_slots(&self, key: CellKey) -> std::ops::Range<usize> {
         if self.kind == LookupKind::Dense {
-            let c = unpack(key.raw());
-            if self.box_holds(c) {
-                let d = self.dense_index(key.raw());
-                return self.dense[d] as usize..self.dense[d + 1] as usize;
-            }
-            return 0..0;
+            return match self.dense_cell(unpack(key.raw())) {
+                Some(d) => self.dense[d] as usize..self.dense[d + 1] as usize,
+                None => 0..0,
+            };
         }
         match self.cell_index(key.raw()) {
             Some(i) => {
@@ -1333,6 +1431,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let (mut min, mut max) = if grew { EMPTY_BOUNDS } else { (self.min, self.max) };
         let mut delta: i64 = 0;
         let mut cells_changed = false;
+        let mut new_coordinate = false;
         let (mut c, mut r, mut ins) = (0usize, 0usize, 0usize);
         let old_start = |t: usize| if t < c_old { old_cells[t].start as usize } else { n_old };
         loop {
@@ -1364,6 +1463,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 cells_changed = true;
                 changes.push((k, count as i64));
                 let coords = unpack(k);
+                // A compacted table has a row and column for every
+                // coordinate some old cell had; a new one needs new ranks.
+                new_coordinate |= self.compacted && (0..3).any(|a| self.dense_at(a, coords[a]).is_none());
                 for a in 0..3 {
                     if coords[a] < min[a] || coords[a] > max[a] {
                         grew = true;
@@ -1438,21 +1540,32 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
         // The bounding box only grows here (a box larger than the occupied
         // cells is still correct for every query); a rebuild makes it tight.
-        let was = self.kind;
+        let (was, was_compacted) = (self.kind, self.compacted);
         let span = [0, 1, 2].map(|a| (max[a] - min[a]) as usize + 1);
         let volume = span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
-        let dense_fits = dense_fits(volume, n_new, self.cells.len());
         self.min = min;
         self.max = max;
         self.span = span;
         self.build = BuildKind::Edit;
-        self.kind = match self.lookup {
-            CellLookup::Auto if dense_fits => LookupKind::Dense,
-            CellLookup::Auto | CellLookup::Hashed => LookupKind::Hashed,
-            CellLookup::BinarySearch => LookupKind::BinarySearch,
+        let compact_volume = self.dense_span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
+        let keep_ranks =
+            was_compacted && !grew && !new_coordinate && dense_fits(compact_volume, n_new, self.cells.len());
+        self.kind = if keep_ranks {
+            // Every cell's coordinates have ranks (an emptied cell's may
+            // stay: the table then has a row or column without points).
+            LookupKind::Dense
+        } else {
+            // A hashed grid whose box did not grow was not compacted at
+            // this box before: the ranks are not tried again.
+            self.choose_lookup(volume, grew || was != LookupKind::Hashed)
         };
         match self.kind {
-            LookupKind::Dense if grew || was != LookupKind::Dense => {
+            LookupKind::Dense
+                if grew
+                    || was != LookupKind::Dense
+                    || self.compacted != was_compacted
+                    || (self.compacted && !keep_ranks) =>
+            {
                 self.clear_hash();
                 self.fill_dense();
             }
@@ -1490,8 +1603,14 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         largest
     }
 
+    /// The dense-table index of occupied cell `key`.
     #[inline]
     fn dense_index(&self, key: u64) -> usize {
+        if self.compacted {
+            let c = unpack(key);
+            let [x, y, z] = [0, 1, 2].map(|a| self.ranks[a][(c[a] - self.min[a]) as usize] as usize);
+            return x + self.dense_span[0] * (y + self.dense_span[1] * z);
+        }
         let x = (key & AXIS_MASK) as usize - (self.min[0] + BIAS) as usize;
         let y = ((key >> AXIS_BITS) & AXIS_MASK) as usize - (self.min[1] + BIAS) as usize;
         let z = (key >> (2 * AXIS_BITS)) as usize - (self.min[2] + BIAS) as usize;
@@ -1515,10 +1634,15 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         debug_assert!(x0 <= x1 && x0 >= self.min[0] && x1 <= self.max[0]);
         debug_assert!(y >= self.min[1] && y <= self.max[1] && z >= self.min[2] && z <= self.max[2]);
         match self.kind {
-            LookupKind::Dense => {
-                let x = ((x0 - self.min[0]) as usize, (x1 - self.min[0]) as usize + 1);
-                self.dense_run(y, z, x)
+            LookupKind::Dense if !self.compacted => {
+                let m = self.min;
+                let x = ((x0 - m[0]) as usize, (x1 - m[0]) as usize + 1);
+                self.dense_run((y - m[1]) as usize, (z - m[2]) as usize, x)
             }
+            LookupKind::Dense => match (self.dense_at(1, y), self.dense_at(2, z)) {
+                (Some(y), Some(z)) => self.dense_run(y, z, (self.dense_from(0, x0), self.dense_from(0, x1 + 1))),
+                _ => (0, 0),
+            },
             LookupKind::Hashed if self.has_blocks() => self.block_slots(y, z, x0, x1),
             LookupKind::Hashed => self.row_slots_hashed(y, z, x0, x1),
             _ => self.row_slots_search(y, z, x0, x1),
@@ -1591,11 +1715,17 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     #[inline(always)]
     pub(crate) fn walk_rows(&self, lo: [i32; 3], hi: [i32; 3], mut f: impl FnMut(usize, usize)) -> u64 {
         debug_assert!((0..3).all(|a| lo[a] <= hi[a] && lo[a] >= self.min[a] && hi[a] <= self.max[a]));
-        let rows = (hi[1] - lo[1] + 1) as u64 * (hi[2] - lo[2] + 1) as u64;
-        if self.kind == LookupKind::Dense && rows <= ROWS_FREE {
-            self.dense_rows(lo, hi, &mut f);
-            return rows;
+        if self.kind == LookupKind::Dense {
+            // Rows of the table (fewer than the box's when compacted).
+            let (b0, b1) = self.dense_box(lo, hi);
+            let rows = (b1[1] - b0[1]) as u64 * (b1[2] - b0[2]) as u64;
+            if rows <= ROWS_FREE {
+                self.dense_rows(b0, b1, &mut f);
+                return rows;
+            }
+            return self.walk_rows_wide(lo, hi, rows, &mut f);
         }
+        let rows = (hi[1] - lo[1] + 1) as u64 * (hi[2] - lo[2] + 1) as u64;
         self.walk_rows_wide(lo, hi, rows, &mut f)
     }
 
@@ -1611,26 +1741,50 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         [y0, z0]: [i32; 2],
         mut f: impl FnMut(usize, usize),
     ) -> u64 {
-        let rows = (hi[1] - y0) as u64 + (hi[2] - z0) as u64 * (hi[1] - lo[1] + 1) as u64;
-        if rows <= ROWS_FREE {
-            // As `dense_rows` or `lookup_rows`, from the row after `own`.
-            let x = self.dense_columns(lo, hi);
-            let dense = self.kind == LookupKind::Dense;
-            let mut row = |y: i32, z: i32| {
-                let (s, e) = if dense { self.dense_run(y, z, x) } else { self.row_slots(y, z, lo[0], hi[0]) };
-                if s < e {
-                    f(s, e);
+        if self.kind == LookupKind::Dense {
+            // The same rows in the table's coordinates: the rest of row
+            // `own`'s layer (when some cell has its `z`), then the layers
+            // above.
+            let (b0, b1) = self.dense_box(lo, hi);
+            let (y_after, z_after) = (self.dense_from(1, y0 + 1), self.dense_from(2, z0 + 1));
+            let own_layer = self.dense_at(2, z0);
+            let rows =
+                own_layer.map_or(0, |_| (b1[1] - y_after) as u64) + (b1[2] - z_after) as u64 * (b1[1] - b0[1]) as u64;
+            if rows <= ROWS_FREE {
+                let mut row = |y: usize, z: usize| {
+                    let (s, e) = self.dense_run(y, z, (b0[0], b1[0]));
+                    if s < e {
+                        f(s, e);
+                    }
+                };
+                if let Some(z) = own_layer {
+                    (y_after..b1[1]).for_each(|y| row(y, z));
                 }
-            };
-            for y in y0 + 1..=hi[1] {
-                row(y, z0);
-            }
-            for z in z0 + 1..=hi[2] {
-                for y in lo[1]..=hi[1] {
-                    row(y, z);
+                for z in z_after..b1[2] {
+                    (b0[1]..b1[1]).for_each(|y| row(y, z));
                 }
+                return rows;
             }
-            return rows;
+        } else {
+            let rows = (hi[1] - y0) as u64 + (hi[2] - z0) as u64 * (hi[1] - lo[1] + 1) as u64;
+            if rows <= ROWS_FREE {
+                // As `lookup_rows`, from the row after `own`.
+                let mut row = |y: i32, z: i32| {
+                    let (s, e) = self.row_slots(y, z, lo[0], hi[0]);
+                    if s < e {
+                        f(s, e);
+                    }
+                };
+                for y in y0 + 1..=hi[1] {
+                    row(y, z0);
+                }
+                for z in z0 + 1..=hi[2] {
+                    for y in lo[1]..=hi[1] {
+                        row(y, z);
+                    }
+                }
+                return rows;
+            }
         }
         let mut probes = 0;
         if y0 < hi[1] {
@@ -1656,7 +1810,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             let direct = matches!(self.kind, LookupKind::Dense | LookupKind::Hashed);
             if direct && rows <= 2 * (end - from) as u64 + ROWS_FREE {
                 if self.kind == LookupKind::Dense {
-                    self.dense_rows(lo, hi, f);
+                    let (b0, b1) = self.dense_box(lo, hi);
+                    self.dense_rows(b0, b1, f);
                 } else {
                     self.lookup_rows(lo, hi, f);
                 }
@@ -1667,13 +1822,13 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
     }
 
-    /// [`for_each_row`](Self::for_each_row) by one dense-table lookup per row.
+    /// [`for_each_row`](Self::for_each_row) by one dense-table lookup per
+    /// row of the table's box `b0..b1` ([`dense_box`](Self::dense_box)).
     #[inline(always)]
-    fn dense_rows(&self, lo: [i32; 3], hi: [i32; 3], f: &mut impl FnMut(usize, usize)) {
-        let x = self.dense_columns(lo, hi);
-        for z in lo[2]..=hi[2] {
-            for y in lo[1]..=hi[1] {
-                let (s, e) = self.dense_run(y, z, x);
+    fn dense_rows(&self, b0: [usize; 3], b1: [usize; 3], f: &mut impl FnMut(usize, usize)) {
+        for z in b0[2]..b1[2] {
+            for y in b0[1]..b1[1] {
+                let (s, e) = self.dense_run(y, z, (b0[0], b1[0]));
                 if s < e {
                     f(s, e);
                 }
@@ -1681,17 +1836,81 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
     }
 
-    /// The box's first and one-past-last `x` as offsets into a dense row.
+    /// The dense table's coordinate along axis `a` of the first coordinate
+    /// at or after `c` that it keeps (`min[a] <= c <= max[a] + 1`): the
+    /// offset from `min[a]`, or, compacted, the rank among the occupied
+    /// coordinates.
     #[inline(always)]
-    fn dense_columns(&self, lo: [i32; 3], hi: [i32; 3]) -> (usize, usize) {
-        ((lo[0] - self.min[0]) as usize, (hi[0] - self.min[0]) as usize + 1)
+    pub(crate) fn dense_from(&self, a: usize, c: i32) -> usize {
+        let o = (c - self.min[a]) as usize;
+        if self.compacted { self.ranks[a].get(o).map_or(self.dense_span[a], |&r| r as usize) } else { o }
     }
 
-    /// The sorted-slot range of the cells `x` ([`dense_columns`](Self::dense_columns))
-    /// of row `(y, z)`, from the dense table.
+    /// The dense table's coordinate along axis `a` of `c`, if the table has
+    /// a row or column for it (inside the occupied box and, compacted,
+    /// some occupied cell's coordinate).
+    #[inline]
+    fn dense_at(&self, a: usize, c: i32) -> Option<usize> {
+        if c < self.min[a] || c > self.max[a] {
+            return None;
+        }
+        let o = (c - self.min[a]) as usize;
+        if !self.compacted {
+            return Some(o);
+        }
+        let ranks = &self.ranks[a];
+        match (ranks.get(o), ranks.get(o + 1)) {
+            (Some(&r), Some(&next)) if next > r => Some(r as usize),
+            _ => None,
+        }
+    }
+
+    /// The dense-table index of cell `c`, if the table has it.
+    #[inline]
+    fn dense_cell(&self, c: [i32; 3]) -> Option<usize> {
+        let (x, y, z) = (self.dense_at(0, c[0])?, self.dense_at(1, c[1])?, self.dense_at(2, c[2])?);
+        Some(x + self.dense_span[0] * (y + self.dense_span[1] * z))
+    }
+
+    /// The dense table's box of the cell box `lo..=hi` (inside the occupied
+    /// box): per axis, the half-open range of the table's coordinates that
+    /// lie in it (empty when, compacted, no occupied cell's coordinate
+    /// does).
     #[inline(always)]
-    fn dense_run(&self, y: i32, z: i32, (x0, x1): (usize, usize)) -> (usize, usize) {
-        let row = self.span[0] * ((y - self.min[1]) as usize + self.span[1] * (z - self.min[2]) as usize);
+    pub(crate) fn dense_box(&self, lo: [i32; 3], hi: [i32; 3]) -> ([usize; 3], [usize; 3]) {
+        if self.compacted {
+            self.compacted_box(lo, hi)
+        } else {
+            let m = self.min;
+            ([0, 1, 2].map(|a| (lo[a] - m[a]) as usize), [0, 1, 2].map(|a| (hi[a] - m[a]) as usize + 1))
+        }
+    }
+
+    /// [`dense_box`](Self::dense_box) of a compacted table, out of line so
+    /// the batch queries' loops, which inline the box, stay as small as
+    /// without compaction.
+    #[inline(never)]
+    fn compacted_box(&self, lo: [i32; 3], hi: [i32; 3]) -> ([usize; 3], [usize; 3]) {
+        ([0, 1, 2].map(|a| self.dense_from(a, lo[a])), [0, 1, 2].map(|a| self.dense_from(a, hi[a] + 1)))
+    }
+
+    /// The dense table's first layer and, in it, first row of the rows
+    /// after occupied cell `own`'s (its `z` and the `y` after its own).
+    #[inline(always)]
+    pub(crate) fn dense_after(&self, own: [i32; 3]) -> (usize, usize) {
+        if self.compacted {
+            let (b0, b1) = self.compacted_box([own[0], own[1] + 1, own[2]], own);
+            (b1[2] - 1, b0[1])
+        } else {
+            ((own[2] - self.min[2]) as usize, (own[1] - self.min[1]) as usize + 1)
+        }
+    }
+
+    /// The sorted-slot range of the table's cells `x0..x1` of its row
+    /// `(y, z)` (table coordinates, see [`dense_box`](Self::dense_box)).
+    #[inline(always)]
+    fn dense_run(&self, y: usize, z: usize, (x0, x1): (usize, usize)) -> (usize, usize) {
+        let row = self.dense_span[0] * (y + self.dense_span[1] * z);
         (self.dense[row + x0] as usize, self.dense[row + x1] as usize)
     }
 
@@ -2283,6 +2502,190 @@ mod tests {
             assert_eq!(grid.cells().len(), cells);
             check_pages(&grid, n >= 3);
         }
+    }
+
+    /// Every row range, box walk and cell range of a grid with the dense
+    /// table equals the binary search's: rows at coordinates no cell has
+    /// (compacted tables have no row for them), boxes of few and of many
+    /// rows (a compacted box has fewer than its cells' extent), and the
+    /// rows after a cell's own.
+    fn check_dense(grid: &SparseGrid<Vec3>, probes: u64) {
+        assert_eq!(grid.lookup_kind(), LookupKind::Dense);
+        let mut seed = 11u64;
+        let mut next = |n: i32| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) % n.max(1) as u64) as i32
+        };
+        let empty = |r: (usize, usize)| if r.0 == r.1 { (0, 0) } else { r };
+        let span = [0, 1, 2].map(|a| grid.max[a] - grid.min[a] + 1);
+        for _ in 0..probes {
+            let y = grid.min[1] + next(span[1]);
+            let z = grid.min[2] + next(span[2]);
+            let x0 = grid.min[0] + next(span[0]);
+            let x1 = x0 + next(grid.max[0] - x0 + 1).min(next(6));
+            let want = empty(grid.row_slots_search(y, z, x0, x1));
+            assert_eq!(empty(grid.row_slots(y, z, x0, x1)), want, "row ({y}, {z}) cells {x0}..={x1}");
+        }
+        // Boxes around random occupied cells: a few rows, and the whole
+        // extent along y or z (many rows, most of them empty).
+        let searched = |lo: [i32; 3], hi: [i32; 3]| {
+            let mut rows = Vec::new();
+            for z in lo[2]..=hi[2] {
+                for y in lo[1]..=hi[1] {
+                    let (s, e) = grid.row_slots_search(y, z, lo[0], hi[0]);
+                    if s < e {
+                        rows.push((s, e));
+                    }
+                }
+            }
+            rows
+        };
+        for i in 0..120 {
+            let cell = grid.cells()[next(grid.cells().len() as i32) as usize];
+            let own = unpack(cell.key.raw());
+            let reach = [1 + next(3), 1 + next(3), 1 + next(3)];
+            let mut lo = [0, 1, 2].map(|a| (own[a] - reach[a]).max(grid.min[a]));
+            let mut hi = [0, 1, 2].map(|a| (own[a] + reach[a]).min(grid.max[a]));
+            if i % 20 == 0 {
+                let a = 1 + i / 20 % 2;
+                (lo[a], hi[a]) = (grid.min[a], grid.max[a]);
+            }
+            let mut walked = Vec::new();
+            grid.walk_rows(lo, hi, |s, e| walked.push((s, e)));
+            assert_eq!(walked, searched(lo, hi), "box {lo:?}..={hi:?}");
+            // The rows after `own`'s: the rest of its layer, then above.
+            let mut after = Vec::new();
+            grid.walk_rows_after(lo, hi, [own[1], own[2]], |s, e| after.push((s, e)));
+            let mut want = searched([lo[0], own[1] + 1, own[2]], [hi[0], hi[1], own[2]]);
+            if own[2] < hi[2] {
+                want.extend(searched([lo[0], lo[1], own[2] + 1], hi));
+            }
+            assert_eq!(after, want, "box {lo:?}..={hi:?} after {own:?}");
+        }
+        // Every occupied cell, and cells beside them that may be empty.
+        for cell in grid.cells() {
+            let start = cell.start as usize;
+            assert_eq!(grid.cell_slots(cell.key), start..start + cell.count as usize);
+            let [x, y, z] = unpack(cell.key.raw());
+            for (dx, dy, dz) in [(1, 0, 0), (0, 1, 0), (0, 0, 1), (0, -3, 2)] {
+                let key = CellKey::from_raw_unchecked(pack_unchecked(x + dx, y + dy, z + dz));
+                let want = match grid.cells().binary_search_by_key(&key.raw(), |c| c.key.raw()) {
+                    Ok(i) => grid.cells()[i].start as usize..(grid.cells()[i].start + grid.cells()[i].count) as usize,
+                    Err(_) => 0..0,
+                };
+                let got = grid.cell_slots(key);
+                assert_eq!(if got.is_empty() { 0..0 } else { got }, want, "cell {key:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn compacted_dense_rows_match_the_search() {
+        let mut seed = 3u64;
+        let mut unit = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 40) as f32 / (1u64 << 24) as f32
+        };
+        // Clumps far apart along z, along y, along both, and one clump
+        // with a few far points along z: too many rows for the block table,
+        // few occupied coordinates per axis.
+        let mut sets: Vec<Vec<Vec3>> = Vec::new();
+        for offset in
+            [Vec3::new(0.0, 0.0, 300_000.0), Vec3::new(0.0, 300_000.0, 0.0), Vec3::new(0.0, 150_000.0, -150_000.0)]
+        {
+            sets.push(
+                (0..6000).map(|i| Vec3::new(unit(), unit(), unit()) * 60.0 + offset * (i % 3) as f32 / 2.0).collect(),
+            );
+        }
+        let mut clump: Vec<Vec3> = (0..6000).map(|_| Vec3::new(unit(), unit(), unit()) * 60.0).collect();
+        clump.extend((0..5).map(|i| Vec3::new(unit() * 60.0, unit() * 60.0, 5000.0 + i as f32 * 40_000.0)));
+        sets.push(clump);
+        for points in sets {
+            let ids: Vec<u32> = (0..points.len() as u32).collect();
+            let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 5.0).unwrap();
+            grid.rebuild(&ids, &points).unwrap();
+            assert!(grid.stats().dense_compacted, "{:?}", grid.stats());
+            check_dense(&grid, 20_000);
+            // Remove every third point; insert points beside old ones (new
+            // cells, some past the box's edge) and a few in the empty
+            // stretches (coordinates no cell had).
+            let mut removed: Vec<u32> = (0..grid.len() as u32).step_by(3).collect();
+            let (lo, hi) = (Vec3::from_array(grid.min.map(|v| v as f32)), Vec3::from_array(grid.max.map(|v| v as f32)));
+            let mut inserted: Vec<(CellKey, u32, Vec3)> = (0..2000u32)
+                .map(|i| {
+                    let p = if i % 100 == 0 {
+                        (lo + (hi - lo) * Vec3::new(unit(), unit(), unit())) * 5.0
+                    } else {
+                        let near = grid.positions().get((i as usize * 7919) % grid.len()).unwrap();
+                        near + (Vec3::new(unit(), unit(), unit()) - 0.5) * 12.0
+                    };
+                    (grid.cell_key_of(p).unwrap(), 1_000_000 + i, p)
+                })
+                .collect();
+            grid.apply_edits(&mut removed, &mut inserted).unwrap();
+            assert_eq!(grid.stats().build, BuildKind::Edit);
+            assert!(grid.stats().dense_compacted, "{:?}", grid.stats());
+            check_dense(&grid, 20_000);
+            // Points leave and join cells that stay occupied: the table is
+            // shifted in place, its coordinates kept.
+            let full: Vec<(u32, u32)> =
+                grid.cells().iter().filter(|c| c.count >= 2).map(|c| (c.start, c.count)).collect();
+            let mut removed: Vec<u32> = full.iter().step_by(2).take(500).map(|&(s, _)| s).collect();
+            let mut inserted: Vec<(CellKey, u32, Vec3)> = full
+                .iter()
+                .skip(1)
+                .step_by(3)
+                .take(400)
+                .enumerate()
+                .map(|(i, &(s, _))| {
+                    let p = grid.positions().get(s as usize).unwrap();
+                    (grid.cell_key_of(p).unwrap(), 2_000_000 + i as u32, p)
+                })
+                .collect();
+            let cells = grid.cells().len();
+            let compacted = grid.stats().dense_compacted;
+            grid.apply_edits(&mut removed, &mut inserted).unwrap();
+            assert_eq!(grid.cells().len(), cells);
+            assert!(compacted && grid.stats().dense_compacted);
+            check_dense(&grid, 20_000);
+            // Points go to empty cells whose coordinates other cells have:
+            // the table keeps its rows and columns and is shifted in place.
+            let keys: Vec<[i32; 3]> = grid.cells().iter().map(|c| unpack(c.key.raw())).collect();
+            let mut inserted: Vec<(CellKey, u32, Vec3)> = (0..200usize)
+                .map(|i| {
+                    let (a, b, c) = (keys[i * 31 % keys.len()], keys[i * 57 % keys.len()], keys[i * 89 % keys.len()]);
+                    let p = Vec3::new(a[0] as f32, b[1] as f32, c[2] as f32) * 5.0 + 2.5;
+                    (grid.cell_key_of(p).unwrap(), 4_000_000 + i as u32, p)
+                })
+                .collect();
+            let (cells, entries) = (grid.cells().len(), grid.stats().dense_entries);
+            grid.apply_edits(&mut [], &mut inserted).unwrap();
+            assert!(grid.cells().len() > cells);
+            assert!(grid.stats().dense_compacted && grid.stats().dense_entries == entries, "{:?}", grid.stats());
+            check_dense(&grid, 20_000);
+            // Points join the empty stretches inside the box (coordinates
+            // the table has no row or column for, the box unchanged).
+            let (lo, hi) = (grid.min, grid.max);
+            let mut inserted: Vec<(CellKey, u32, Vec3)> = (0..20u32)
+                .map(|i| {
+                    let t = Vec3::new(unit(), unit(), unit());
+                    let c = Vec3::from_array([0, 1, 2].map(|a| lo[a] as f32 + (hi[a] - lo[a]) as f32 * t[a]));
+                    let p = c * 5.0 + 2.5;
+                    (grid.cell_key_of(p).unwrap(), 3_000_000 + i, p)
+                })
+                .collect();
+            let entries = grid.stats().dense_entries;
+            grid.apply_edits(&mut [], &mut inserted).unwrap();
+            assert_eq!((grid.min, grid.max), (lo, hi));
+            assert!(grid.stats().dense_compacted && grid.stats().dense_entries > entries, "{:?}", grid.stats());
+            check_dense(&grid, 20_000);
+        }
+        // A dense box needs no compaction.
+        let points: Vec<Vec3> = (0..5000).map(|_| Vec3::new(unit(), unit(), unit()) * 100.0).collect();
+        let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 5.0).unwrap();
+        grid.rebuild(&(0..5000).collect::<Vec<u32>>(), &points).unwrap();
+        assert!(!grid.stats().dense_compacted);
+        check_dense(&grid, 5_000);
     }
 
     #[test]

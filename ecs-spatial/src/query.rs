@@ -532,6 +532,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// and every unit is handed over. Returns the probes made (the caller
     /// adds them to [`cell_probes`]), or `None` for a NaN or negative
     /// radius (nothing is within it).
+    #[inline(always)]
     fn for_each_unit(
         &self,
         cells: Range<usize>,

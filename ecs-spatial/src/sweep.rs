@@ -260,31 +260,35 @@ impl RowFinder {
         out: &mut Vec<(u32, u32)>,
     ) -> u64 {
         let [_, y0, z0] = own;
+        if grid.lookup_kind() == LookupKind::Dense {
+            // In the table's coordinates (offsets from the occupied box's
+            // minimum, or ranks among the occupied coordinates when the
+            // table is compacted): `own` is an occupied cell, so its row is
+            // one of the table's.
+            let ([x0, ty0, tz0], [x1, ty1, tz1]) = grid.dense_box(lo, hi);
+            let (z_first, y_after) = if after { grid.dense_after(own) } else { (tz0, ty0) };
+            let rows = (ty1 - ty0) * tz1.saturating_sub(z_first);
+            if rows <= DENSE_ROWS_MAX as usize {
+                let (table, [span_x, span_y]) = grid.dense_table();
+                let mut probes = 0;
+                for z in z_first..tz1 {
+                    let y_first = if z == z_first && after { y_after } else { ty0 };
+                    let mut row = span_x * (y_first + span_y * z);
+                    for _ in y_first..ty1 {
+                        if let (Some(&s), Some(&e)) = (table.get(row + x0), table.get(row + x1))
+                            && s < e
+                        {
+                            push_merged(out, s, e);
+                        }
+                        row += span_x;
+                    }
+                    probes += ty1.saturating_sub(y_first) as u64;
+                }
+                return probes;
+            }
+        }
         let z_first = if after { z0 } else { lo[2] };
         let rows = i64::from(hi[1] - lo[1] + 1) * i64::from(hi[2] - z_first + 1);
-        if grid.lookup_kind() == LookupKind::Dense && rows <= DENSE_ROWS_MAX {
-            let (table, [span_x, span_y]) = grid.dense_table();
-            let min = grid.min;
-            let (x0, x1) = ((lo[0] - min[0]) as usize, (hi[0] - min[0]) as usize + 1);
-            let mut probes = 0;
-            for z in z_first..=hi[2] {
-                let y_first = if after && z == z0 { y0 + 1 } else { lo[1] };
-                if y_first > hi[1] {
-                    continue;
-                }
-                let mut row = span_x * ((y_first - min[1]) as usize + span_y * (z - min[2]) as usize);
-                for _ in y_first..=hi[1] {
-                    if let (Some(&s), Some(&e)) = (table.get(row + x0), table.get(row + x1))
-                        && s < e
-                    {
-                        push_merged(out, s, e);
-                    }
-                    row += span_x;
-                }
-                probes += (hi[1] - y_first + 1) as u64;
-            }
-            return probes;
-        }
         if grid.has_blocks() && rows <= DENSE_ROWS_MAX {
             let pages = grid.paged();
             let mut probes = 0;

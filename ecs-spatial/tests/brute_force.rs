@@ -423,6 +423,37 @@ fn clumps_far_apart_use_pages() {
     check_all(Vec3::new(0.3, -0.2, 0.1), 0.7, &ps, &qs, &[0.7, 1.9], CellLookup::Hashed);
 }
 
+/// Clumps of points far apart along z, along y and along both, and a
+/// clump with far outliers along z: too many rows of cells for the block
+/// table, so the dense table keeps only each axis's occupied coordinates.
+/// Every query equals brute force, with radii inside a clump and radii
+/// that span the empty stretches.
+#[test]
+fn clumps_far_apart_along_y_and_z_compact_the_dense_table() {
+    let mut sets = Vec::new();
+    for offset in [Vec3::new(0.0, 0.0, 40_000.0), Vec3::new(0.0, 40_000.0, 0.0), Vec3::new(9.0, 30_000.0, -30_000.0)] {
+        let mut ps = Vec::new();
+        for (i, k) in [0.0f32, 1.0, 1.002].into_iter().enumerate() {
+            ps.extend(lcg_points(400, 50 + i as u64, 3.0).into_iter().map(|p| p + offset * k));
+        }
+        sets.push(ps);
+    }
+    let mut outliers = lcg_points(1000, 60, 4.0);
+    outliers.extend((0..4).map(|i| Vec3::new(1.0, -2.0, 3000.0 + 9000.0 * i as f32)));
+    sets.push(outliers);
+    for ps in &sets {
+        let ids: Vec<u32> = (0..ps.len() as u32).collect();
+        let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 1.0).unwrap();
+        grid.rebuild(&ids, ps).unwrap();
+        let stats = grid.stats();
+        assert!(stats.lookup == LookupKind::Dense && stats.dense_compacted, "{stats:?}");
+        assert!(stats.dense_entries < 100_000, "{stats:?}");
+        let qs: Vec<Vec3> = ps.iter().step_by(53).copied().chain([ps[0] + Vec3::new(0.0, 700.0, 900.0)]).collect();
+        check_all(Vec3::ZERO, 1.0, ps, &qs, &[0.0, 0.5, 1.0, 2.5, 90.0], CellLookup::Auto);
+        check_all(Vec3::new(0.3, -0.2, 0.1), 0.7, ps, &qs, &[0.7, 1.9], CellLookup::Auto);
+    }
+}
+
 #[test]
 fn steady_state_rebuild_allocates_nothing() {
     let ids: Vec<u32> = (0..20_000).collect();

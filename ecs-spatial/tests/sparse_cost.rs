@@ -3,7 +3,7 @@
 //! cells, never by the empty cells of a query's box. Issue #11: two points at
 //! `(0, 0, 0)` and `(0, s, s)` with radius `4 s` took time quadratic in `s`.
 
-use ecs_spatial::{CellLookup, GridPoint, NeighborLists, SparseGrid, cell_probes};
+use ecs_spatial::{CellLookup, GridPoint, LookupKind, NeighborLists, SparseGrid, cell_probes};
 use glam::{Vec2, Vec3};
 use proptest::prelude::*;
 
@@ -119,16 +119,36 @@ fn two_points(s: f32, lookup: CellLookup) -> [u64; 6] {
     checked_costs(origin, 1.0, lookup, &ps, &qs, 4.0 * s)
 }
 
+/// The lookup a grid of [`two_points`] chooses, and whether its dense
+/// table is compacted.
+fn two_points_lookup(s: f32, lookup: CellLookup) -> (LookupKind, bool) {
+    let origin = Vec3::new(0.0, 524_288.0, 524_288.0);
+    let mut grid = SparseGrid::<Vec3, u32>::new(origin, 1.0).unwrap().with_lookup(lookup);
+    grid.rebuild(&[0, 1], &[Vec3::ZERO, Vec3::new(0.0, s, s)]).unwrap();
+    let stats = grid.stats();
+    (stats.lookup, stats.dense_compacted)
+}
+
 #[test]
 fn two_points_far_apart_up_to_the_full_key_range() {
     for lookup in [CellLookup::Auto, CellLookup::BinarySearch] {
-        let costs: Vec<[u64; 6]> =
-            [1u32 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 20].iter().map(|&s| two_points(s as f32, lookup)).collect();
+        let sizes = [1u32 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 20];
+        let costs: Vec<[u64; 6]> = sizes.iter().map(|&s| two_points(s as f32, lookup)).collect();
+        // Auto compacts the dense table to the two points' coordinates
+        // while the box's extent is small enough to rank (2^10..2^14 here),
+        // and takes the sparse lookup beyond.
+        let kinds: Vec<(LookupKind, bool)> = sizes.iter().map(|&s| two_points_lookup(s as f32, lookup)).collect();
+        if lookup == CellLookup::Auto {
+            assert_eq!(kinds[0], (LookupKind::Dense, true), "{kinds:?}");
+            assert_eq!(kinds[4], (LookupKind::Hashed, false), "{kinds:?}");
+        }
         // The work does not grow with the empty space between the points
-        // (k-nearest's growing rounds may end a probe sooner or later)...
+        // (k-nearest's growing rounds may end a probe sooner or later) as
+        // long as the lookup is the same...
         let without_knn = |c: &[u64; 6]| [c[0], c[1], c[2], c[4], c[5]];
-        for c in &costs {
-            assert_eq!(without_knn(c), without_knn(&costs[0]), "{lookup:?}: probes per s = 2^10..2^20: {costs:?}");
+        for (c, kind) in costs.iter().zip(&kinds) {
+            let first = kinds.iter().position(|k| k == kind).unwrap_or(0);
+            assert_eq!(without_knn(c), without_knn(&costs[first]), "{lookup:?}: probes per s = 2^10..2^20: {costs:?}");
         }
         // ...and is a handful of probes per query (3 queries, 3 k-nearest
         // each; today 4 per radius or box query, about 10 per k-nearest, 7
