@@ -14,7 +14,7 @@
 //!
 //! Then the broad-phase system (ours alone: no peer keeps a grid in an ECS)
 //! on the uniform sets of 100k points, from the scenario's cube to sparse
-//! worlds, and on the two cubes along x, as the scenario's `EcsBroadPhase`
+//! worlds, and on the two cubes (along x and along z), as the scenario's `EcsBroadPhase`
 //! runs it (cells of 5, each moved entity by up to one unit per axis): a frame with 5 % of the
 //! entities moved against a frame with all of them moved (the system then
 //! rebuilds), medians of blocks of frames taken in turns. The grid is
@@ -25,6 +25,7 @@ use std::time::Instant;
 use ecs_bench::scenes::replication::median;
 use ecs_bench::scenes::spatial::ecs::{EcsBroadPhase, MOVED_ONE_IN};
 use ecs_bench::scenes::spatial::{SpatialScene, SplitMix64, kiddo::KdTree, ours::Grid};
+use ecs_spatial::LookupKind;
 use glam::Vec3;
 
 /// Medians of `reps` timings of `ours` and `peer`, taken in turns.
@@ -128,6 +129,7 @@ fn broad_phase(filter: Option<&str>) -> Result<(), String> {
     let mut rng = SplitMix64::new(29);
     let mut unit = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
     sets.push(("two cubes of 160^3, 100000 apart".into(), two_cubes(&mut unit, 0), 100_160.0));
+    sets.push(("two cubes of 160^3, 100000 apart along z".into(), two_cubes(&mut unit, 2), 100_160.0));
     for (name, points, side) in sets {
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
@@ -162,9 +164,20 @@ fn broad_phase(filter: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
+/// The lookup a build chose, as the README's tables name it.
+fn lookup_name(stats: ecs_spatial::GridStats) -> &'static str {
+    match stats.lookup {
+        LookupKind::Dense if stats.dense_compacted => "dense, compacted",
+        LookupKind::Dense => "dense",
+        LookupKind::Hashed if stats.block_entries > 0 => "blocks",
+        LookupKind::Hashed => "hash",
+        _ => "other",
+    }
+}
+
 fn main() -> Result<(), String> {
     let filter = std::env::args().nth(1);
-    println!("set | hits/point | build ours vs kiddo | all queries ours vs kiddo | pairs / queries");
+    println!("set | lookup | hits/point | build ours vs kiddo | all queries ours vs kiddo | pairs / queries");
     for (name, points, r) in sets() {
         if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
             continue;
@@ -186,7 +199,8 @@ fn main() -> Result<(), String> {
             .collect();
         let pairs = median(&pairs);
         println!(
-            "{name} | {:.1} | {b_ours:.0} vs {b_kiddo:.0} ({:.2}x) | {q_ours:.0} vs {q_kiddo:.0} ({:.2}x) | {:.2}",
+            "{name} | {} | {:.1} | {b_ours:.0} vs {b_kiddo:.0} ({:.2}x) | {q_ours:.0} vs {q_kiddo:.0} ({:.2}x) | {:.2}",
+            lookup_name(ours.stats()),
             h_ours as f64 / points.len() as f64,
             b_ours / b_kiddo,
             q_ours / q_kiddo,

@@ -36,6 +36,13 @@ impl Grid {
     }
 }
 
+impl Grid {
+    /// What the latest build chose (the lookup, compacted or not).
+    pub fn stats(&self) -> ecs_spatial::GridStats {
+        self.grid.stats()
+    }
+}
+
 impl SpatialScene for Grid {
     /// A no-op: a rebuild reuses the grid's buffers (the steady state of a
     /// broad phase rebuilt every frame).
