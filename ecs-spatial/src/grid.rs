@@ -730,12 +730,18 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             r.clear();
             r.resize(s + 1, 0);
         }
+        // Keys sort by z, y, x: `y` and `z` are marked once per row.
         let [rx, ry, rz] = &mut self.ranks;
+        let x_base = (min[0] + BIAS) as u64;
+        let mut row = u64::MAX;
         for &key in &self.cell_keys {
-            let [x, y, z] = unpack(key);
-            rx[(x - min[0]) as usize + 1] = 1;
-            ry[(y - min[1]) as usize + 1] = 1;
-            rz[(z - min[2]) as usize + 1] = 1;
+            rx[((key & AXIS_MASK) - x_base) as usize + 1] = 1;
+            if key >> AXIS_BITS != row {
+                row = key >> AXIS_BITS;
+                let [_, y, z] = unpack(key);
+                ry[(y - min[1]) as usize + 1] = 1;
+                rz[(z - min[2]) as usize + 1] = 1;
+            }
         }
         let mut dense_span = [0usize; 3];
         for (r, kept) in self.ranks.iter_mut().zip(&mut dense_span) {
@@ -946,10 +952,27 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let volume = self.dense_span.iter().product::<usize>();
         self.dense.clear();
         self.dense.resize(volume + 1, 0);
-        for c in 0..self.cells.len() {
-            let cell = self.cells[c];
-            let d = self.dense_index(cell.key.raw());
-            self.dense[d + 1] = cell.count;
+        if self.compacted {
+            // As `dense_index`, with the row's part taken once per row of
+            // cells (keys sort by z, y, x).
+            let ([rx, ry, rz], min, [sx, sy, _]) = (&self.ranks, self.min, self.dense_span);
+            let x_base = (min[0] + BIAS) as u64;
+            let (mut row, mut base) = (u64::MAX, 0usize);
+            for cell in &self.cells {
+                let key = cell.key.raw();
+                if key >> AXIS_BITS != row {
+                    row = key >> AXIS_BITS;
+                    let [_, y, z] = unpack(key);
+                    base = sx * (ry[(y - min[1]) as usize] as usize + sy * rz[(z - min[2]) as usize] as usize);
+                }
+                self.dense[base + rx[((key & AXIS_MASK) - x_base) as usize] as usize + 1] = cell.count;
+            }
+        } else {
+            for c in 0..self.cells.len() {
+                let cell = self.cells[c];
+                let d = self.dense_index(cell.key.raw());
+                self.dense[d + 1] = cell.count;
+            }
         }
         let mut sum = 0u32;
         for v in &mut self.dense {
