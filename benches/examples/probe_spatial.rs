@@ -3,8 +3,10 @@
 //! radii, fewer points, planes (one tilted), a line along an axis and one
 //! along the diagonal, a sphere's shell, one dense blob, stacked
 //! duplicates, coordinates far from the origin (10 000 and 100 000 cells
-//! out) and two cubes 100 000 apart (along x, and along z). The grid's
-//! cells are as wide as the radius, as in the scenario.
+//! out), two cubes 100 000 apart (along x, along z, along y) and cubes on
+//! the diagonal (two, and four). The grid's cells are as wide as the
+//! radius, as in the scenario. Each set's line names the lookup the build
+//! chose.
 //!
 //! `cargo run --release -p ecs-bench --features peers --example probe_spatial [filter]`
 //!
@@ -97,7 +99,29 @@ fn sets() -> Vec<(String, Vec<Vec3>, f32)> {
     sets.push(("sphere shell of radius 170, r 5".into(), shell.collect(), 5.0));
     sets.push(("two cubes of 160^3, 100000 apart, r 5".into(), two_cubes(&mut unit, 0), 5.0));
     sets.push(("two cubes of 160^3, 100000 apart along z, r 5".into(), two_cubes(&mut unit, 2), 5.0));
+    sets.push(("two cubes of 160^3, 100000 apart along y, r 5".into(), two_cubes(&mut unit, 1), 5.0));
+    sets.push((
+        "two cubes of 160^3 on the diagonal, 60000 apart per axis, r 5".into(),
+        diagonal_cubes(&mut unit, 2, 60_000.0),
+        5.0,
+    ));
+    sets.push((
+        "four cubes of 160^3 on the diagonal, 30000 apart per axis, r 5".into(),
+        diagonal_cubes(&mut unit, 4, 30_000.0),
+        5.0,
+    ));
     sets
+}
+
+/// 100k points in `count` cubes of side 160 along the diagonal, `step`
+/// apart on every axis, in turn.
+fn diagonal_cubes(unit: &mut impl FnMut() -> f64, count: usize, step: f64) -> Vec<Vec3> {
+    (0..100_000)
+        .map(|i| {
+            let offset = (i % count) as f64 * step;
+            Vec3::from_array([0; 3].map(|_| lattice(unit() * 160.0 + offset)))
+        })
+        .collect()
 }
 
 /// 100k points in two cubes of side 160, the second 100 000 further along
