@@ -531,3 +531,103 @@ fn sorted_pairs(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     v.sort_unstable();
     v
 }
+
+/// Radius queries (single and all), pairs and cell ranges of `grid`
+/// against brute force over `ps` (id `i` at `ps[i]`).
+fn check_edited(grid: &SparseGrid<Vec3, u64>, ps: &[Vec3], r: f32, what: &str) {
+    let ids: Vec<u64> = (0..ps.len() as u64).collect();
+    let mut out = Vec::new();
+    for &q in ps.iter().step_by(7) {
+        grid.query_radius(q, r, &mut out);
+        assert_eq!(sorted(out.clone()), brute_radius(&ids, ps, q, r), "{what}: radius {r} around {q:?}");
+    }
+    let mut lists = NeighborLists::new();
+    grid.query_radius_all(r, &mut lists);
+    assert_eq!(lists.len(), ps.len(), "{what}");
+    for s in 0..lists.len() {
+        let (id, hits) = lists.get(s);
+        assert_eq!(sorted(hits.to_vec()), brute_radius(&ids, ps, ps[id as usize], r), "{what}: all queries");
+    }
+    let mut pairs = Vec::new();
+    grid.for_each_pair_within(r, |a, b| pairs.push((a.min(b), a.max(b))));
+    assert_eq!(sorted_pairs(pairs), brute_pairs(&ids, ps, r), "{what}: pairs");
+    for c in grid.cells() {
+        assert_eq!(grid.cell_slots(c.key), c.start as usize..(c.start + c.count) as usize, "{what}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Clumps of points up to 20 000 cells apart on any axes: depending
+    /// on where they lie the grid takes the dense table, its compacted
+    /// form, the block table or the hash. Every query equals brute force
+    /// after the build and after edits that move points between clumps,
+    /// beside them and into the empty stretches between them.
+    #[test]
+    fn clumps_far_apart_on_random_axes(
+        clumps in prop::collection::vec(
+            ((-10_000i32..10_000, -10_000i32..10_000, -10_000i32..10_000), 1usize..3),
+            1..6,
+        ),
+        points in prop::collection::vec((coord(4), coord(4), coord(4), 0usize..6), 10..160),
+        moves in prop::collection::vec((0usize..160, 0usize..6, coord(5), coord(5), coord(5), 0u8..4), 0..40),
+    ) {
+        // Each clump keeps its offset on the axes its mask picks (so some
+        // lie apart along one axis only).
+        let offsets: Vec<Vec3> = clumps
+            .iter()
+            .enumerate()
+            .map(|(i, &((x, y, z), _))| {
+                let keep = [i % 2 == 0 || i == 1, i % 3 != 1, i % 4 != 2];
+                Vec3::new(
+                    if keep[0] { x as f32 } else { 0.0 },
+                    if keep[1] { y as f32 } else { 0.0 },
+                    if keep[2] { z as f32 } else { 0.0 },
+                )
+            })
+            .collect();
+        let centre = |c: usize| offsets[c % offsets.len()] * clumps[c % clumps.len()].1 as f32;
+        let mut ps: Vec<Vec3> = points.iter().map(|&(x, y, z, c)| centre(c) + Vec3::new(x, y, z)).collect();
+        let qs: Vec<Vec3> = ps.iter().step_by(11).copied().collect();
+        check_all(Vec3::ZERO, 1.0, &ps, &qs, &[0.0, 1.0, 2.5, 7.0], CellLookup::Auto);
+
+        let ids: Vec<u64> = (0..ps.len() as u64).collect();
+        let mut grid = SparseGrid::<Vec3, u64>::new(Vec3::ZERO, 1.0).unwrap();
+        grid.rebuild(&ids, &ps).unwrap();
+        let (lo, hi) = ps.iter().fold((Vec3::MAX, Vec3::MIN), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+        // Three edits: into the empty stretches between clumps (inside
+        // the box: coordinates no cell had), then between and beside the
+        // clumps, then past the box (it grows).
+        for phase in [[2, 2], [0, 1], [3, 3]] {
+            let mut removed = Vec::new();
+            let mut inserted = Vec::new();
+            for &(i, c, x, y, z, kind) in moves.iter().filter(|m| phase.contains(&m.5)) {
+                let id = i % ps.len();
+                let Some(slot) = grid.ids().iter().position(|&v| v == id as u64) else { continue };
+                if removed.contains(&(slot as u32)) {
+                    continue;
+                }
+                let jitter = Vec3::new(x, y, z);
+                let to = match kind {
+                    // To another clump.
+                    0 => centre(c) + jitter,
+                    // Beside where it is.
+                    1 => ps[id] + jitter,
+                    // Halfway between two clumps, kept inside the box.
+                    2 => ((centre(c) + centre(c + 1)) * 0.5 + jitter * 0.1).clamp(lo, hi),
+                    // Past the box.
+                    _ => ps[id] + Vec3::splat(12_000.0) + jitter,
+                };
+                removed.push(slot as u32);
+                inserted.push((grid.cell_key_of(to).unwrap(), id as u64, to));
+                ps[id] = to;
+            }
+            grid.apply_edits(&mut removed, &mut inserted).unwrap();
+            let what = format!("after the edit of kinds {phase:?}");
+            let what = what.as_str();
+            check_edited(&grid, &ps, 2.5, what);
+            check_edited(&grid, &ps, 7.0, what);
+        }
+    }
+}
