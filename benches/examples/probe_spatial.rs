@@ -193,6 +193,7 @@ fn lookup_name(stats: ecs_spatial::GridStats) -> &'static str {
     match stats.lookup {
         LookupKind::Dense if stats.dense_compacted => "dense, compacted",
         LookupKind::Dense => "dense",
+        LookupKind::Hashed if stats.blocks_compacted => "blocks, compacted",
         LookupKind::Hashed if stats.block_entries > 0 => "blocks",
         LookupKind::Hashed => "hash",
         _ => "other",

@@ -43,7 +43,9 @@ pub enum CellLookup {
     /// are too many for the sparse lookup's block table (clumps far apart
     /// along y or z, far outliers) gets the dense table over only the
     /// coordinates its occupied cells have on each axis, when that fits
-    /// the same budget ([`GridStats::dense_compacted`]).
+    /// the same budget ([`GridStats::dense_compacted`]), or else the block
+    /// table over those coordinates when their rows fit it (clumps apart
+    /// on every axis, [`GridStats::blocks_compacted`]).
     #[default]
     Auto,
     /// Always the sparse lookup, whose memory is proportional to the
@@ -112,6 +114,10 @@ pub struct GridStats {
     /// stretches between them take no entries), rather than the whole
     /// bounding box.
     pub dense_compacted: bool,
+    /// Whether the block table's rows and columns are those occupied cells
+    /// have, per axis (clumps apart on every axis, whose ranked dense
+    /// table would be mostly empty), rather than the whole bounding box's.
+    pub blocks_compacted: bool,
     /// Slots of the hash table (0 unless [`LookupKind::Hashed`] without a
     /// block table).
     pub hash_slots: usize,
@@ -169,11 +175,23 @@ fn dense_fits(volume: Option<u64>, points: usize, cells: usize) -> bool {
 /// a cell on average, so a row's cells are almost always among the
 /// [`BLOCK_WINDOW`] keys from its block's first cell.
 const BLOCKS_PER_CELL: u64 = 4;
+/// Cells of a table of `span` (`None` past `u64`).
+fn table_volume(span: [usize; 3]) -> Option<u64> {
+    span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64))
+}
+
 /// Whether a box of `span` cells has few enough rows for the block table
 /// of a grid of `cells` occupied cells (see [`SparseGrid::fill_blocks`]).
 fn blocks_fit(span: [usize; 3], cells: usize) -> bool {
     span[1] as u64 * span[2] as u64 <= BLOCKS_PER_CELL * cells as u64 + DENSE_CELLS_MIN
 }
+/// A block table over ranked coordinates (see [`SparseGrid::compact`])
+/// has at most this many entries per occupied cell (plus
+/// [`DENSE_CELLS_MIN`]): its rows are a product of ranked coordinates,
+/// mostly empty where clumps lie apart on every axis, and filling
+/// [`BLOCKS_PER_CELL`] per cell cost four clumps on the diagonal
+/// (100k points) 25-30 % of their build for no faster queries.
+const RANKED_BLOCKS_PER_CELL: u64 = 1;
 /// A compacted dense table's ranks take at most this many entries per
 /// point (plus [`DENSE_CELLS_MIN`]): one per coordinate of the occupied
 /// box's extent along each axis (see [`SparseGrid::compact`]).
@@ -498,6 +516,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             lookup: self.kind,
             dense_entries: if self.kind == LookupKind::Dense { self.dense.len() } else { 0 },
             dense_compacted: self.kind == LookupKind::Dense && self.compacted,
+            blocks_compacted: self.kind == LookupKind::Hashed && self.compacted && self.has_blocks(),
             hash_slots: if self.kind == LookupKind::Hashed { self.hash.slots() } else { 0 },
             block_entries: if self.kind == LookupKind::Hashed { self.blocks.len() } else { 0 },
             page_entries: self.pages.built.get().map_or(0, |p| p.slots.len()),
@@ -694,9 +713,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         match self.lookup {
             CellLookup::Auto if dense_fits(volume, n, cells) => LookupKind::Dense,
             CellLookup::Auto if try_compact => {
-                if self.compact() {
+                if self.compact() && dense_fits(table_volume(self.dense_span), n, cells) {
                     LookupKind::Dense
                 } else {
+                    // Ranked rows for the block table, or none (the hash).
                     LookupKind::Hashed
                 }
             }
@@ -705,12 +725,16 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
     }
 
-    /// Compacts the dense table's axes, when the occupied box's rows do not
+    /// Ranks each axis's coordinates, when the occupied box's rows do not
     /// fit the block table (clumps of points far apart along y or z, a few
-    /// far outliers) and the table then fits: each axis keeps only the
-    /// coordinates some occupied cell has, so the empty stretches between
-    /// clumps take no entries and no rows. Sets `ranks` and `dense_span`
-    /// and returns true, or returns false (`ranks` may then hold anything).
+    /// far outliers) and a table over the ranks fits: each axis keeps only
+    /// the coordinates some occupied cell has, so the empty stretches
+    /// between clumps take no entries and no rows. The dense table over
+    /// the ranks when it fits its budget, else the block table over them
+    /// when their rows fit [`RANKED_BLOCKS_PER_CELL`] (clumps apart on
+    /// every axis, whose ranks' product is mostly empty). Sets `ranks`,
+    /// `dense_span` and `compacted` and returns true, or returns false
+    /// (`ranks` may then hold anything).
     ///
     /// Without it such worlds took the hash and row cursors, whose lookups
     /// cost all radius queries 1.3-1.7x the dense table's time (two clumps
@@ -753,7 +777,13 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             *kept = sum as usize;
         }
         let volume = dense_span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
-        if !dense_fits(volume, n as usize, cells as usize) {
+        // The dense table over the ranks, or else the block table over them
+        // (clumps apart on every axis: the ranks' product is mostly empty,
+        // but their rows fit blocks).
+        let ranked_rows = dense_span[1] as u64 * dense_span[2] as u64;
+        if !dense_fits(volume, n as usize, cells as usize)
+            && ranked_rows > RANKED_BLOCKS_PER_CELL * cells + DENSE_CELLS_MIN
+        {
             return false;
         }
         self.dense_span = dense_span;
@@ -1028,21 +1058,42 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// points across a huge y-z face) gets no table; the hash serves.
     fn fill_blocks(&mut self) {
         self.blocks.clear();
-        let limit = BLOCKS_PER_CELL * self.cells.len() as u64 + DENSE_CELLS_MIN;
-        let rows = self.span[1] as u64 * self.span[2] as u64;
-        if self.cells.is_empty() || !blocks_fit(self.span, self.cells.len()) {
+        // In the table's coordinates: offsets from the box's minimum, or
+        // ranks when compacted (see `compact`).
+        let span = self.dense_span;
+        let per_cell = if self.compacted { RANKED_BLOCKS_PER_CELL } else { BLOCKS_PER_CELL };
+        let limit = per_cell * self.cells.len() as u64 + DENSE_CELLS_MIN;
+        let rows = span[1] as u64 * span[2] as u64;
+        if self.cells.is_empty() || rows > limit {
             return;
         }
         let mut shift = 0;
-        while (self.span[0] as u64).div_ceil(1 << shift) * rows > limit {
+        while (span[0] as u64).div_ceil(1 << shift) * rows > limit {
             shift += 1;
         }
         self.block_shift = shift;
-        self.block_cols = self.span[0].div_ceil(1 << shift);
+        self.block_cols = span[0].div_ceil(1 << shift);
         self.blocks.resize(self.block_cols * rows as usize + 1, 0);
-        for &key in &self.cell_keys {
-            let b = self.block_index(key);
-            self.blocks[b + 1] += 1;
+        if self.compacted {
+            // As `ranked_block_of`, with the row's part taken once per row
+            // of cells (keys sort by z, y, x).
+            let ([rx, ry, rz], min, cols) = (&self.ranks, self.min, self.block_cols);
+            let x_base = (min[0] + BIAS) as u64;
+            let (mut row, mut base) = (u64::MAX, 0usize);
+            for &key in &self.cell_keys {
+                if key >> AXIS_BITS != row {
+                    row = key >> AXIS_BITS;
+                    let [_, y, z] = unpack(key);
+                    base = cols * (ry[(y - min[1]) as usize] as usize + span[1] * rz[(z - min[2]) as usize] as usize);
+                }
+                let b = base + (rx[((key & AXIS_MASK) - x_base) as usize] as usize >> shift);
+                self.blocks[b + 1] += 1;
+            }
+        } else {
+            for &key in &self.cell_keys {
+                let b = self.block_index(key);
+                self.blocks[b + 1] += 1;
+            }
         }
         let mut sum = 0u32;
         for v in &mut self.blocks {
@@ -1143,10 +1194,14 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             // cell's slot stands for it and the empty cells before it in
             // the block.
             let (first, end) = (first as usize, end as usize);
-            let x_base = ((unpack(keys[first])[0] - min_x) as usize >> self.block_shift) << self.block_shift;
+            let column = |key: u64| {
+                let x = unpack(key)[0];
+                if self.compacted { self.dense_from(0, x) } else { (x - min_x) as usize }
+            };
+            let x_base = (column(keys[first]) >> self.block_shift) << self.block_shift;
             let mut filled = 0;
             for (&key, c) in keys[first..end].iter().zip(first..) {
-                let x = (unpack(key)[0] - min_x) as usize - x_base;
+                let x = column(key) - x_base;
                 slots.extend(std::iter::repeat_n(start(c), x + 1 - filled));
                 filled = x + 1;
             }
@@ -1165,9 +1220,29 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// The block of cell `(x, y, z)` (inside the occupied box).
     #[inline(always)]
     fn block_of(&self, x: i32, y: i32, z: i32) -> usize {
+        if self.compacted {
+            return self.ranked_block_of(x, y, z);
+        }
         let xb = ((x - self.min[0]) as usize) >> self.block_shift;
         let row = (y - self.min[1]) as usize + self.span[1] * (z - self.min[2]) as usize;
         xb + self.block_cols * row
+    }
+
+    /// [`block_of`](Self::block_of) over ranked coordinates (`y` and `z`
+    /// some occupied cell's; `x` rounded up to the next that is).
+    #[inline(never)]
+    fn ranked_block_of(&self, x: i32, y: i32, z: i32) -> usize {
+        let xb = self.dense_from(0, x) >> self.block_shift;
+        let row = self.dense_from(1, y) + self.dense_span[1] * self.dense_from(2, z);
+        xb + self.block_cols * row
+    }
+
+    /// Whether row `(y, z)` of the occupied box is one of the table's: any
+    /// row without compaction, a row whose `y` and `z` some occupied cells
+    /// have with it (the others hold no points).
+    #[inline(always)]
+    fn table_has_row(&self, y: i32, z: i32) -> bool {
+        !self.compacted || (self.dense_at(1, y).is_some() && self.dense_at(2, z).is_some())
     }
 
     /// Whether this grid has a block table (see [`fill_blocks`](Self::fill_blocks)).
@@ -1186,8 +1261,31 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// occupied cells) does a search go on.
     #[inline(always)]
     pub(crate) fn block_cells(&self, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
-        debug_assert!(self.has_blocks());
-        let first = self.blocks.get(self.block_of(x0, y, z)).map_or(self.cells.len(), |&a| a as usize);
+        if self.compacted {
+            self.block_cells_in::<true>(y, z, x0, x1)
+        } else {
+            self.block_cells_in::<false>(y, z, x0, x1)
+        }
+    }
+
+    /// [`block_cells`](Self::block_cells) for a table over ranked
+    /// coordinates (`RANKED`, which must be `compacted`) or plain ones:
+    /// the batch queries' row loops take the branch once per unit, not
+    /// once per row.
+    #[inline(always)]
+    fn block_cells_in<const RANKED: bool>(&self, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
+        debug_assert!(self.has_blocks() && RANKED == self.compacted);
+        let block = if RANKED {
+            // A row no occupied cell has is not one of the table's.
+            if !self.table_has_row(y, z) {
+                return (0, 0);
+            }
+            self.ranked_block_of(x0, y, z)
+        } else {
+            let xb = ((x0 - self.min[0]) as usize) >> self.block_shift;
+            xb + self.block_cols * ((y - self.min[1]) as usize + self.span[1] * (z - self.min[2]) as usize)
+        };
+        let first = self.blocks.get(block).map_or(self.cells.len(), |&a| a as usize);
         let (lo, hi) = (pack_unchecked(x0, y, z), pack_unchecked(x1, y, z));
         let keys = &self.cell_keys;
         if let Some(window) = keys.get(first..first + BLOCK_WINDOW) {
@@ -1208,10 +1306,44 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// through the pages when a batch query built them.
     #[inline(always)]
     pub(crate) fn block_slots(&self, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
-        match self.paged() {
-            Some(pages) => self.paged_slots(pages, y, z, x0, x1),
-            None => self.unpaged_slots(y, z, x0, x1),
+        let pages = self.paged();
+        if self.compacted {
+            self.block_row_slots::<true>(pages, y, z, x0, x1)
+        } else {
+            self.block_row_slots::<false>(pages, y, z, x0, x1)
         }
+    }
+
+    /// [`block_slots`](Self::block_slots) with this grid's
+    /// [`paged`](Self::paged) and its `compacted` flag as `RANKED`, taken
+    /// once by the caller.
+    #[inline(always)]
+    pub(crate) fn block_row_slots<const RANKED: bool>(
+        &self,
+        pages: Option<&Pages>,
+        y: i32,
+        z: i32,
+        x0: i32,
+        x1: i32,
+    ) -> (usize, usize) {
+        match pages {
+            Some(pages) if RANKED => self.ranked_paged_slots(pages, y, z, x0, x1),
+            Some(pages) => self.paged_slots(pages, y, z, x0, x1),
+            None => {
+                let (a, b) = self.block_cells_in::<RANKED>(y, z, x0, x1);
+                if a == b {
+                    return (0, 0);
+                }
+                (self.cell_start(a), self.cell_start(b))
+            }
+        }
+    }
+
+    /// Whether the table is over ranked coordinates (see
+    /// [`compact`](Self::compact)).
+    #[inline(always)]
+    pub(crate) fn ranked(&self) -> bool {
+        self.compacted
     }
 
     /// The block table's pages, if a batch query built them and they are
@@ -1225,7 +1357,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// [`paged`](Self::paged)): a directory load and a page load at each
     /// end.
     #[inline(always)]
-    pub(crate) fn paged_slots(&self, pages: &Pages, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
+    fn paged_slots(&self, pages: &Pages, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
+        debug_assert!(!self.compacted);
         // Cell `x1 + 1` may be past the row's last block: its index is then
         // the next row's first block (or the directory's last entry), whose
         // first slot is the end wanted.
@@ -1238,14 +1371,19 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         (s, e)
     }
 
-    /// [`block_slots`](Self::block_slots) without pages.
-    #[inline(always)]
-    pub(crate) fn unpaged_slots(&self, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
-        let (a, b) = self.block_cells(y, z, x0, x1);
-        if a == b {
-            return (0, 0);
-        }
-        (self.cell_start(a), self.cell_start(b))
+    /// [`paged_slots`](Self::paged_slots) over ranked coordinates: empty
+    /// for a row the table does not have, else as there with the row's
+    /// ranks and the columns' (`x0` and `x1 + 1` rounded up to kept ones).
+    #[inline(never)]
+    fn ranked_paged_slots(&self, pages: &Pages, y: i32, z: i32, x0: i32, x1: i32) -> (usize, usize) {
+        let (Some(ry), Some(rz)) = (self.dense_at(1, y), self.dense_at(2, z)) else { return (0, 0) };
+        let row = self.block_cols * (ry + self.dense_span[1] * rz);
+        let (c0, c1) = (self.dense_from(0, x0), self.dense_from(0, x1 + 1));
+        let mask = (1usize << self.block_shift) - 1;
+        let n = self.len();
+        let s = pages.slot(row + (c0 >> self.block_shift), c0 & mask, n);
+        let e = pages.slot(row + (c1 >> self.block_shift), c1 & mask, n);
+        (s, e)
     }
 
     /// The range of the cell table holding the row of `key` (any `x`), if
@@ -1570,17 +1708,25 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.max = max;
         self.span = span;
         self.build = BuildKind::Edit;
-        let compact_volume = self.dense_span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
-        let keep_ranks =
-            was_compacted && !grew && !new_coordinate && dense_fits(compact_volume, n_new, self.cells.len());
+        let keep_ranks = was_compacted
+            && !grew
+            && !new_coordinate
+            && match was {
+                LookupKind::Dense => dense_fits(table_volume(self.dense_span), n_new, self.cells.len()),
+                LookupKind::Hashed => {
+                    (self.dense_span[1] * self.dense_span[2]) as u64
+                        <= RANKED_BLOCKS_PER_CELL * self.cells.len() as u64 + DENSE_CELLS_MIN
+                }
+                _ => false,
+            };
         self.kind = if keep_ranks {
             // Every cell's coordinates have ranks (an emptied cell's may
             // stay: the table then has a row or column without points).
-            LookupKind::Dense
+            was
         } else {
-            // A hashed grid whose box did not grow was not compacted at
-            // this box before: the ranks are not tried again.
-            self.choose_lookup(volume, grew || was != LookupKind::Hashed)
+            // A hashed grid without ranks whose box did not grow found no
+            // ranks that fit at this box before: they are not tried again.
+            self.choose_lookup(volume, grew || was != LookupKind::Hashed || was_compacted)
         };
         match self.kind {
             LookupKind::Dense
@@ -1612,8 +1758,13 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             LookupKind::Hashed => {
                 self.dense.clear();
                 // The table maps keys to cell indices: unchanged while no
-                // cell was added or emptied.
-                if cells_changed || was != LookupKind::Hashed || grew {
+                // cell was added or emptied (and its coordinates stay).
+                if cells_changed
+                    || was != LookupKind::Hashed
+                    || grew
+                    || self.compacted != was_compacted
+                    || (self.compacted && !keep_ranks)
+                {
                     self.build_hash();
                 }
             }
@@ -2480,11 +2631,20 @@ mod tests {
         let mut clump: Vec<Vec3> = (0..20_000).map(|_| Vec3::new(unit(), unit(), unit()) * 80.0).collect();
         clump.extend((0..6).map(|i| Vec3::new(3000.0 + i as f32 * 677.0, unit() * 80.0, unit() * 80.0)));
         sets.push(clump);
+        // Eight clumps on the diagonal, 4000 apart on every axis: millions
+        // of rows, and ranked coordinates whose dense table is too large
+        // (128^3) but whose 128^2 rows fit a block table.
+        sets.push(
+            (0..32_000)
+                .map(|i| Vec3::new(unit(), unit(), unit()) * 80.0 + Vec3::splat((i % 8) as f32 * 4000.0))
+                .collect(),
+        );
         for (n, points) in sets.into_iter().enumerate() {
             let ids: Vec<u32> = (0..points.len() as u32).collect();
             let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 5.0).unwrap();
             grid.rebuild(&ids, &points).unwrap();
             assert_eq!(grid.lookup_kind(), LookupKind::Hashed);
+            assert_eq!(grid.stats().blocks_compacted, n == 5, "{:?}", grid.stats());
             check_pages(&grid, n >= 3);
             // Remove every third point, insert new ones (some in new
             // cells, some outside the old box).

@@ -290,22 +290,11 @@ impl RowFinder {
         let z_first = if after { z0 } else { lo[2] };
         let rows = i64::from(hi[1] - lo[1] + 1) * i64::from(hi[2] - z_first + 1);
         if grid.has_blocks() && rows <= DENSE_ROWS_MAX {
-            let pages = grid.paged();
-            let mut probes = 0;
-            for z in z_first..=hi[2] {
-                let y_first = if after && z == z0 { y0 + 1 } else { lo[1] };
-                for y in y_first..=hi[1] {
-                    let (s, e) = match pages {
-                        Some(pages) => grid.paged_slots(pages, y, z, lo[0], hi[0]),
-                        None => grid.unpaged_slots(y, z, lo[0], hi[0]),
-                    };
-                    if s < e {
-                        push_merged(out, s as u32, e as u32);
-                    }
-                }
-                probes += (hi[1] - y_first + 1).max(0) as u64;
-            }
-            return probes;
+            return if grid.ranked() {
+                block_rows::<true, P, I>(grid, (lo, hi), own, after, out)
+            } else {
+                block_rows::<false, P, I>(grid, (lo, hi), own, after, out)
+            };
         }
         if self.offset(lo[1], lo[2], y0, z0).is_none() || self.offset(hi[1], hi[2], y0, z0).is_none() {
             let mut push = |s: usize, e: usize| push_merged(out, s as u32, e as u32);
@@ -338,6 +327,33 @@ impl RowFinder {
         }
         probes
     }
+}
+
+/// [`RowFinder::rows`] through the block table (over ranked coordinates
+/// when `RANKED`, the grid's [`ranked`](SparseGrid::ranked)): one lookup
+/// per row, through the pages when a batch query built them.
+#[inline(always)]
+fn block_rows<const RANKED: bool, P: GridPoint, I: EntityId>(
+    grid: &SparseGrid<P, I>,
+    (lo, hi): CellBox,
+    [_, y0, z0]: [i32; 3],
+    after: bool,
+    out: &mut Vec<(u32, u32)>,
+) -> u64 {
+    let z_first = if after { z0 } else { lo[2] };
+    let pages = grid.paged();
+    let mut probes = 0;
+    for z in z_first..=hi[2] {
+        let y_first = if after && z == z0 { y0 + 1 } else { lo[1] };
+        for y in y_first..=hi[1] {
+            let (s, e) = grid.block_row_slots::<RANKED>(pages, y, z, lo[0], hi[0]);
+            if s < e {
+                push_merged(out, s as u32, e as u32);
+            }
+        }
+        probes += (hi[1] - y_first + 1).max(0) as u64;
+    }
+    probes
 }
 
 /// Appends the slot range `from..to` to `rows`, merged into the last range

@@ -454,6 +454,26 @@ fn clumps_far_apart_along_y_and_z_compact_the_dense_table() {
     }
 }
 
+/// Eight clumps on the diagonal, 600 apart on every axis: the ranked
+/// coordinates' dense table would be mostly empty (8^3 blocks of
+/// coordinates, 8 of them occupied) and too large, but their rows fit the
+/// block table, which then indexes ranked rows and columns. Every query
+/// equals brute force, before and after the batch queries' pages.
+#[test]
+fn clumps_apart_on_every_axis_rank_the_block_table() {
+    let mut ps = Vec::new();
+    for i in 0..8u64 {
+        ps.extend(lcg_points(500, 70 + i, 6.0).into_iter().map(|p| p + Vec3::splat(600.0 * i as f32)));
+    }
+    let ids: Vec<u32> = (0..ps.len() as u32).collect();
+    let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 0.5).unwrap();
+    grid.rebuild(&ids, &ps).unwrap();
+    let stats = grid.stats();
+    assert!(stats.lookup == LookupKind::Hashed && stats.blocks_compacted && stats.hash_slots == 0, "{stats:?}");
+    let qs: Vec<Vec3> = ps.iter().step_by(41).copied().chain([Vec3::splat(300.0), Vec3::splat(-5.0)]).collect();
+    check_all(Vec3::ZERO, 0.5, &ps, &qs, &[0.0, 0.5, 1.2, 3.0, 900.0], CellLookup::Auto);
+}
+
 #[test]
 fn steady_state_rebuild_allocates_nothing() {
     let ids: Vec<u32> = (0..20_000).collect();

@@ -121,17 +121,23 @@ fn each_point_set_picks_its_lookup_and_equals_brute_force() {
     assert_eq!(s.dense_entries as u64, s.bounding_box_cells + 1);
     assert!(s.bounding_box_cells > 25 * s.cells as u64, "{s:?}");
 
-    // Small clusters in a large box: millions of cells in the box, hashed.
+    // Small clusters in a large box: millions of cells and rows in the
+    // box, more rows than a block table may have. With cells of 2 the
+    // clusters' occupied coordinates (ranked per axis) have few enough
+    // rows for one; with cells of 1 they have too many, and the hash
+    // serves.
     let sparse = clustered_sparse(3000, 40, 1.5, 2000.0, 2);
-    for r in [1.0, 2.0] {
+    for (r, ranked) in [(1.0, false), (2.0, true)] {
         let g = check(Vec3::ZERO, r, CellLookup::Auto, &sparse, r);
         let s = g.stats();
         assert_eq!(s.lookup, LookupKind::Hashed);
         assert!(matches!(s.build, BuildKind::Radix { .. }), "{s:?}");
-        assert!(s.bounding_box_cells > 1_000_000, "{s:?}");
-        assert!(s.hash_slots.is_power_of_two() && s.dense_entries == 0, "{s:?}");
-        // Millions of rows: more than a block table may have.
-        assert_eq!(s.block_entries, 0, "{s:?}");
+        assert!(s.bounding_box_cells > 1_000_000 && s.dense_entries == 0, "{s:?}");
+        if ranked {
+            assert!(s.blocks_compacted && s.block_entries > 0 && s.hash_slots == 0, "{s:?}");
+        } else {
+            assert!(s.hash_slots.is_power_of_two() && s.block_entries == 0 && !s.blocks_compacted, "{s:?}");
+        }
     }
 
     // Uniform in a box of about 2700 cells per point whose 40000 rows fit a
