@@ -175,15 +175,47 @@ fn dense_fits(volume: Option<u64>, points: usize, cells: usize) -> bool {
 /// a cell on average, so a row's cells are almost always among the
 /// [`BLOCK_WINDOW`] keys from its block's first cell.
 const BLOCKS_PER_CELL: u64 = 4;
+/// For each cell key of `keys` (sorted, each an occupied cell's), its row
+/// `y + span_y * z` and column `x` in ranked coordinates (`ranks` and `min`
+/// as [`SparseGrid::compact`] leaves them, `span_y` the ranked `y`
+/// extent). Keys sort by z, y, x, so each row's ranks are read once.
+fn ranked_cells<'a>(
+    ranks: &'a [Vec<u32>; 3],
+    min: [i32; 3],
+    span_y: usize,
+    keys: impl Iterator<Item = u64> + 'a,
+) -> impl Iterator<Item = (usize, usize)> + 'a {
+    let [rx, ry, rz] = ranks;
+    let x_base = (min[0] + BIAS) as u64;
+    let (mut last, mut row) = (u64::MAX, 0usize);
+    keys.map(move |key| {
+        if key >> AXIS_BITS != last {
+            last = key >> AXIS_BITS;
+            let [_, y, z] = unpack(key);
+            row = ry[(y - min[1]) as usize] as usize + span_y * rz[(z - min[2]) as usize] as usize;
+        }
+        (row, rx[((key & AXIS_MASK) - x_base) as usize] as usize)
+    })
+}
+
 /// Cells of a table of `span` (`None` past `u64`).
 fn table_volume(span: [usize; 3]) -> Option<u64> {
     span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64))
 }
 
-/// Whether a box of `span` cells has few enough rows for the block table
-/// of a grid of `cells` occupied cells (see [`SparseGrid::fill_blocks`]).
-fn blocks_fit(span: [usize; 3], cells: usize) -> bool {
-    span[1] as u64 * span[2] as u64 <= BLOCKS_PER_CELL * cells as u64 + DENSE_CELLS_MIN
+/// The most entries a block table of a grid of `cells` occupied cells may
+/// have, over ranked coordinates or plain ones (see
+/// [`SparseGrid::fill_blocks`]).
+fn block_limit(cells: usize, ranked: bool) -> u64 {
+    let per_cell = if ranked { RANKED_BLOCKS_PER_CELL } else { BLOCKS_PER_CELL };
+    per_cell * cells as u64 + DENSE_CELLS_MIN
+}
+
+/// Whether a table of `span` (the box's cells, or its ranked coordinates)
+/// has few enough rows for the block table of a grid of `cells` occupied
+/// cells.
+fn blocks_fit(span: [usize; 3], cells: usize, ranked: bool) -> bool {
+    span[1] as u64 * span[2] as u64 <= block_limit(cells, ranked)
 }
 /// A block table over ranked coordinates (see [`SparseGrid::compact`])
 /// has at most this many entries per occupied cell (plus
@@ -657,7 +689,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
 
         // 2. Key order, by counting over the dense table when its pass over
         //    the box costs about what the points' passes do, or by radix sort.
-        let volume = span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
+        let volume = table_volume(span);
         if let Some(v) = volume.filter(|&v| counting_fits(v, n)) {
             if fused.is_some() {
                 // Keyed and counted in one pass.
@@ -746,7 +778,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     fn compact(&mut self) -> bool {
         let (n, cells) = (self.len() as u64, self.cells.len() as u64);
         let entries: u64 = self.span.iter().map(|&s| s as u64 + 1).sum();
-        if blocks_fit(self.span, self.cells.len()) || entries > RANKS_PER_POINT * n + DENSE_CELLS_MIN {
+        if blocks_fit(self.span, self.cells.len(), false) || entries > RANKS_PER_POINT * n + DENSE_CELLS_MIN {
             return false;
         }
         let (min, span) = (self.min, self.span);
@@ -776,13 +808,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             }
             *kept = sum as usize;
         }
-        let volume = dense_span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
         // The dense table over the ranks, or else the block table over them
         // (clumps apart on every axis: the ranks' product is mostly empty,
         // but their rows fit blocks).
-        let ranked_rows = dense_span[1] as u64 * dense_span[2] as u64;
-        if !dense_fits(volume, n as usize, cells as usize)
-            && ranked_rows > RANKED_BLOCKS_PER_CELL * cells + DENSE_CELLS_MIN
+        if !dense_fits(table_volume(dense_span), n as usize, cells as usize)
+            && !blocks_fit(dense_span, cells as usize, true)
         {
             return false;
         }
@@ -983,19 +1013,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.dense.clear();
         self.dense.resize(volume + 1, 0);
         if self.compacted {
-            // As `dense_index`, with the row's part taken once per row of
-            // cells (keys sort by z, y, x).
-            let ([rx, ry, rz], min, [sx, sy, _]) = (&self.ranks, self.min, self.dense_span);
-            let x_base = (min[0] + BIAS) as u64;
-            let (mut row, mut base) = (u64::MAX, 0usize);
-            for cell in &self.cells {
-                let key = cell.key.raw();
-                if key >> AXIS_BITS != row {
-                    row = key >> AXIS_BITS;
-                    let [_, y, z] = unpack(key);
-                    base = sx * (ry[(y - min[1]) as usize] as usize + sy * rz[(z - min[2]) as usize] as usize);
-                }
-                self.dense[base + rx[((key & AXIS_MASK) - x_base) as usize] as usize + 1] = cell.count;
+            let [sx, sy, _] = self.dense_span;
+            let keys = self.cells.iter().map(|c| c.key.raw());
+            for (cell, (row, x)) in self.cells.iter().zip(ranked_cells(&self.ranks, self.min, sy, keys)) {
+                self.dense[sx * row + x + 1] = cell.count;
             }
         } else {
             for c in 0..self.cells.len() {
@@ -1061,10 +1082,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         // In the table's coordinates: offsets from the box's minimum, or
         // ranks when compacted (see `compact`).
         let span = self.dense_span;
-        let per_cell = if self.compacted { RANKED_BLOCKS_PER_CELL } else { BLOCKS_PER_CELL };
-        let limit = per_cell * self.cells.len() as u64 + DENSE_CELLS_MIN;
+        let limit = block_limit(self.cells.len(), self.compacted);
         let rows = span[1] as u64 * span[2] as u64;
-        if self.cells.is_empty() || rows > limit {
+        if self.cells.is_empty() || !blocks_fit(span, self.cells.len(), self.compacted) {
             return;
         }
         let mut shift = 0;
@@ -1075,19 +1095,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.block_cols = span[0].div_ceil(1 << shift);
         self.blocks.resize(self.block_cols * rows as usize + 1, 0);
         if self.compacted {
-            // As `ranked_block_of`, with the row's part taken once per row
-            // of cells (keys sort by z, y, x).
-            let ([rx, ry, rz], min, cols) = (&self.ranks, self.min, self.block_cols);
-            let x_base = (min[0] + BIAS) as u64;
-            let (mut row, mut base) = (u64::MAX, 0usize);
-            for &key in &self.cell_keys {
-                if key >> AXIS_BITS != row {
-                    row = key >> AXIS_BITS;
-                    let [_, y, z] = unpack(key);
-                    base = cols * (ry[(y - min[1]) as usize] as usize + span[1] * rz[(z - min[2]) as usize] as usize);
-                }
-                let b = base + (rx[((key & AXIS_MASK) - x_base) as usize] as usize >> shift);
-                self.blocks[b + 1] += 1;
+            let cols = self.block_cols;
+            for (row, x) in ranked_cells(&self.ranks, self.min, span[1], self.cell_keys.iter().copied()) {
+                self.blocks[cols * row + (x >> shift) + 1] += 1;
             }
         } else {
             for &key in &self.cell_keys {
@@ -1217,12 +1227,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.block_of(x, y, z)
     }
 
-    /// The block of cell `(x, y, z)` (inside the occupied box).
+    /// The block of cell `(x, y, z)` (inside the occupied box) in a table
+    /// over plain coordinates ([`ranked_block_of`](Self::ranked_block_of)
+    /// otherwise).
     #[inline(always)]
     fn block_of(&self, x: i32, y: i32, z: i32) -> usize {
-        if self.compacted {
-            return self.ranked_block_of(x, y, z);
-        }
+        debug_assert!(!self.compacted);
         let xb = ((x - self.min[0]) as usize) >> self.block_shift;
         let row = (y - self.min[1]) as usize + self.span[1] * (z - self.min[2]) as usize;
         xb + self.block_cols * row
@@ -1282,8 +1292,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             }
             self.ranked_block_of(x0, y, z)
         } else {
-            let xb = ((x0 - self.min[0]) as usize) >> self.block_shift;
-            xb + self.block_cols * ((y - self.min[1]) as usize + self.span[1] * (z - self.min[2]) as usize)
+            self.block_of(x0, y, z)
         };
         let first = self.blocks.get(block).map_or(self.cells.len(), |&a| a as usize);
         let (lo, hi) = (pack_unchecked(x0, y, z), pack_unchecked(x1, y, z));
@@ -1703,7 +1712,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         // cells is still correct for every query); a rebuild makes it tight.
         let (was, was_compacted) = (self.kind, self.compacted);
         let span = [0, 1, 2].map(|a| (max[a] - min[a]) as usize + 1);
-        let volume = span.iter().try_fold(1u64, |v, &s| v.checked_mul(s as u64));
+        let volume = table_volume(span);
         self.min = min;
         self.max = max;
         self.span = span;
@@ -1713,10 +1722,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             && !new_coordinate
             && match was {
                 LookupKind::Dense => dense_fits(table_volume(self.dense_span), n_new, self.cells.len()),
-                LookupKind::Hashed => {
-                    (self.dense_span[1] * self.dense_span[2]) as u64
-                        <= RANKED_BLOCKS_PER_CELL * self.cells.len() as u64 + DENSE_CELLS_MIN
-                }
+                LookupKind::Hashed => blocks_fit(self.dense_span, self.cells.len(), true),
                 _ => false,
             };
         self.kind = if keep_ranks {
@@ -2068,13 +2074,19 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         ([0, 1, 2].map(|a| self.dense_from(a, lo[a])), [0, 1, 2].map(|a| self.dense_from(a, hi[a] + 1)))
     }
 
+    /// [`dense_after`](Self::dense_after) of a compacted table, out of line
+    /// as [`compacted_box`](Self::compacted_box) is.
+    #[inline(never)]
+    fn ranked_after(&self, own: [i32; 3]) -> (usize, usize) {
+        (self.dense_from(2, own[2]), self.dense_from(1, own[1] + 1))
+    }
+
     /// The dense table's first layer and, in it, first row of the rows
     /// after occupied cell `own`'s (its `z` and the `y` after its own).
     #[inline(always)]
     pub(crate) fn dense_after(&self, own: [i32; 3]) -> (usize, usize) {
         if self.compacted {
-            let (b0, b1) = self.compacted_box([own[0], own[1] + 1, own[2]], own);
-            (b1[2] - 1, b0[1])
+            self.ranked_after(own)
         } else {
             ((own[2] - self.min[2]) as usize, (own[1] - self.min[1]) as usize + 1)
         }
@@ -2605,6 +2617,28 @@ mod tests {
         check_blocks(grid, 20_000);
     }
 
+    /// An edit where points leave and join cells that stay occupied (every
+    /// other cell of two points or more loses its first point, every third
+    /// gains a copy of it): the cell table stays, the slots move.
+    fn move_within_cells(grid: &mut SparseGrid<Vec3>) {
+        let full: Vec<u32> = grid.cells().iter().filter(|c| c.count >= 2).map(|c| c.start).collect();
+        let mut removed: Vec<u32> = full.iter().step_by(2).take(500).copied().collect();
+        let mut inserted: Vec<(CellKey, u32, Vec3)> = full
+            .iter()
+            .skip(1)
+            .step_by(3)
+            .take(400)
+            .enumerate()
+            .map(|(i, &s)| {
+                let p = grid.positions().get(s as usize).unwrap();
+                (grid.cell_key_of(p).unwrap(), 2_000_000 + i as u32, p)
+            })
+            .collect();
+        let cells = grid.cells().len();
+        grid.apply_edits(&mut removed, &mut inserted).unwrap();
+        assert_eq!(grid.cells().len(), cells);
+    }
+
     #[test]
     fn block_table_rows_match_the_search() {
         let mut seed = 1u64;
@@ -2666,23 +2700,7 @@ mod tests {
             check_pages(&grid, n >= 3);
             // Points leave and join cells that stay occupied: the cell table
             // and the blocks stay, the slots move.
-            let full: Vec<(u32, u32)> =
-                grid.cells().iter().filter(|c| c.count >= 2).map(|c| (c.start, c.count)).collect();
-            let mut removed: Vec<u32> = full.iter().step_by(2).take(500).map(|&(s, _)| s).collect();
-            let mut inserted: Vec<(CellKey, u32, Vec3)> = full
-                .iter()
-                .skip(1)
-                .step_by(3)
-                .take(400)
-                .enumerate()
-                .map(|(i, &(s, _))| {
-                    let p = grid.positions().get(s as usize).unwrap();
-                    (grid.cell_key_of(p).unwrap(), 2_000_000 + i as u32, p)
-                })
-                .collect();
-            let cells = grid.cells().len();
-            grid.apply_edits(&mut removed, &mut inserted).unwrap();
-            assert_eq!(grid.cells().len(), cells);
+            move_within_cells(&mut grid);
             check_pages(&grid, n >= 3);
         }
     }
@@ -2811,24 +2829,8 @@ mod tests {
             check_dense(&grid, 20_000);
             // Points leave and join cells that stay occupied: the table is
             // shifted in place, its coordinates kept.
-            let full: Vec<(u32, u32)> =
-                grid.cells().iter().filter(|c| c.count >= 2).map(|c| (c.start, c.count)).collect();
-            let mut removed: Vec<u32> = full.iter().step_by(2).take(500).map(|&(s, _)| s).collect();
-            let mut inserted: Vec<(CellKey, u32, Vec3)> = full
-                .iter()
-                .skip(1)
-                .step_by(3)
-                .take(400)
-                .enumerate()
-                .map(|(i, &(s, _))| {
-                    let p = grid.positions().get(s as usize).unwrap();
-                    (grid.cell_key_of(p).unwrap(), 2_000_000 + i as u32, p)
-                })
-                .collect();
-            let cells = grid.cells().len();
             let compacted = grid.stats().dense_compacted;
-            grid.apply_edits(&mut removed, &mut inserted).unwrap();
-            assert_eq!(grid.cells().len(), cells);
+            move_within_cells(&mut grid);
             assert!(compacted && grid.stats().dense_compacted);
             check_dense(&grid, 20_000);
             // Points go to empty cells whose coordinates other cells have:
