@@ -9,10 +9,15 @@
 //!
 //! Moves are as `ecs-bench spatial`'s: each moved entity toggles between
 //! its home point and a point at most 1.0 away per axis (cells of 5.0),
-//! a different set of entities each frame.
+//! a different set of entities each frame. The point sets: uniform, balls,
+//! and uniform in cubes 3.5 and 10 times as wide (sparse worlds, about one
+//! point per occupied cell). Each line also gives the grid's points per
+//! occupied cell and the share of the moved rows that stayed in their cell.
 //!
-//! `cargo run --release -p ecs-spatial --example rebuild_share [frames] [points] [share]`
-//! (the last two pick one world size and one share, e.g. to profile it)
+//! `cargo run --release -p ecs-spatial --example rebuild_share [frames] [points] [share] [step]`
+//! (`points` and `share` pick one world size and one share, e.g. to
+//! profile it, `-` for all; `step` is the largest move per axis, 1.0 by
+//! default: 0.2 keeps most moved rows in their cell, 5.0 moves most out)
 
 use std::time::Instant;
 
@@ -44,6 +49,14 @@ const CELL: f32 = 5.0;
 /// `n` points uniform in a cube holding 100k per 200^3.
 fn uniform(rng: &mut Rng, n: usize) -> Vec<Vec3> {
     let side = 200.0 * (n as f32 / 100_000.0).cbrt();
+    (0..n).map(|_| rng.in_box(side)).collect()
+}
+
+/// `n` points uniform in a cube `stretch` times as wide as [`uniform`]'s
+/// (a sparse world: at 3.5 most cells of 5.0 hold one point, at 10 the
+/// grid's lookup is a hash).
+fn sparse(rng: &mut Rng, n: usize, stretch: f32) -> Vec<Vec3> {
+    let side = stretch * 200.0 * (n as f32 / 100_000.0).cbrt();
     (0..n).map(|_| rng.in_box(side)).collect()
 }
 
@@ -99,6 +112,12 @@ impl Scene {
         t.elapsed().as_secs_f64() * 1e3
     }
 
+    /// Points per occupied cell of the grid.
+    fn points_per_cell(&self) -> f64 {
+        let grid = self.world.resource::<BroadPhase<Position>>().unwrap().grid();
+        grid.len() as f64 / grid.cells().len().max(1) as f64
+    }
+
     fn stats(&self) -> ecs_spatial::BroadPhaseStats {
         self.world.resource::<BroadPhase<Position>>().unwrap().stats()
     }
@@ -114,17 +133,26 @@ fn main() {
     // Optional: one world size and one share (e.g. to profile one case).
     let only_n: Option<usize> = std::env::args().nth(2).and_then(|a| a.parse().ok());
     let only_share: Option<f32> = std::env::args().nth(3).and_then(|a| a.parse().ok());
+    // Optional: the largest move per axis (default 1.0, a fifth of a cell).
+    let step: f32 = std::env::args().nth(4).and_then(|a| a.parse().ok()).unwrap_or(1.0);
     let shares = match only_share {
         Some(s) => vec![s],
-        None => vec![0.01, 0.02, 0.05, 0.10, 0.20, 0.30, 0.50],
+        None => vec![0.01, 0.02, 0.05, 0.08, 0.10, 0.12, 0.15, 0.20, 0.30],
     };
-    println!("| points | n | moved | edit ms | rebuild ms | edit / rebuild | default ms (path) |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| points | n | points / cell | moved | of them in their cell | edit ms | rebuild ms | edit / rebuild | default ms (path) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for n in only_n.map_or(vec![100_000usize, 1_000_000], |n| vec![n]) {
         let mut rng = Rng(0x5EED ^ n as u64);
-        let sets = [("uniform", uniform(&mut rng, n)), ("balls r 15", balls(&mut rng, n))];
+        let sets = [
+            ("uniform", uniform(&mut rng, n)),
+            ("balls r 15", balls(&mut rng, n)),
+            ("uniform, 3.5x wider", sparse(&mut rng, n, 3.5)),
+            ("uniform, 10x wider", sparse(&mut rng, n, 10.0)),
+        ];
         for (name, homes) in &sets {
-            let offsets: Vec<Vec3> = (0..n).map(|_| rng.in_box(2.0) - 1.0).collect();
+            let offsets: Vec<Vec3> = (0..n).map(|_| (rng.in_box(2.0) - 1.0) * step).collect();
             let mut edit = Scene::new(homes, Some(1.0));
             let mut rebuild = Scene::new(homes, Some(0.0));
             let mut default = Scene::new(homes, None);
@@ -133,6 +161,7 @@ fn main() {
                 let one_in = (1.0 / share as f64).round() as usize;
                 let (mut te, mut tr, mut td) = (Vec::new(), Vec::new(), Vec::new());
                 let mut path = String::new();
+                let mut in_cell = 0.0;
                 for f in 0..frames + 2 {
                     let moved: Vec<(usize, Vec3)> = (f % one_in..n)
                         .step_by(one_in)
@@ -158,12 +187,16 @@ fn main() {
                         tr.push(b);
                         td.push(c);
                     }
+                    let s = edit.stats();
+                    in_cell = s.moved_in_cell as f64 / s.rows_rekeyed.max(1) as f64;
                     path = if default.stats().full_rebuild { "rebuild".into() } else { "edit".into() };
                 }
                 let (e, r, d) = (median(&mut te), median(&mut tr), median(&mut td));
                 println!(
-                    "| {name} | {n} | {:.0} % | {e:.3} | {r:.3} | {:.2} | {d:.3} ({path}) |",
-                    share * 100.0,
+                    "| {name} | {n} | {:.2} | {:.1} % | {:.0} % | {e:.3} | {r:.3} | {:.2} | {d:.3} ({path}) |",
+                    rebuild.points_per_cell(),
+                    100.0 / one_in as f64,
+                    100.0 * in_cell,
                     e / r
                 );
             }

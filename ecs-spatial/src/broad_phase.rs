@@ -167,16 +167,34 @@ impl BroadPhaseStats {
     }
 }
 
-/// The default [`BroadPhase::rebuild_share`]: runs rebuild when more than
-/// 15 % of the tracked entities changed. Measured with the
-/// `rebuild_share` example (uniform points and balls, 100k and 1M
-/// entities, each moved entity a step of at most 1/5 of a cell per axis),
-/// the incremental run costs 0.46-0.96x a rebuild with 10 % moved and
-/// 0.81-1.43x with 20 % (1.7-2.0x with 30 %): the crossover lies between
-/// 10 and 20 %, near 15 % in most of them (see the crate README). Either
-/// side of the threshold costs about the same there, so the switch has no
-/// cliff.
-pub const DEFAULT_REBUILD_SHARE: f32 = 0.15;
+/// The share of changed entities above which a broad phase without a set
+/// [`BroadPhase::with_rebuild_share`] rebuilds, for a grid holding
+/// `points_per_cell` points per occupied cell:
+/// `0.06 * points_per_cell^0.4`, from 6 % (a sparse world, about one point
+/// per cell) to at most 15 % (7.2 points a cell give 13 %).
+///
+/// Fitted to the crossovers the `rebuild_share` example measures (the share
+/// moved at which the incremental run costs as much as a rebuild; each
+/// moved entity a step of at most a fifth of a cell per axis): about 6-7 %
+/// for uniform points one to a cell (100k and 1M entities), 5.5 % and 10 %
+/// for uniform points two to a cell (100k, 1M), 11-13 % for balls of seven
+/// a cell (see the crate README). Denser cells keep more moved entities in
+/// occupied cells, so the edit changes fewer cells for the same moves. At
+/// either side of its world's crossover the choice costs at most about
+/// 1.3x the other path there; a fixed 15 % let the incremental run cost up
+/// to 1.7-2.2x a rebuild in the worlds one to two to a cell.
+///
+/// ```
+/// use ecs_spatial::default_rebuild_share;
+/// assert_eq!(default_rebuild_share(1.0), 0.06);
+/// assert!(default_rebuild_share(2.0) > 0.075 && default_rebuild_share(2.0) < 0.08);
+/// assert_eq!(default_rebuild_share(100.0), 0.15);
+/// assert_eq!(default_rebuild_share(f64::NAN), 0.06);
+/// ```
+pub fn default_rebuild_share(points_per_cell: f64) -> f32 {
+    let ppc = if points_per_cell >= 1.0 { points_per_cell } else { 1.0 };
+    (0.06 * ppc.powf(0.4)).min(0.15) as f32
+}
 
 /// The grid key an entity is known under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -292,7 +310,9 @@ pub struct BroadPhase<C: SpatialPosition> {
     /// A cell above [`HINTED_CELL`] may exist: edits refresh the hints.
     crowded: bool,
     invalid: Vec<(Entity, EncodeError)>,
-    rebuild_share: f32,
+    /// The share set by [`BroadPhase::with_rebuild_share`], or `None` for
+    /// [`default_rebuild_share`] of the grid.
+    rebuild_share: Option<f32>,
     stats: BroadPhaseStats,
     // Scratch, reused across runs.
     /// The changed rows of this run (ids and positions apart, so a run
@@ -317,7 +337,7 @@ impl<C: SpatialPosition> std::fmt::Debug for BroadPhase<C> {
             .field("component", &std::any::type_name::<C>())
             .field("points", &self.grid.len())
             .field("invalid", &self.invalid.len())
-            .field("rebuild_share", &self.rebuild_share)
+            .field("rebuild_share", &self.rebuild_share())
             .field("stats", &self.stats)
             .finish()
     }
@@ -338,7 +358,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
             tracked_count: 0,
             crowded: false,
             invalid: Vec::new(),
-            rebuild_share: DEFAULT_REBUILD_SHARE,
+            rebuild_share: None,
             stats: BroadPhaseStats::default(),
             changed_ids: Vec::new(),
             changed_points: Vec::new(),
@@ -354,17 +374,21 @@ impl<C: SpatialPosition> BroadPhase<C> {
 
     /// The same broad phase, rebuilding from all positions when more than
     /// `share` (0.0 to 1.0) of the tracked entities changed in one run
-    /// (default [`DEFAULT_REBUILD_SHARE`]). `1.0` or more never rebuilds
-    /// after the first run, `0.0`
-    /// always rebuilds when anything changed.
+    /// (by default [`default_rebuild_share`] of the grid's points per
+    /// occupied cell, 6 to 15 %; a NaN `share` restores the default).
+    /// `1.0` or more never rebuilds after the first run, `0.0` always
+    /// rebuilds when anything changed.
     pub fn with_rebuild_share(mut self, share: f32) -> Self {
-        self.rebuild_share = if share.is_nan() { DEFAULT_REBUILD_SHARE } else { share.max(0.0) };
+        self.rebuild_share = if share.is_nan() { None } else { Some(share.max(0.0)) };
         self
     }
 
-    /// The share of changed entities above which a run rebuilds.
+    /// The share of changed entities above which the next run rebuilds:
+    /// the one set by [`with_rebuild_share`](Self::with_rebuild_share), or
+    /// [`default_rebuild_share`] of the grid as it is now.
     pub fn rebuild_share(&self) -> f32 {
         self.rebuild_share
+            .unwrap_or_else(|| default_rebuild_share(self.grid.len() as f64 / self.grid.cells().len().max(1) as f64))
     }
 
     /// The grid, for queries (ids are entities).
@@ -422,7 +446,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
 
         let first_run = self.tracked_count == 0 && self.grid.is_empty();
         let share = self.changed_ids.len() as f64 / self.tracked_count.max(1) as f64;
-        if !self.changed_ids.is_empty() && (first_run || share > f64::from(self.rebuild_share)) {
+        if !self.changed_ids.is_empty() && (first_run || share > f64::from(self.rebuild_share())) {
             self.rebuild(present, current);
         } else {
             self.apply_changes(present, current);

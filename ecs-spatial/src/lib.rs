@@ -74,7 +74,7 @@ pub use batch::{
 };
 #[cfg(feature = "ecs")]
 pub use broad_phase::{
-    BroadPhase, BroadPhaseStats, DEFAULT_REBUILD_SHARE, Position, SpatialPosition, update_broad_phase,
+    BroadPhase, BroadPhaseStats, Position, SpatialPosition, default_rebuild_share, update_broad_phase,
 };
 pub use cell::{AXIS_BITS, CELL_MAX, CELL_MIN, CellCoord, CellKey, cell_axis, cell_of, cell_of_2d};
 pub use cell_size::suggest_cell_size;

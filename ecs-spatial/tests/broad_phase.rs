@@ -326,6 +326,10 @@ fn many_invalid_positions_changing_every_frame_stay_listed_exactly() {
     // A tenth of the entities at positions without a key, each rewritten
     // every frame (an incremental run), some made valid and some invalid.
     let (mut world, mut schedule, mut rng, live) = setup(14, 4000);
+    // 11 % of the entities change each frame: above the default share in a
+    // world this sparse, so the share is set for the incremental path.
+    let bp = world.remove_resource::<BroadPhase<Position>>().unwrap();
+    world.insert_resource(bp.with_rebuild_share(0.5));
     schedule.run(&mut world).unwrap();
     let bad = |rng: &mut Rng| {
         if rng.below(2) == 0 { Vec3::new(f32::NAN, 1.0, 0.0) } else { Vec3::new(0.0, f32::INFINITY, 0.0) }
@@ -439,4 +443,48 @@ fn a_crowd_in_one_cell_is_updated_without_scanning_it() {
     let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
     assert_eq!(stats.moved_in_cell, 10, "{stats:?}");
     assert_grid_exact(&mut world, "the rest of the crowd moved");
+}
+
+/// Runs of a broad phase over `n` points in a cube of side `side` (cells
+/// of 1.0) where a tenth of the entities move within their cells: whether
+/// the second run rebuilt, and the share it compared with.
+fn tenth_moved_rebuilds(n: usize, side: f32, share: Option<f32>) -> (bool, f32) {
+    let mut rng = Rng(41);
+    let mut world = World::new();
+    let mut bp = BroadPhase::<Position>::new(Vec3::ZERO, 1.0).unwrap();
+    if let Some(s) = share {
+        bp = bp.with_rebuild_share(s);
+    }
+    world.insert_resource(bp);
+    let homes: Vec<Vec3> = (0..n).map(|_| (rng.in_box(side) * 4.0).floor() / 4.0 + 0.125).collect();
+    let live = world.spawn_batch(homes.iter().map(|&p| (Position(p),)).collect::<Vec<_>>());
+    let mut schedule = Schedule::new();
+    schedule.add_systems(update_broad_phase::<Position>);
+    schedule.run(&mut world).unwrap();
+    let threshold = world.resource::<BroadPhase<Position>>().unwrap().rebuild_share();
+    for (&e, &p) in live.iter().zip(&homes).step_by(10) {
+        world.get_mut::<Position>(e).unwrap().0 = p + Vec3::splat(0.0625);
+    }
+    schedule.run(&mut world).unwrap();
+    let bp = world.resource::<BroadPhase<Position>>().unwrap();
+    assert_eq!(bp.stats().rows_rekeyed, n.div_ceil(10) as u64);
+    assert_eq!(bp.grid().len(), n);
+    (bp.stats().full_rebuild, threshold)
+}
+
+#[test]
+fn the_default_rebuild_share_follows_the_points_per_cell() {
+    // One point a cell or so (4000 in 64^3 cells): a tenth moved is past
+    // the crossover, so the run rebuilds.
+    let (rebuilt, share) = tenth_moved_rebuilds(4000, 64.0, None);
+    assert!(rebuilt && (0.06..0.065).contains(&share), "{share}");
+    // About 60 a cell (4000 in 4^3 cells): the edit is cheaper.
+    let (rebuilt, share) = tenth_moved_rebuilds(4000, 4.0, None);
+    assert!(!rebuilt && (0.14..=0.15).contains(&share), "{share}");
+    // A share set by the caller holds whatever the cells hold; NaN restores
+    // the default.
+    assert_eq!(tenth_moved_rebuilds(4000, 64.0, Some(0.5)), (false, 0.5));
+    assert_eq!(tenth_moved_rebuilds(4000, 4.0, Some(0.05)), (true, 0.05));
+    let (rebuilt, share) = tenth_moved_rebuilds(4000, 64.0, Some(f32::NAN));
+    assert!(rebuilt && (0.06..0.065).contains(&share), "{share}");
 }
