@@ -3,6 +3,7 @@
 //! then the set's cases ([`SPATIAL_CASES`]) are timed on it.
 
 use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
 
 use crate::measure::{self, Batched, Config, Measurement, Sampler, WithSetup};
 use crate::row::{Impl, Row, ScenarioId};
@@ -36,6 +37,10 @@ pub fn spatial_scene(imp: Impl, points: &[glam::Vec3], radius: f32) -> Result<Op
     })
 }
 
+/// A structure timed by samplers that take turns (through the `RefCell`),
+/// with the count its timed runs last returned (the first wrong one kept).
+type Sharing<'a> = (Impl, RefCell<&'a mut Box<dyn SpatialScene>>, Cell<Option<usize>>);
+
 /// Every compiled-in `spatial` structure over one set of points, ours first.
 pub type SpatialScenes = Vec<(Impl, Box<dyn SpatialScene>)>;
 
@@ -67,7 +72,12 @@ pub fn spatial_scenes(points: &[glam::Vec3], radius: f32) -> Result<(SpatialScen
 /// every timed run must equal the checked count; `all_pairs` (ours) must
 /// count `(hits - n) / 2` pairs every run; `std_sort` (ours' reference)
 /// times `sort_unstable` of the pairs, copied untimed, and checks the
-/// order. `nothing`, `5pct` and `all` time one frame of ours' broad-phase
+/// order. The two cases a goal compares with another are measured in turns
+/// with it, as another sampler of the same interleaving: `all_pairs` with
+/// the set's `all_queries` (on ours' same structure), `std_sort` with the
+/// set's `build`; timed in blocks of their own, their ratio moved with the
+/// host between the blocks (pairs / queries read 0.49-0.80x in runs of one
+/// build). `nothing`, `5pct` and `all` time one frame of ours' broad-phase
 /// system ([`spatial::ecs::EcsBroadPhase`]) after moving no, 5 % or all
 /// entities untimed; the last frame must have re-keyed exactly the moved
 /// rows (and skipped every chunk when nothing moved), and the grid must hold
@@ -82,13 +92,19 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
         let (mut scenes, hits) = spatial_scenes(&points, set.radius)?;
         // The broad-phase system's world, shared by the set's system cases.
         let mut ecs_system: Option<spatial::ecs::EcsBroadPhase> = None;
+        // Ours' cases that a goal compares with another case are measured in
+        // turns with it (see `run_spatial`) and kept here for their own row.
+        let has = |op: SpatialOp| SPATIAL_CASES.iter().any(|c| c.set == set_index && c.op == op);
+        let mut sort_in_turns: Option<Measurement> = None;
+        let mut pairs_in_turns: Option<(Measurement, Option<usize>)> = None;
         for case in SPATIAL_CASES.iter().filter(|c| c.set == set_index) {
             let fail = |imp: Impl, e: String| format!("spatial/{}/{}: {e}", case.name, imp.name());
             let mut measured: Vec<(Impl, Measurement, usize)> = Vec::new();
             let mut system_chunks: Option<ChunkCounts> = None;
             match case.op {
                 SpatialOp::Build => {
-                    let ms = {
+                    let mut sort = has(SpatialOp::StdSort).then(|| spatial::SortPairs::new(&points));
+                    let mut ms = {
                         let mut samplers: Vec<WithSetup<'_, Box<dyn SpatialScene>, _, _>> = scenes
                             .iter_mut()
                             .map(|(_, s)| {
@@ -99,10 +115,20 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                                 )
                             })
                             .collect();
+                        let mut sorter = sort
+                            .as_mut()
+                            .map(|sort| WithSetup::new(sort, spatial::SortPairs::reset, spatial::SortPairs::sort));
                         let mut refs: Vec<&mut dyn Sampler> =
                             samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
+                        if let Some(sorter) = sorter.as_mut() {
+                            refs.push(sorter);
+                        }
                         measure::measure_interleaved(cfg, &mut refs)
                     };
+                    if let Some(sort) = &sort {
+                        sort.check().map_err(|e| format!("spatial/{}: std_sort: {e}", case.name))?;
+                        sort_in_turns = ms.pop();
+                    }
                     for ((imp, scene), m) in scenes.iter().zip(ms) {
                         let len = scene.built_len().map_err(|e| fail(*imp, e))?;
                         if len != n {
@@ -111,37 +137,74 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                         measured.push((*imp, m, len));
                     }
                 }
+                SpatialOp::AllPairs if pairs_in_turns.is_some() => {
+                    let want = (hits - n) / 2;
+                    if let Some((m, got)) = pairs_in_turns.take() {
+                        if got != Some(want) {
+                            return Err(fail(
+                                Impl::Ours,
+                                format!("a timed run counted {got:?} pairs, expected {want}"),
+                            ));
+                        }
+                        measured.push((Impl::Ours, m, want));
+                    }
+                }
                 SpatialOp::AllQueries | SpatialOp::AllPairs => {
                     let pairs = case.op == SpatialOp::AllPairs;
                     let want = if pairs { (hits - n) / 2 } else { hits };
-                    let mut active: Vec<(Impl, &mut Box<dyn SpatialScene>, Option<usize>)> = scenes
+                    let want_pairs = (hits - n) / 2;
+                    // Ours' all pairs take turns with the queries when the set
+                    // has that case: one more sampler on ours' structure.
+                    let pairs_too = !pairs && has(SpatialOp::AllPairs);
+                    let active: Vec<Sharing<'_>> = scenes
                         .iter_mut()
                         .filter(|(imp, _)| !pairs || *imp == Impl::Ours)
-                        .map(|(imp, s)| (*imp, s, None))
+                        .map(|(imp, s)| (*imp, RefCell::new(s), Cell::new(None)))
                         .collect();
-                    let ms = {
-                        let mut samplers: Vec<Batched<_>> = active
-                            .iter_mut()
+                    let pairs_got = Cell::new(None);
+                    // Keeps the first mismatch, if any.
+                    let keep = |last: &Cell<Option<usize>>, got: Option<usize>, want: usize| {
+                        if last.get().is_none_or(|l| l == want) {
+                            last.set(Some(got.unwrap_or(usize::MAX)));
+                        }
+                    };
+                    let mut ms = {
+                        let mut samplers: Vec<Batched<Box<dyn FnMut() + '_>>> = active
+                            .iter()
                             .map(|(_, s, last)| {
-                                Batched::new(move || {
+                                let run: Box<dyn FnMut()> = Box::new(move || {
+                                    let mut s = s.borrow_mut();
                                     let got = if pairs { s.all_pairs() } else { Some(s.all_queries()) };
-                                    // Keep the first mismatch, if any.
-                                    if last.is_none_or(|l| l == want) {
-                                        *last = Some(got.unwrap_or(usize::MAX));
-                                    }
-                                })
+                                    keep(last, got, want);
+                                });
+                                Batched::new(run)
                             })
                             .collect();
+                        if let Some((Impl::Ours, s, _)) = active.first().filter(|_| pairs_too) {
+                            let (pairs_got, keep) = (&pairs_got, &keep);
+                            let run: Box<dyn FnMut()> =
+                                Box::new(move || keep(pairs_got, s.borrow_mut().all_pairs(), want_pairs));
+                            samplers.push(Batched::new(run));
+                        }
                         let mut refs: Vec<&mut dyn Sampler> =
                             samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
                         measure::measure_interleaved(cfg, &mut refs)
                     };
+                    if ms.len() > active.len() {
+                        pairs_in_turns = ms.pop().map(|m| (m, pairs_got.get()));
+                    }
                     for ((imp, _, got), m) in active.into_iter().zip(ms) {
+                        let got = got.get();
                         if got != Some(want) {
                             let what = if pairs { "pairs" } else { "hits" };
                             return Err(fail(imp, format!("a timed run counted {got:?} {what}, expected {want}")));
                         }
                         measured.push((imp, m, want));
+                    }
+                }
+                SpatialOp::StdSort if sort_in_turns.is_some() => {
+                    if let Some(m) = sort_in_turns.take() {
+                        measured.push((Impl::Ours, m, n));
                     }
                 }
                 SpatialOp::StdSort => {
