@@ -120,14 +120,16 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                             .map(|sort| WithSetup::new(sort, spatial::SortPairs::reset, spatial::SortPairs::sort));
                         let mut refs: Vec<&mut dyn Sampler> =
                             samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
+                        // After the first peer's sampler, as the pairs below.
                         if let Some(sorter) = sorter.as_mut() {
-                            refs.push(sorter);
+                            refs.insert(refs.len().min(2), sorter);
                         }
                         measure::measure_interleaved(cfg, &mut refs)
                     };
                     if let Some(sort) = &sort {
                         sort.check().map_err(|e| format!("spatial/{}: std_sort: {e}", case.name))?;
-                        sort_in_turns = ms.pop();
+                        let at = (ms.len() - 1).min(2);
+                        sort_in_turns = Some(ms.remove(at));
                     }
                     for ((imp, scene), m) in scenes.iter().zip(ms) {
                         let len = scene.built_len().map_err(|e| fail(*imp, e))?;
@@ -154,8 +156,12 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                     let want = if pairs { (hits - n) / 2 } else { hits };
                     let want_pairs = (hits - n) / 2;
                     // Ours' all pairs take turns with the queries when the set
-                    // has that case: one more sampler on ours' structure.
+                    // has that case: one more sampler on ours' structure, after
+                    // the first peer's, so each of ours' samplers follows
+                    // another structure's work (neither finds the other's
+                    // warm caches), as each peer does.
                     let pairs_too = !pairs && has(SpatialOp::AllPairs);
+                    let pairs_at = scenes.len().min(2);
                     let active: Vec<Sharing<'_>> = scenes
                         .iter_mut()
                         .filter(|(imp, _)| !pairs || *imp == Impl::Ours)
@@ -184,14 +190,14 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                             let (pairs_got, keep) = (&pairs_got, &keep);
                             let run: Box<dyn FnMut()> =
                                 Box::new(move || keep(pairs_got, s.borrow_mut().all_pairs(), want_pairs));
-                            samplers.push(Batched::new(run));
+                            samplers.insert(pairs_at, Batched::new(run));
                         }
                         let mut refs: Vec<&mut dyn Sampler> =
                             samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
                         measure::measure_interleaved(cfg, &mut refs)
                     };
                     if ms.len() > active.len() {
-                        pairs_in_turns = ms.pop().map(|m| (m, pairs_got.get()));
+                        pairs_in_turns = Some((ms.remove(pairs_at), pairs_got.get()));
                     }
                     for ((imp, _, got), m) in active.into_iter().zip(ms) {
                         let got = got.get();
