@@ -387,6 +387,9 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     edit_removed_cells: Vec<u32>,
     edit_inserted_cells: Vec<u32>,
     edit_changes: Vec<(u64, i64)>,
+    /// The cells an edit added (`+1`) or emptied (`-1`), by key in order:
+    /// what the block table's entries shift by.
+    edit_cell_changes: Vec<(u64, i32)>,
 }
 
 /// One step of an incremental edit, in old sorted-slot order.
@@ -454,6 +457,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             edit_removed_cells: Vec::new(),
             edit_inserted_cells: Vec::new(),
             edit_changes: Vec::new(),
+            edit_cell_changes: Vec::new(),
         })
     }
 
@@ -629,6 +633,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             + self.edit_ops.capacity() * size_of::<EditOp>()
             + (self.edit_removed_cells.capacity() + self.edit_inserted_cells.capacity()) * 4
             + self.edit_changes.capacity() * 16
+            + self.edit_cell_changes.capacity() * 16
     }
 
     fn rebuild_impl(&mut self, ids: &[I], positions: &[P], parallel: bool) -> Result<(), GridError> {
@@ -1079,21 +1084,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// points across a huge y-z face) gets no table; the hash serves.
     fn fill_blocks(&mut self) {
         self.blocks.clear();
-        // In the table's coordinates: offsets from the box's minimum, or
-        // ranks when compacted (see `compact`).
+        let Some((shift, cols)) = self.block_geometry() else { return };
         let span = self.dense_span;
-        let limit = block_limit(self.cells.len(), self.compacted);
-        let rows = span[1] as u64 * span[2] as u64;
-        if self.cells.is_empty() || !blocks_fit(span, self.cells.len(), self.compacted) {
-            return;
-        }
-        let mut shift = 0;
-        while (span[0] as u64).div_ceil(1 << shift) * rows > limit {
-            shift += 1;
-        }
+        let rows = span[1] * span[2];
         self.block_shift = shift;
-        self.block_cols = span[0].div_ceil(1 << shift);
-        self.blocks.resize(self.block_cols * rows as usize + 1, 0);
+        self.block_cols = cols;
+        self.blocks.resize(self.block_cols * rows + 1, 0);
         if self.compacted {
             let cols = self.block_cols;
             for (row, x) in ranked_cells(&self.ranks, self.min, span[1], self.cell_keys.iter().copied()) {
@@ -1109,6 +1105,51 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         for v in &mut self.blocks {
             sum += *v;
             *v = sum;
+        }
+    }
+
+    /// The block table's `block_shift` and `block_cols` for this grid's
+    /// occupied box and cells, or `None` when its rows do not fit one (see
+    /// [`fill_blocks`](Self::fill_blocks)).
+    fn block_geometry(&self) -> Option<(u32, usize)> {
+        // In the table's coordinates: offsets from the box's minimum, or
+        // ranks when compacted (see `compact`).
+        let span = self.dense_span;
+        if self.cells.is_empty() || !blocks_fit(span, self.cells.len(), self.compacted) {
+            return None;
+        }
+        let limit = block_limit(self.cells.len(), self.compacted);
+        let rows = span[1] as u64 * span[2] as u64;
+        let mut shift = 0;
+        while (span[0] as u64).div_ceil(1 << shift) * rows > limit {
+            shift += 1;
+        }
+        Some((shift, span[0].div_ceil(1 << shift)))
+    }
+
+    /// After an edit that added or emptied the cells `changes` (by key, in
+    /// order; `+1` added, `-1` emptied) in a grid whose block table keeps
+    /// its geometry: each entry counts the occupied cells before its block,
+    /// so it moves by the changes of the cells before the block. One pass
+    /// over the table instead of [`fill_blocks`](Self::fill_blocks)'
+    /// clearing, counting and summing (which a sparse world, whose edits
+    /// add and empty cells every time, paid every edit).
+    fn shift_blocks(&mut self, changes: &[(u64, i32)]) {
+        debug_assert!(!self.compacted && self.has_blocks());
+        let mut running: i64 = 0;
+        let mut from = 0usize;
+        for &(key, d) in changes {
+            // The block holding the cell starts at or before it: only later
+            // blocks count it.
+            let b = self.block_index(key);
+            for v in &mut self.blocks[from..=b] {
+                *v = (i64::from(*v) + running) as u32;
+            }
+            from = b + 1;
+            running += i64::from(d);
+        }
+        for v in &mut self.blocks[from..] {
+            *v = (i64::from(*v) + running) as u32;
         }
     }
 
@@ -1593,6 +1634,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let mut keys = std::mem::take(&mut self.cell_keys_back);
         let mut ops = std::mem::take(&mut self.edit_ops);
         let mut changes = std::mem::take(&mut self.edit_changes);
+        let mut cell_changes = std::mem::take(&mut self.edit_cell_changes);
+        cell_changes.clear();
         cells.clear();
         keys.clear();
         ops.clear();
@@ -1632,6 +1675,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 keys.push(k);
                 cells_changed = true;
                 changes.push((k, count as i64));
+                cell_changes.push((k, 1));
                 let coords = unpack(k);
                 // A compacted table has a row and column for every
                 // coordinate some old cell had; a new one needs new ranks.
@@ -1668,6 +1712,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 keys.push(cell.key.raw());
             } else {
                 cells_changed = true;
+                cell_changes.push((cell.key.raw(), -1));
             }
             let net = count - cell.count as i64;
             if net != 0 {
@@ -1705,6 +1750,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.order.clear();
         if n_new == 0 {
             self.edit_changes = changes;
+            self.edit_cell_changes = cell_changes;
             self.clear();
             return 0;
         }
@@ -1765,12 +1811,23 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 self.dense.clear();
                 // The table maps keys to cell indices: unchanged while no
                 // cell was added or emptied (and its coordinates stay).
-                if cells_changed
+                let rebuild = cells_changed
                     || was != LookupKind::Hashed
                     || grew
                     || self.compacted != was_compacted
-                    || (self.compacted && !keep_ranks)
-                {
+                    || (self.compacted && !keep_ranks);
+                // A plain block table over the same box whose geometry the
+                // new cell count keeps only shifts its entries.
+                let shift_only = rebuild
+                    && was == LookupKind::Hashed
+                    && !grew
+                    && !was_compacted
+                    && !self.compacted
+                    && self.has_blocks()
+                    && self.block_geometry() == Some((self.block_shift, self.block_cols));
+                if shift_only {
+                    self.shift_blocks(&cell_changes);
+                } else if rebuild {
                     self.build_hash();
                 }
             }
@@ -1780,6 +1837,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             }
         }
         self.edit_changes = changes;
+        self.edit_cell_changes = cell_changes;
         largest
     }
 
@@ -2637,6 +2695,40 @@ mod tests {
         let cells = grid.cells().len();
         grid.apply_edits(&mut removed, &mut inserted).unwrap();
         assert_eq!(grid.cells().len(), cells);
+    }
+
+    #[test]
+    fn edits_inside_the_box_shift_the_block_table() {
+        let mut seed = 7u64;
+        let mut unit = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 40) as f32 / (1u64 << 24) as f32
+        };
+        // About one point a cell: every edit adds and empties cells.
+        let points: Vec<Vec3> = (0..20_000).map(|_| Vec3::new(unit(), unit(), unit()) * 1000.0).collect();
+        let ids: Vec<u32> = (0..points.len() as u32).collect();
+        let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 5.0).unwrap();
+        grid.rebuild(&ids, &points).unwrap();
+        assert!(grid.has_blocks() && !grid.ranked(), "{:?}", grid.stats());
+        for round in 0..4u32 {
+            let (shift, cols, cells) = (grid.block_shift, grid.block_cols, grid.cells().len());
+            let mut removed: Vec<u32> = (round..grid.len() as u32).step_by(7).collect();
+            let mut inserted: Vec<(CellKey, u32, Vec3)> = (0..1500u32)
+                .map(|i| {
+                    let p = Vec3::new(unit(), unit(), unit()) * 980.0 + 10.0;
+                    (grid.cell_key_of(p).unwrap(), 1_000_000 + 2000 * round + i, p)
+                })
+                .collect();
+            grid.apply_edits(&mut removed, &mut inserted).unwrap();
+            // The box and the geometry stayed, so the entries were shifted:
+            // they are what a fresh fill writes, and every row is found.
+            assert_ne!(grid.cells().len(), cells);
+            assert_eq!((grid.block_shift, grid.block_cols, grid.lookup_kind()), (shift, cols, LookupKind::Hashed));
+            let shifted = grid.blocks.clone();
+            grid.fill_blocks();
+            assert_eq!(grid.blocks, shifted, "round {round}");
+            check_pages(&grid, false);
+        }
     }
 
     #[test]
