@@ -1136,21 +1136,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// add and empty cells every time, paid every edit).
     fn shift_blocks(&mut self, changes: &[(u64, i32)]) {
         debug_assert!(!self.compacted && self.has_blocks());
-        let mut running: i64 = 0;
-        let mut from = 0usize;
-        for &(key, d) in changes {
-            // The block holding the cell starts at or before it: only later
-            // blocks count it.
-            let b = self.block_index(key);
-            for v in &mut self.blocks[from..=b] {
-                *v = (i64::from(*v) + running) as u32;
-            }
-            from = b + 1;
-            running += i64::from(d);
-        }
-        for v in &mut self.blocks[from..] {
-            *v = (i64::from(*v) + running) as u32;
-        }
+        // The block holding the cell starts at or before it: only later
+        // blocks count it.
+        let mut blocks = std::mem::take(&mut self.blocks);
+        shift_prefix_counts(&mut blocks, changes.iter().map(|&(key, d)| (self.block_index(key), i64::from(d))));
+        self.blocks = blocks;
     }
 
     /// Builds the block table's pages, if this grid has a block table and
@@ -1793,19 +1783,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             LookupKind::Dense => {
                 // `dense[i]` counts the points in cells before dense cell `i`:
                 // shift each stretch by the net change of the cells before it.
-                let mut running: i64 = 0;
-                let mut from = 0usize;
-                for &(key, net) in &changes {
-                    let d = self.dense_index(key);
-                    for v in &mut self.dense[from..=d] {
-                        *v = (*v as i64 + running) as u32;
-                    }
-                    from = d + 1;
-                    running += net;
-                }
-                for v in &mut self.dense[from..] {
-                    *v = (*v as i64 + running) as u32;
-                }
+                let mut dense = std::mem::take(&mut self.dense);
+                shift_prefix_counts(&mut dense, changes.iter().map(|&(key, net)| (self.dense_index(key), net)));
+                self.dense = dense;
             }
             LookupKind::Hashed => {
                 self.dense.clear();
@@ -2213,6 +2193,27 @@ const ROWS_FREE: u64 = 64;
 #[inline]
 pub(crate) fn gallop(keys: &[u64], from: usize, end: usize, target: u64) -> usize {
     gallop_by(from, end, |i| keys[i] >= target)
+}
+
+/// Shifts a table of prefix counts (each entry counts what lies before it,
+/// in key order) by `changes`: pairs of the entry holding a changed key
+/// and its change, in order. Entries up to and including that one keep
+/// it out, every later entry moves by it: one pass over the table. The
+/// dense table (points before each cell) and the block table (cells before
+/// each block) after an edit.
+fn shift_prefix_counts(table: &mut [u32], changes: impl IntoIterator<Item = (usize, i64)>) {
+    let mut running: i64 = 0;
+    let mut from = 0usize;
+    for (at, change) in changes {
+        for v in &mut table[from..=at] {
+            *v = (i64::from(*v) + running) as u32;
+        }
+        from = at + 1;
+        running += change;
+    }
+    for v in &mut table[from..] {
+        *v = (i64::from(*v) + running) as u32;
+    }
 }
 
 /// The first index `t` in `from..end` with `past(t)` (`end` if none), for a
@@ -2628,6 +2629,15 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A deterministic stream of values in `[0, 1)` (a 64-bit LCG from
+    /// `seed`), for the tests' point sets.
+    fn lcg_unit(mut seed: u64) -> impl FnMut() -> f32 {
+        move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 40) as f32 / (1u64 << 24) as f32
+        }
+    }
+
     proptest! {
         /// The vectorised floor is the floor `cell_axis` takes, over the key range.
         #[test]
@@ -2699,11 +2709,7 @@ mod tests {
 
     #[test]
     fn edits_inside_the_box_shift_the_block_table() {
-        let mut seed = 7u64;
-        let mut unit = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut unit = lcg_unit(7);
         // About one point a cell: every edit adds and empties cells.
         let points: Vec<Vec3> = (0..20_000).map(|_| Vec3::new(unit(), unit(), unit()) * 1000.0).collect();
         let ids: Vec<u32> = (0..points.len() as u32).collect();
@@ -2733,11 +2739,7 @@ mod tests {
 
     #[test]
     fn block_table_rows_match_the_search() {
-        let mut seed = 1u64;
-        let mut unit = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut unit = lcg_unit(1);
         // Sparse uniform (narrow blocks), a dense run along x in a sparse
         // box (long runs past the window), and a huge flat box (wide blocks).
         let mut sets: Vec<Vec<Vec3>> = Vec::new();
@@ -2874,11 +2876,7 @@ mod tests {
 
     #[test]
     fn compacted_dense_rows_match_the_search() {
-        let mut seed = 3u64;
-        let mut unit = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut unit = lcg_unit(3);
         // Clumps far apart along z, along y, along both, and one clump
         // with a few far points along z: too many rows for the block table,
         // few occupied coordinates per axis.
