@@ -97,6 +97,11 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
         let has = |op: SpatialOp| SPATIAL_CASES.iter().any(|c| c.set == set_index && c.op == op);
         let mut sort_in_turns: Option<Measurement> = None;
         let mut pairs_in_turns: Option<(Measurement, Option<usize>)> = None;
+        // Where such a sampler goes among the set's structures' samplers
+        // (ours first): after the first peer's, so each of ours follows
+        // another structure's work (neither finds the other's warm caches),
+        // as each peer does; last when there is no peer.
+        let turn_at = scenes.len().min(2);
         for case in SPATIAL_CASES.iter().filter(|c| c.set == set_index) {
             let fail = |imp: Impl, e: String| format!("spatial/{}/{}: {e}", case.name, imp.name());
             let mut measured: Vec<(Impl, Measurement, usize)> = Vec::new();
@@ -120,16 +125,14 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                             .map(|sort| WithSetup::new(sort, spatial::SortPairs::reset, spatial::SortPairs::sort));
                         let mut refs: Vec<&mut dyn Sampler> =
                             samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
-                        // After the first peer's sampler, as the pairs below.
                         if let Some(sorter) = sorter.as_mut() {
-                            refs.insert(refs.len().min(2), sorter);
+                            refs.insert(turn_at, sorter);
                         }
                         measure::measure_interleaved(cfg, &mut refs)
                     };
                     if let Some(sort) = &sort {
                         sort.check().map_err(|e| format!("spatial/{}: std_sort: {e}", case.name))?;
-                        let at = (ms.len() - 1).min(2);
-                        sort_in_turns = Some(ms.remove(at));
+                        sort_in_turns = Some(ms.remove(turn_at));
                     }
                     for ((imp, scene), m) in scenes.iter().zip(ms) {
                         let len = scene.built_len().map_err(|e| fail(*imp, e))?;
@@ -156,12 +159,8 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                     let want = if pairs { (hits - n) / 2 } else { hits };
                     let want_pairs = (hits - n) / 2;
                     // Ours' all pairs take turns with the queries when the set
-                    // has that case: one more sampler on ours' structure, after
-                    // the first peer's, so each of ours' samplers follows
-                    // another structure's work (neither finds the other's
-                    // warm caches), as each peer does.
+                    // has that case: one more sampler on ours' structure.
                     let pairs_too = !pairs && has(SpatialOp::AllPairs);
-                    let pairs_at = scenes.len().min(2);
                     let active: Vec<Sharing<'_>> = scenes
                         .iter_mut()
                         .filter(|(imp, _)| !pairs || *imp == Impl::Ours)
@@ -190,14 +189,14 @@ pub fn run_spatial(cfg: &Config, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row
                             let (pairs_got, keep) = (&pairs_got, &keep);
                             let run: Box<dyn FnMut()> =
                                 Box::new(move || keep(pairs_got, s.borrow_mut().all_pairs(), want_pairs));
-                            samplers.insert(pairs_at, Batched::new(run));
+                            samplers.insert(turn_at, Batched::new(run));
                         }
                         let mut refs: Vec<&mut dyn Sampler> =
                             samplers.iter_mut().map(|s| s as &mut dyn Sampler).collect();
                         measure::measure_interleaved(cfg, &mut refs)
                     };
                     if ms.len() > active.len() {
-                        pairs_in_turns = Some((ms.remove(pairs_at), pairs_got.get()));
+                        pairs_in_turns = Some((ms.remove(turn_at), pairs_got.get()));
                     }
                     for ((imp, _, got), m) in active.into_iter().zip(ms) {
                         let got = got.get();
