@@ -3,8 +3,11 @@
 //! ([`Soa`]; the only copy, read back as points by
 //! [`GridPositions`](crate::GridPositions)), and a query tests them in chunks of [`LANES`]
 //! lanes, four at a time in glam's [`Vec4`] (SSE2 on every x86-64, NEON on
-//! aarch64, plain scalar code elsewhere: glam picks). No `std::arch` and no
-//! `unsafe` here: glam's safe API is the SIMD layer.
+//! aarch64, plain scalar code elsewhere: glam picks), or, in the batch
+//! queries and all pairs on x86-64 CPUs with AVX2 (the `simd` feature, on
+//! by default), eight at a time through pulp's safe AVX intrinsics, chosen
+//! at run time (see [`Lanes`]). No `unsafe` here: glam's and pulp's safe
+//! APIs are the SIMD layer.
 //!
 //! Exactness: each lane computes `((dx * dx + dy * dy) + dz * dz) <= r2`
 //! with `d = p - c` (vector operations are lane-wise IEEE operations), the
@@ -256,19 +259,21 @@ impl<I: Copy> Candidates<I> {
     /// dozen neighbours) goes as one fixed block of [`HIT_BLOCK`] ids, the
     /// excess cut off again, so no loop's exit depends on the hit count.
     #[inline(always)]
-    pub(crate) fn hits_into(&mut self, c: Vec3, r2: f32, out: &mut Vec<I>) {
+    pub(crate) fn hits_into<L: Lanes>(&mut self, lanes: L, c: Vec3, r2: f32, out: &mut Vec<I>) {
         let (xs, ys, zs) = chunks_of(&self.x, &self.y, &self.z, self.len);
-        let centre = (Vec4::splat(c.x), Vec4::splat(c.y), Vec4::splat(c.z), Vec4::splat(r2));
+        let centre = lanes.centre(c, r2);
         let buffer = &mut *self.found;
         let chunks = xs.len().min(ys.len()).min(zs.len());
         let mut k = 0;
         while k < chunks {
             let end = (k + GROUP).min(chunks);
-            let found = compact_group(xs, ys, zs, k..end, 0xFF, centre, buffer);
-            let ids = &self.ids[k * LANES..];
+            let found = compact_group(lanes, (xs, ys, zs), k..end, 0xFF, centre, buffer);
+            let Some(ids) = window(&self.ids, k * LANES) else {
+                break; // not reached: `gather` keeps the room
+            };
             if found <= HIT_BLOCK {
                 // Entries past `found` are leftovers, offsets below
-                // `GROUP * LANES`, which `gather` keeps in bounds.
+                // `GROUP * LANES`: inside the window.
                 let block: [I; HIT_BLOCK] = std::array::from_fn(|j| ids[usize::from(buffer[j])]);
                 let len = out.len();
                 out.extend_from_slice(&block);
@@ -294,16 +299,26 @@ impl<I: Copy> Candidates<I> {
     /// loop per point mispredicted about once a point. Larger candidate
     /// sets (dense cells) take the per-point path.
     #[inline(always)]
-    pub(crate) fn unit_pairs(&mut self, points: &Soa, slots: Range<usize>, r2: f32, f: &mut impl FnMut(I, I)) {
+    pub(crate) fn unit_pairs<L: Lanes>(
+        &mut self,
+        lanes: L,
+        points: &Soa,
+        slots: Range<usize>,
+        r2: f32,
+        f: &mut impl FnMut(I, I),
+    ) {
         let (xs, ys, zs) = chunks_of(&self.x, &self.y, &self.z, self.len);
         let chunks = xs.len().min(ys.len()).min(zs.len());
         if self.len > GROUP * LANES || slots.len() > GROUP * LANES {
             for (p, s) in slots.enumerate() {
                 let a = self.ids[p];
-                self.for_each_hit(p + 1, points.point(s), r2, |b| f(a, b));
+                self.for_each_hit(lanes, p + 1, points.point(s), r2, |b| f(a, b));
             }
             return;
         }
+        let Some(ids) = window(&self.ids, 0) else {
+            return; // not reached: `gather` keeps the room
+        };
         let (later, earlier) = (&mut *self.later, &mut *self.earlier);
         let mut pending = 0usize;
         for (p, s) in slots.enumerate() {
@@ -311,26 +326,25 @@ impl<I: Copy> Candidates<I> {
             // Room for every lane of this point's chunks, or hand the
             // pending pairs over first (rare: about a hundred pairs fit).
             if pending + (chunks - first.min(chunks)) * LANES > PAIRS {
-                flush_pairs(&self.ids, &later[..pending], &earlier[..pending], f);
+                flush_pairs(ids, &later[..pending], &earlier[..pending], f);
                 pending = 0;
             }
-            let c = points.point(s);
-            let centre = (Vec4::splat(c.x), Vec4::splat(c.y), Vec4::splat(c.z), Vec4::splat(r2));
+            let centre = lanes.centre(points.point(s), r2);
             let own = (p as u64) * 0x0101_0101_0101_0101;
-            let mut lanes = 0xFFu32 << ((p + 1) % LANES);
+            let mut mask = 0xFFu32 << ((p + 1) % LANES);
             for k in first..chunks {
                 let (Some(x), Some(y), Some(z)) = (xs.get(k), ys.get(k), zs.get(k)) else {
                     break; // not reached: `k < chunks`
                 };
-                let (word, count) = chunk_hits(x, y, z, centre, lanes, k * LANES);
-                lanes = 0xFF;
+                let (word, count) = chunk_hits(lanes, x, y, z, centre, mask, k * LANES);
+                mask = 0xFF;
                 let at = pending & (PAIRS - 1);
                 later[at..at + LANES].copy_from_slice(&word.to_le_bytes());
                 earlier[at..at + LANES].copy_from_slice(&own.to_le_bytes());
                 pending += count;
             }
         }
-        flush_pairs(&self.ids, &later[..pending.min(PAIRS)], &earlier[..pending.min(PAIRS)], f);
+        flush_pairs(ids, &later[..pending.min(PAIRS)], &earlier[..pending.min(PAIRS)], f);
     }
 
     /// Calls `f(id)` for each candidate from index `from` on that lies
@@ -339,18 +353,20 @@ impl<I: Copy> Candidates<I> {
     /// [`hits_into`](Self::hits_into)), so the calls run in one loop
     /// instead of one per chunk with hits.
     #[inline(always)]
-    pub(crate) fn for_each_hit(&mut self, from: usize, c: Vec3, r2: f32, mut f: impl FnMut(I)) {
+    pub(crate) fn for_each_hit<L: Lanes>(&mut self, lanes: L, from: usize, c: Vec3, r2: f32, mut f: impl FnMut(I)) {
         let (xs, ys, zs) = chunks_of(&self.x, &self.y, &self.z, self.len);
-        let centre = (Vec4::splat(c.x), Vec4::splat(c.y), Vec4::splat(c.z), Vec4::splat(r2));
+        let centre = lanes.centre(c, r2);
         let buffer = &mut *self.found;
         let chunks = xs.len().min(ys.len()).min(zs.len());
         let mut k = from / LANES;
         let mut first_lanes = 0xFFu32 << (from % LANES);
         while k < chunks {
             let end = (k + GROUP).min(chunks);
-            let found = compact_group(xs, ys, zs, k..end, first_lanes, centre, buffer);
+            let found = compact_group(lanes, (xs, ys, zs), k..end, first_lanes, centre, buffer);
             first_lanes = 0xFF;
-            let ids = &self.ids[k * LANES..];
+            let Some(ids) = window(&self.ids, k * LANES) else {
+                break; // not reached: `gather` keeps the room
+            };
             for &i in &buffer[..found] {
                 f(ids[i as usize]);
             }
@@ -370,10 +386,18 @@ fn copy_tail<I: Copy>(tail: &[I], to: &mut [I]) {
     to[..n].copy_from_slice(&tail[..n]);
 }
 
+/// The `GROUP * LANES` candidate ids from index `from` (a group's first
+/// chunk): a byte offset indexes it without a bounds check. `None` only
+/// past the room [`Candidates::gather`] keeps after the last candidate.
+#[inline(always)]
+fn window<I>(ids: &[I], from: usize) -> Option<&[I; GROUP * LANES]> {
+    ids.get(from..from + GROUP * LANES)?.try_into().ok()
+}
+
 /// Calls `f(ids[e], ids[l])` for each pending pair `(e, l)` of
 /// [`Candidates::unit_pairs`], in order.
 #[inline(always)]
-fn flush_pairs<I: Copy>(ids: &[I], later: &[u8], earlier: &[u8], f: &mut impl FnMut(I, I)) {
+fn flush_pairs<I: Copy>(ids: &[I; GROUP * LANES], later: &[u8], earlier: &[u8], f: &mut impl FnMut(I, I)) {
     for (&e, &l) in earlier.iter().zip(later) {
         f(ids[usize::from(e)], ids[usize::from(l)]);
     }
@@ -387,13 +411,12 @@ fn flush_pairs<I: Copy>(ids: &[I], later: &[u8], earlier: &[u8], f: &mut impl Fn
 /// no byte carries), and an add of its hit count: no branch per lane or per
 /// chunk.
 #[inline(always)]
-fn compact_group(
-    xs: &[[f32; LANES]],
-    ys: &[[f32; LANES]],
-    zs: &[[f32; LANES]],
+fn compact_group<L: Lanes>(
+    lanes: L,
+    (xs, ys, zs): Blocks<'_>,
     group: Range<usize>,
     first_lanes: u32,
-    centre: (Vec4, Vec4, Vec4, Vec4),
+    centre: L::Centre,
     buffer: &mut [u8; GROUP * LANES + LANES],
 ) -> usize {
     debug_assert!(group.len() <= GROUP);
@@ -403,8 +426,8 @@ fn compact_group(
         let (Some(x), Some(y), Some(z)) = (xs.get(k), ys.get(k), zs.get(k)) else {
             break; // not reached: callers pass chunks of the arrays
         };
-        let lanes = if k == first { first_lanes } else { 0xFF };
-        let (word, count) = chunk_hits(x, y, z, centre, lanes, (k - first) * LANES);
+        let mask = if k == first { first_lanes } else { 0xFF };
+        let (word, count) = chunk_hits(lanes, x, y, z, centre, mask, (k - first) * LANES);
         // At most 8 * 31 hits come before the last chunk of a group, so
         // the mask never changes `found` here; it only lets the compiler
         // see the bound.
@@ -415,22 +438,23 @@ fn compact_group(
     found.min(GROUP * LANES)
 }
 
-/// The hits of one chunk among its lanes `lanes` (a bit mask), for a
+/// The hits of one chunk among its lanes `mask`, for a
 /// candidate buffer: a word holding, from its lowest byte, each hit's lane
 /// plus `offset` (the chunk's first candidate, counted from wherever the
 /// caller's offsets start; at most 248, so no byte carries), and how many
 /// hits there are. The word is [`COMPACT8`]'s entry for the hit mask with
 /// `offset` added to every byte; bytes past the count are filler.
 #[inline(always)]
-fn chunk_hits(
+fn chunk_hits<L: Lanes>(
+    lanes: L,
     x: &[f32; LANES],
     y: &[f32; LANES],
     z: &[f32; LANES],
-    centre: (Vec4, Vec4, Vec4, Vec4),
-    lanes: u32,
+    centre: L::Centre,
+    mask: u32,
     offset: usize,
 ) -> (u64, usize) {
-    let m = (block_mask(x, y, z, centre) & lanes & 0xFF) as usize;
+    let m = (lanes.block_mask(x, y, z, centre) & mask & 0xFF) as usize;
     (COMPACT8[m] + offset as u64 * 0x0101_0101_0101_0101, COUNT8[m] as usize)
 }
 
@@ -448,19 +472,139 @@ fn chunks_of<'a>(x: &'a [f32], y: &'a [f32], z: &'a [f32], len: usize) -> Blocks
     }
 }
 
-/// The bit mask of the lanes of one block whose point lies within
-/// `sqrt(r2)` of `c`, with `(cx, cy, cz, r2)` splatted (as
-/// [`Soa::chunk_mask`]).
-#[inline(always)]
-fn block_mask(x: &[f32; LANES], y: &[f32; LANES], z: &[f32; LANES], (cx, cy, cz, r2): (Vec4, Vec4, Vec4, Vec4)) -> u32 {
-    let half = |h: usize| {
-        let dx = Vec4::from_slice(&x[4 * h..]) - cx;
-        let dy = Vec4::from_slice(&y[4 * h..]) - cy;
-        let dz = Vec4::from_slice(&z[4 * h..]) - cz;
-        (dx * dx + dy * dy + dz * dz).cmple(r2).bitmask()
-    };
-    half(0) | (half(1) << 4)
+/// How the batch kernels test a chunk of [`LANES`] candidates against one
+/// query point: [`Portable`] everywhere, [`Avx`] on x86-64 CPUs that have
+/// AVX2 (detected at run time by [`with_lanes!`], so the crate still builds
+/// for baseline x86-64). Both compute each lane exactly as the module docs
+/// say (no fused multiply-add), so they find the same hits.
+pub(crate) trait Lanes: Copy {
+    /// A query point's coordinates and squared radius, splatted once per
+    /// point.
+    type Centre: Copy;
+
+    /// The splatted centre `c` and squared radius `r2`.
+    fn centre(self, c: Vec3, r2: f32) -> Self::Centre;
+
+    /// The bit mask of the lanes of one block whose point lies within
+    /// `sqrt(r2)` of `c` (as [`Soa::chunk_mask`]).
+    fn block_mask(self, x: &[f32; LANES], y: &[f32; LANES], z: &[f32; LANES], centre: Self::Centre) -> u32;
 }
+
+/// Two glam [`Vec4`]s per chunk: SSE2 on every x86-64, NEON on aarch64,
+/// scalar code elsewhere.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Portable;
+
+impl Lanes for Portable {
+    type Centre = (Vec4, Vec4, Vec4, Vec4);
+
+    #[inline(always)]
+    fn centre(self, c: Vec3, r2: f32) -> Self::Centre {
+        (Vec4::splat(c.x), Vec4::splat(c.y), Vec4::splat(c.z), Vec4::splat(r2))
+    }
+
+    #[inline(always)]
+    fn block_mask(self, x: &[f32; LANES], y: &[f32; LANES], z: &[f32; LANES], (cx, cy, cz, r2): Self::Centre) -> u32 {
+        let half = |h: usize| {
+            let dx = Vec4::from_slice(&x[4 * h..]) - cx;
+            let dy = Vec4::from_slice(&y[4 * h..]) - cy;
+            let dz = Vec4::from_slice(&z[4 * h..]) - cz;
+            (dx * dx + dy * dy + dz * dz).cmple(r2).bitmask()
+        };
+        half(0) | (half(1) << 4)
+    }
+}
+
+#[cfg(all(feature = "simd", target_arch = "x86_64"))]
+pub(crate) use avx::Avx;
+
+#[cfg(all(feature = "simd", target_arch = "x86_64"))]
+mod avx {
+    use std::arch::x86_64::{__m256, _CMP_LE_OQ};
+
+    use glam::Vec3;
+    use pulp::x86::V3;
+
+    use super::{LANES, Lanes};
+
+    /// One 256-bit AVX vector per coordinate of a chunk, through pulp's safe
+    /// intrinsics: the token proves the CPU has them, and code inlined into
+    /// [`vectorize`](Self::vectorize) is compiled for them.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Avx(V3);
+
+    impl Avx {
+        /// The token, when this CPU has AVX2 (and the rest of x86-64-v3);
+        /// the detection runs once per process.
+        #[inline(always)]
+        pub(crate) fn detect() -> Option<Self> {
+            V3::try_new().map(Avx)
+        }
+
+        /// Runs `f` compiled for x86-64-v3 (`f` must be inlined, so its
+        /// callers mark it `#[inline(always)]`, as [`with_lanes!`] does).
+        #[inline(always)]
+        pub(crate) fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
+            self.0.vectorize(f)
+        }
+    }
+
+    impl Lanes for Avx {
+        type Centre = (__m256, __m256, __m256, __m256);
+
+        #[inline(always)]
+        fn centre(self, c: Vec3, r2: f32) -> Self::Centre {
+            let avx = self.0.avx;
+            (avx._mm256_set1_ps(c.x), avx._mm256_set1_ps(c.y), avx._mm256_set1_ps(c.z), avx._mm256_set1_ps(r2))
+        }
+
+        #[inline(always)]
+        fn block_mask(
+            self,
+            x: &[f32; LANES],
+            y: &[f32; LANES],
+            z: &[f32; LANES],
+            (cx, cy, cz, r2): Self::Centre,
+        ) -> u32 {
+            let avx = self.0.avx;
+            let dx = avx._mm256_sub_ps(pulp::cast(*x), cx);
+            let dy = avx._mm256_sub_ps(pulp::cast(*y), cy);
+            let dz = avx._mm256_sub_ps(pulp::cast(*z), cz);
+            let d2 = avx._mm256_add_ps(
+                avx._mm256_add_ps(avx._mm256_mul_ps(dx, dx), avx._mm256_mul_ps(dy, dy)),
+                avx._mm256_mul_ps(dz, dz),
+            );
+            avx._mm256_movemask_ps(avx._mm256_cmp_ps::<_CMP_LE_OQ>(d2, r2)) as u32
+        }
+    }
+}
+
+/// Evaluates `$body` with `$lanes` bound to the widest [`Lanes`] this CPU
+/// has: [`Avx`] (the body inlined into a function compiled for
+/// x86-64-v3) when the `simd` feature is on and the CPU has AVX2, else
+/// [`Portable`]. The body is generic code monomorphised for both.
+macro_rules! with_lanes {
+    ($lanes:ident => $body:expr) => {{
+        #[cfg(all(feature = "simd", target_arch = "x86_64"))]
+        let result = match $crate::kernel::Avx::detect() {
+            Some($lanes) => $lanes.vectorize(
+                #[inline(always)]
+                || $body,
+            ),
+            None => {
+                let $lanes = $crate::kernel::Portable;
+                $body
+            }
+        };
+        #[cfg(not(all(feature = "simd", target_arch = "x86_64")))]
+        let result = {
+            let $lanes = $crate::kernel::Portable;
+            $body
+        };
+        result
+    }};
+}
+pub(crate) use with_lanes;
 
 /// For each 4-bit hit mask, the lanes of its set bits in order (the rest
 /// of the block is filler, overwritten or past the end).

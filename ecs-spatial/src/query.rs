@@ -37,7 +37,7 @@ use crate::cell::AXIS_BITS;
 use crate::cell::floor_to_i64;
 use crate::grid::unpack;
 use crate::grid::{LookupKind, PAR_BLOCK, SparseGrid};
-use crate::kernel::{Candidates, Hits};
+use crate::kernel::{Candidates, Hits, Lanes, with_lanes};
 use crate::point::{EntityId, GridPoint};
 use crate::sweep::{BoxMaker, RowFinder, SLACK};
 
@@ -578,10 +578,24 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         scratch: &mut BatchScratch<I>,
         f: &mut impl FnMut(I, I),
     ) -> u64 {
+        with_lanes!(lanes => self.pairs_with(lanes, cells, r, scratch, f))
+    }
+
+    /// [`pairs_of_cells`](Self::pairs_of_cells) with the kernel `lanes`
+    /// (see [`radius_all_with`](Self::radius_all_with)).
+    #[inline(always)]
+    fn pairs_with<L: Lanes>(
+        &self,
+        lanes: L,
+        cells: Range<usize>,
+        r: f32,
+        scratch: &mut BatchScratch<I>,
+        f: &mut impl FnMut(I, I),
+    ) -> u64 {
         let r2 = r * r;
         let probes = self.for_each_unit(cells, r, true, scratch, |candidates, rows, slots| {
             candidates.gather(&self.soa, &self.ids, rows);
-            candidates.unit_pairs(&self.soa, slots, r2, f);
+            candidates.unit_pairs(lanes, &self.soa, slots, r2, f);
         });
         probes.unwrap_or(0)
     }
@@ -695,12 +709,28 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         offsets: &mut Vec<u32>,
         neighbors: &mut Vec<I>,
     ) -> u64 {
+        with_lanes!(lanes => self.radius_all_with(lanes, cells, r, scratch, offsets, neighbors))
+    }
+
+    /// [`radius_all_of_cells`](Self::radius_all_of_cells) with the kernel
+    /// `lanes` (inlined into [`with_lanes!`]'s body, so the whole pass is
+    /// compiled for the lanes' instruction set).
+    #[inline(always)]
+    fn radius_all_with<L: Lanes>(
+        &self,
+        lanes: L,
+        cells: Range<usize>,
+        r: f32,
+        scratch: &mut BatchScratch<I>,
+        offsets: &mut Vec<u32>,
+        neighbors: &mut Vec<I>,
+    ) -> u64 {
         let base = neighbors.len();
         let r2 = r * r;
         let probes = self.for_each_unit(cells.clone(), r, false, scratch, |candidates, rows, slots| {
             candidates.gather(&self.soa, &self.ids, rows);
             for s in slots {
-                candidates.hits_into(self.soa.point(s), r2, neighbors);
+                candidates.hits_into(lanes, self.soa.point(s), r2, neighbors);
                 offsets.push((neighbors.len() - base) as u32);
             }
         });
@@ -806,4 +836,72 @@ const UNIT_REACH: f32 = 8.0;
 /// The most cells along x a unit of radius `rc` cells may span.
 fn unit_extent(rc: f32) -> u64 {
     (UNIT_REACH * rc.clamp(1.0, 64.0)) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::Portable;
+
+    /// `n` points of a small LCG on a 1/4 lattice (so distances hit the
+    /// radius exactly), a tenth of them in one clump of a single cell (more
+    /// than 256 candidates there: the kernels' per-point path).
+    fn lattice_points(seed: u64, n: usize, side: f32) -> Vec<Vec3> {
+        let mut s = seed;
+        let mut next = move || {
+            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (s >> 40) as f32 / (1u64 << 24) as f32
+        };
+        (0..n)
+            .map(|i| {
+                let reach = if i % 10 == 0 { 0.9 } else { side };
+                let mut c = || (next() * reach * 4.0).floor() / 4.0;
+                Vec3::new(c(), c(), c())
+            })
+            .collect()
+    }
+
+    /// The lists and pairs of the kernel the CPU dispatches to (AVX on
+    /// this machine when it has it) against the portable kernel run
+    /// directly, and both against a brute-force count: with ties at the
+    /// radius, a clump past the per-point threshold, several cell sizes, a
+    /// zero and a NaN radius.
+    #[test]
+    fn the_dispatched_and_portable_kernels_agree_with_brute_force() {
+        for (seed, n, side, cell, r) in [
+            (1, 3000, 24.0, 2.0, 2.0),
+            (2, 3000, 24.0, 1.0, 2.5),
+            (3, 2000, 60.0, 4.0, 1.5),
+            (4, 1500, 10.0, 2.0, 0.0),
+            (5, 500, 10.0, 2.0, f32::NAN),
+        ] {
+            let points = lattice_points(seed, n, side);
+            let ids: Vec<u32> = (0..n as u32).collect();
+            let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, cell).unwrap();
+            grid.rebuild(&ids, &points).unwrap();
+            grid.ensure_pages();
+
+            let mut lists = NeighborLists::new();
+            grid.query_radius_all(r, &mut lists);
+            let (mut offsets, mut neighbors) = (vec![0], Vec::new());
+            let mut scratch = BatchScratch::default();
+            grid.radius_all_with(Portable, 0..grid.cells().len(), r, &mut scratch, &mut offsets, &mut neighbors);
+            assert_eq!(offsets, lists.offsets, "seed {seed}: list ends");
+            assert_eq!(neighbors, lists.neighbors, "seed {seed}: lists");
+
+            let mut pairs = Vec::new();
+            grid.for_each_pair_within(r, |a, b| pairs.push((a, b)));
+            let mut portable = Vec::new();
+            grid.pairs_with(Portable, 0..grid.cells().len(), r, &mut scratch, &mut |a, b| portable.push((a, b)));
+            assert_eq!(pairs, portable, "seed {seed}: pairs");
+
+            let within = |a: Vec3, b: Vec3| a.distance_squared(b) <= r * r;
+            let brute: usize = points.iter().map(|&p| points.iter().filter(|&&q| within(p, q)).count()).sum();
+            assert_eq!(neighbors.len(), brute, "seed {seed}: hits");
+            assert_eq!(pairs.len() * 2 + if r >= 0.0 { n } else { 0 }, brute, "seed {seed}: pairs");
+            if r > 0.0 {
+                assert!(pairs.len() > n, "seed {seed}: the set must have pairs to compare");
+            }
+        }
+    }
 }
