@@ -83,27 +83,14 @@ impl Soa {
 
     /// The bit mask of the lanes of the chunk at `i` whose point lies within
     /// `sqrt(r2)` of `c` (padding and points past the end included: callers
-    /// mask the lanes they own).
-    ///
-    /// Two [`Vec4`]s per coordinate: glam's SSE2 (or NEON, or scalar)
-    /// vectors, so each step is one vector instruction per four lanes and
-    /// the compare's mask comes out with one `movmskps`, all through glam's
-    /// safe API (plain array code leaves the compiler shuffling lanes).
+    /// mask the lanes they own), through the [`Portable`] kernel (the single
+    /// queries are not dispatched: a few chunks each).
     #[inline(always)]
     pub(crate) fn chunk_mask(&self, i: usize, c: Vec3, r2: f32) -> u32 {
-        let (Some(x), Some(y), Some(z)) =
-            (self.x.get(i..i + LANES), self.y.get(i..i + LANES), self.z.get(i..i + LANES))
-        else {
+        let (Some(x), Some(y), Some(z)) = (array_at(&self.x, i), array_at(&self.y, i), array_at(&self.z, i)) else {
             return 0; // not reached: the arrays are padded by COPY >= LANES
         };
-        let (cx, cy, cz, r2) = (Vec4::splat(c.x), Vec4::splat(c.y), Vec4::splat(c.z), Vec4::splat(r2));
-        let half = |h: usize| {
-            let dx = Vec4::from_slice(&x[4 * h..]) - cx;
-            let dy = Vec4::from_slice(&y[4 * h..]) - cy;
-            let dz = Vec4::from_slice(&z[4 * h..]) - cz;
-            (dx * dx + dy * dy + dz * dz).cmple(r2).bitmask()
-        };
-        half(0) | (half(1) << 4)
+        Portable.block_mask(x, y, z, Portable.centre(c, r2))
     }
 
     /// Appends the slots of `s..e` whose point lies within `sqrt(r2)` of
@@ -391,7 +378,14 @@ fn copy_tail<I: Copy>(tail: &[I], to: &mut [I]) {
 /// past the room [`Candidates::gather`] keeps after the last candidate.
 #[inline(always)]
 fn window<I>(ids: &[I], from: usize) -> Option<&[I; GROUP * LANES]> {
-    ids.get(from..from + GROUP * LANES)?.try_into().ok()
+    array_at(ids, from)
+}
+
+/// The `N` entries of `v` from index `from`, as an array (`None` past the
+/// end).
+#[inline(always)]
+fn array_at<T, const N: usize>(v: &[T], from: usize) -> Option<&[T; N]> {
+    v.get(from..from + N)?.try_into().ok()
 }
 
 /// Calls `f(ids[e], ids[l])` for each pending pair `(e, l)` of
@@ -486,12 +480,15 @@ pub(crate) trait Lanes: Copy {
     fn centre(self, c: Vec3, r2: f32) -> Self::Centre;
 
     /// The bit mask of the lanes of one block whose point lies within
-    /// `sqrt(r2)` of `c` (as [`Soa::chunk_mask`]).
+    /// `sqrt(r2)` of `c`, the centre splatted by [`centre`](Lanes::centre)
+    /// (padding lanes included: callers mask the lanes they own).
     fn block_mask(self, x: &[f32; LANES], y: &[f32; LANES], z: &[f32; LANES], centre: Self::Centre) -> u32;
 }
 
 /// Two glam [`Vec4`]s per chunk: SSE2 on every x86-64, NEON on aarch64,
-/// scalar code elsewhere.
+/// scalar code elsewhere; each step is one vector instruction per four
+/// lanes and the compare's mask comes out with one `movmskps`, all through
+/// glam's safe API (plain array code leaves the compiler shuffling lanes).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Portable;
 
