@@ -2627,16 +2627,8 @@ fn apply_ops_all<P: GridPoint, I: Copy>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lcg_unit;
     use proptest::prelude::*;
-
-    /// A deterministic stream of values in `[0, 1)` (a 64-bit LCG from
-    /// `seed`), for the tests' point sets.
-    fn lcg_unit(mut seed: u64) -> impl FnMut() -> f32 {
-        move || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 40) as f32 / (1u64 << 24) as f32
-        }
-    }
 
     proptest! {
         /// The vectorised floor is the floor `cell_axis` takes, over the key range.

@@ -91,6 +91,16 @@ pub use radix::radix_sort_by_key;
 pub use region::{GLOBAL_CELL_MAX, GLOBAL_CELL_MIN, GlobalCell, RegionId, RegionKey};
 pub use seed::{CellRng, cell_seed, mix64, region_cell_seed};
 
+/// A deterministic stream of values in `[0, 1)` (a 64-bit LCG from
+/// `seed`), for the tests' point sets.
+#[cfg(test)]
+pub(crate) fn lcg_unit(mut seed: u64) -> impl FnMut() -> f32 {
+    move || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
 /// Floats in `lo..hi` for property tests, drawn through a 40-bit integer
 /// (finer than any `f32` step in the range): proptest's own `f32` range
 /// sampler can fail a debug assertion of its own on some seeds.

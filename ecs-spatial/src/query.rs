@@ -847,11 +847,7 @@ mod tests {
     /// radius exactly), a tenth of them in one clump of a single cell (more
     /// than 256 candidates there: the kernels' per-point path).
     fn lattice_points(seed: u64, n: usize, side: f32) -> Vec<Vec3> {
-        let mut s = seed;
-        let mut next = move || {
-            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (s >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut next = crate::lcg_unit(seed);
         (0..n)
             .map(|i| {
                 let reach = if i % 10 == 0 { 0.9 } else { side };
