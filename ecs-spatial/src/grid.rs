@@ -378,18 +378,30 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     wide: Vec<(u64, u32)>,
     wide_scratch: Vec<(u64, u32)>,
     counts: Vec<u32>,
-    // Back buffers of incremental edits ([`SparseGrid::apply_edits`]).
-    ids_back: Vec<I>,
-    soa_back: Soa,
-    cells_back: Vec<Cell>,
-    cell_keys_back: Vec<u64>,
+    // Scratch of incremental edits ([`SparseGrid::apply_edits`]), which
+    // work in place: the point operations, then the moves they make of the
+    // cell table and the points, all O(edits).
     edit_ops: Vec<EditOp>,
+    edit_cell_runs: Vec<CellRun>,
+    edit_cell_writes: Vec<(u32, Cell)>,
+    edit_point_runs: Vec<(u32, u32, u32)>,
+    edit_point_writes: Vec<(u32, u32)>,
     edit_removed_cells: Vec<u32>,
     edit_inserted_cells: Vec<u32>,
     edit_changes: Vec<(u64, i64)>,
     /// The cells an edit added (`+1`) or emptied (`-1`), by key in order:
     /// what the block table's entries shift by.
     edit_cell_changes: Vec<(u64, i32)>,
+}
+
+/// Untouched cells of an incremental edit: the old cells `from..end` go to
+/// index `to` of the new table, their starts moved by `shift` points.
+#[derive(Clone, Copy, Debug)]
+struct CellRun {
+    from: u32,
+    end: u32,
+    to: u32,
+    shift: i64,
 }
 
 /// One step of an incremental edit, in old sorted-slot order.
@@ -449,11 +461,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             wide: Vec::new(),
             wide_scratch: Vec::new(),
             counts: Vec::new(),
-            ids_back: Vec::new(),
-            soa_back: Soa::default(),
-            cells_back: Vec::new(),
-            cell_keys_back: Vec::new(),
             edit_ops: Vec::new(),
+            edit_cell_runs: Vec::new(),
+            edit_cell_writes: Vec::new(),
+            edit_point_runs: Vec::new(),
+            edit_point_writes: Vec::new(),
             edit_removed_cells: Vec::new(),
             edit_inserted_cells: Vec::new(),
             edit_changes: Vec::new(),
@@ -626,11 +638,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             + (self.narrow.capacity() + self.narrow_scratch.capacity()) * 8
             + (self.wide.capacity() + self.wide_scratch.capacity()) * size_of::<(u64, u32)>()
             + self.counts.capacity() * 4
-            + self.ids_back.capacity() * size_of::<I>()
-            + self.soa_back.capacity_bytes()
-            + self.cells_back.capacity() * size_of::<Cell>()
-            + self.cell_keys_back.capacity() * 8
             + self.edit_ops.capacity() * size_of::<EditOp>()
+            + self.edit_cell_runs.capacity() * size_of::<CellRun>()
+            + self.edit_cell_writes.capacity() * size_of::<(u32, Cell)>()
+            + (self.edit_point_runs.capacity() * 12 + self.edit_point_writes.capacity() * 8)
             + (self.edit_removed_cells.capacity() + self.edit_inserted_cells.capacity()) * 4
             + self.edit_changes.capacity() * 16
             + self.edit_cell_changes.capacity() * 16
@@ -1545,10 +1556,17 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
 
     /// Edits the grid in place of a rebuild: removes the points at the sorted
     /// slots `removed` and inserts `inserted` as `(cell key, id, position)`.
-    /// Nothing is re-keyed or re-sorted except the inserted points: the
-    /// kept points are copied in long runs and the cell table is shifted, so
-    /// the cost is one linear pass plus `O(k log k)` for `k` edits. Both
-    /// lists are sorted in place (slots, keys).
+    /// Nothing is re-keyed or re-sorted except the inserted points, and the
+    /// arrays are edited in place: only the points and cells whose slot or
+    /// start changes are moved, in long runs. A removal and an insertion
+    /// cancel out past both, so points moving to a nearby cell (the common
+    /// edit of a broad phase) move only the points between the two cells,
+    /// and a few such moves in a large grid cost a few runs, not a pass
+    /// over it. The cost is `O(k log k)` for `k` edits plus the points and
+    /// cells that shift (at most all of them), plus a refill of the cell
+    /// lookup when the occupied box grows (or, for the hashed lookup
+    /// without a block table, when cells are added or emptied). Both lists
+    /// are sorted in place (slots, keys).
     ///
     /// The result equals a rebuild over the kept and the inserted points,
     /// except for the order of points inside a cell (kept points first, then
@@ -1599,9 +1617,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.drop_pages();
         let mut largest = 0u32;
 
-        // 1. The new cell table and the copy plan in old slot order. Cells
-        //    between edited ones are copied with their start shifted; only
-        //    edited cells are looked at one by one.
+        // 1. The plan, in old slot order, before anything moves: runs of
+        //    untouched cells (each moved as one block below, its starts
+        //    shifted), the edited and new cells (written one by one), and
+        //    the point operations. Only edited cells are looked at one by one.
         let old_cells = &self.cells;
         let c_old = old_cells.len();
         let mut removed_cell = std::mem::take(&mut self.edit_removed_cells);
@@ -1620,14 +1639,14 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             at = gallop_by(at, c_old, |t| cell_keys[t] >= e.0.raw());
             at as u32
         }));
-        let mut cells = std::mem::take(&mut self.cells_back);
-        let mut keys = std::mem::take(&mut self.cell_keys_back);
+        let mut cell_runs = std::mem::take(&mut self.edit_cell_runs);
+        let mut cell_writes = std::mem::take(&mut self.edit_cell_writes);
         let mut ops = std::mem::take(&mut self.edit_ops);
         let mut changes = std::mem::take(&mut self.edit_changes);
         let mut cell_changes = std::mem::take(&mut self.edit_cell_changes);
         cell_changes.clear();
-        cells.clear();
-        keys.clear();
+        cell_runs.clear();
+        cell_writes.clear();
         ops.clear();
         changes.clear();
         let mut grew = self.is_empty();
@@ -1636,15 +1655,18 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         let mut cells_changed = false;
         let mut new_coordinate = false;
         let (mut c, mut r, mut ins) = (0usize, 0usize, 0usize);
+        // The next index of the new cell table.
+        let mut to = 0usize;
         let old_start = |t: usize| if t < c_old { old_cells[t].start as usize } else { n_old };
         loop {
             let next_r = removed_cell.get(r).map_or(usize::MAX, |&t| t as usize);
             let next_i = inserted_cell.get(ins).map_or(usize::MAX, |&t| t as usize);
             let t = next_r.min(next_i).min(c_old);
-            // Untouched cells: shifted copies.
-            cells
-                .extend(old_cells[c..t].iter().map(|cell| Cell { start: (cell.start as i64 + delta) as u32, ..*cell }));
-            keys.extend_from_slice(&self.cell_keys[c..t]);
+            // Untouched cells: one run.
+            if t > c {
+                cell_runs.push(CellRun { from: c as u32, end: t as u32, to: to as u32, shift: delta });
+                to += t - c;
+            }
             c = t;
             if t == c_old && next_r == usize::MAX && next_i == usize::MAX {
                 break;
@@ -1661,8 +1683,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 }
                 let count = ins - first;
                 largest = largest.max(count as u32);
-                cells.push(Cell { key: CellKey::from_raw_unchecked(k), start: start as u32, count: count as u32 });
-                keys.push(k);
+                cell_writes.push((
+                    to as u32,
+                    Cell { key: CellKey::from_raw_unchecked(k), start: start as u32, count: count as u32 },
+                ));
+                to += 1;
                 cells_changed = true;
                 changes.push((k, count as i64));
                 cell_changes.push((k, 1));
@@ -1698,8 +1723,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             }
             if count > 0 {
                 largest = largest.max(count as u32);
-                cells.push(Cell { key: cell.key, start: (cell.start as i64 + delta) as u32, count: count as u32 });
-                keys.push(cell.key.raw());
+                cell_writes.push((
+                    to as u32,
+                    Cell { key: cell.key, start: (cell.start as i64 + delta) as u32, count: count as u32 },
+                ));
+                to += 1;
             } else {
                 cells_changed = true;
                 cell_changes.push((cell.key.raw(), -1));
@@ -1711,31 +1739,86 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             delta += net;
             c = t + 1;
         }
-        debug_assert_eq!(cells.last().map_or(0, |c| (c.start + c.count) as usize), n_new);
+        let c_new = to;
         self.edit_removed_cells = removed_cell;
         self.edit_inserted_cells = inserted_cell;
 
-        // 2. The points: kept runs copied whole, inserted points between, for
-        //    the ids and each coordinate array.
-        let mut ids = std::mem::take(&mut self.ids_back);
-        let mut soa = std::mem::take(&mut self.soa_back);
-        // Filler values for growth only; every slot is written below.
-        match self.ids.first().copied().or_else(|| inserted.first().map(|e| e.1)) {
-            Some(i) => ids.resize(n_new, i),
-            None => ids.clear(),
+        // 2. The cell table, in place: the runs move (only those whose
+        //    index changed), then their starts shift (only where points
+        //    before them were removed or inserted in a different number),
+        //    then the edited and new cells are written. An edit whose
+        //    removals and insertions are close in key order (entities
+        //    moving to a nearby cell) touches the cells between them only.
+        if c_new > c_old {
+            let filler = Cell { key: CellKey::from_raw_unchecked(0), start: 0, count: 0 };
+            self.cells.resize(c_new, filler);
+            self.cell_keys.resize(c_new, 0);
         }
-        soa.resize(n_new);
-        let old_n = self.len();
-        let old = (&self.ids[..], &self.soa.x[..old_n], &self.soa.y[..old_n], &self.soa.z[..old_n]);
-        let new = (&mut ids[..n_new], &mut soa.x[..n_new], &mut soa.y[..n_new], &mut soa.z[..n_new]);
-        apply_ops_all(&ops, old, new, inserted);
-        soa.pad(n_new);
+        let runs = || cell_runs.iter().map(|r| (r.from as usize, r.end as usize, r.to as usize));
+        move_runs(&mut self.cells, runs());
+        move_runs(&mut self.cell_keys, runs());
+        for run in cell_runs.iter().filter(|r| r.shift != 0) {
+            let at = run.to as usize..(run.to + run.end - run.from) as usize;
+            for cell in &mut self.cells[at] {
+                cell.start = (i64::from(cell.start) + run.shift) as u32;
+            }
+        }
+        for &(at, cell) in &cell_writes {
+            self.cells[at as usize] = cell;
+            self.cell_keys[at as usize] = cell.key.raw();
+        }
+        self.cells.truncate(c_new);
+        self.cell_keys.truncate(c_new);
+        debug_assert_eq!(self.cells.last().map_or(0, |c| (c.start + c.count) as usize), n_new);
+        self.edit_cell_runs = cell_runs;
+        self.edit_cell_writes = cell_writes;
 
-        // 3. Swap the new arrays in, keep the old ones as back buffers.
-        self.ids_back = std::mem::replace(&mut self.ids, ids);
-        self.soa_back = std::mem::replace(&mut self.soa, soa);
-        self.cells_back = std::mem::replace(&mut self.cells, cells);
-        self.cell_keys_back = std::mem::replace(&mut self.cell_keys, keys);
+        // 3. The points, in place the same way: the kept runs that moved,
+        //    then the inserted points, in the ids and each coordinate array.
+        let mut point_runs = std::mem::take(&mut self.edit_point_runs);
+        let mut point_writes = std::mem::take(&mut self.edit_point_writes);
+        point_runs.clear();
+        point_writes.clear();
+        let (mut from, mut to) = (0usize, 0usize);
+        let steps = ops
+            .iter()
+            .map(|&e| match e {
+                EditOp::Remove(slot) => (slot as usize, slot as usize + 1, None),
+                EditOp::Insert { before, index } => (before as usize, before as usize, Some(index)),
+            })
+            .chain(std::iter::once((n_old, n_old, None)));
+        for (end, next, insert) in steps {
+            if end > from {
+                point_runs.push((from as u32, end as u32, to as u32));
+                to += end - from;
+            }
+            from = next;
+            if let Some(index) = insert {
+                point_writes.push((to as u32, index));
+                to += 1;
+            }
+        }
+        debug_assert_eq!(to, n_new);
+        if n_new > n_old {
+            // Filler for growth only: the runs and inserted points write every slot.
+            self.ids.resize(n_new, inserted[0].1);
+            self.soa.resize(n_new);
+        }
+        let runs = || point_runs.iter().map(|&(from, end, to)| (from as usize, end as usize, to as usize));
+        move_runs(&mut self.ids, runs());
+        move_runs(&mut self.soa.x, runs());
+        move_runs(&mut self.soa.y, runs());
+        move_runs(&mut self.soa.z, runs());
+        for &(slot, index) in &point_writes {
+            let (_, id, p) = inserted[index as usize];
+            self.ids[slot as usize] = id;
+            self.soa.set(slot as usize, p.to_vec3());
+        }
+        self.ids.truncate(n_new);
+        self.soa.resize(n_new);
+        self.soa.pad(n_new);
+        self.edit_point_runs = point_runs;
+        self.edit_point_writes = point_writes;
         self.edit_ops = ops;
         self.order.clear();
         if n_new == 0 {
@@ -2198,21 +2281,26 @@ pub(crate) fn gallop(keys: &[u64], from: usize, end: usize, target: u64) -> usiz
 /// Shifts a table of prefix counts (each entry counts what lies before it,
 /// in key order) by `changes`: pairs of the entry holding a changed key
 /// and its change, in order. Entries up to and including that one keep
-/// it out, every later entry moves by it: one pass over the table. The
-/// dense table (points before each cell) and the block table (cells before
-/// each block) after an edit.
+/// it out, every later entry moves by it; stretches where the changes so
+/// far add up to zero are not touched. The dense table (points before each
+/// cell) and the block table (cells before each block) after an edit.
 fn shift_prefix_counts(table: &mut [u32], changes: impl IntoIterator<Item = (usize, i64)>) {
     let mut running: i64 = 0;
     let mut from = 0usize;
     for (at, change) in changes {
-        for v in &mut table[from..=at] {
-            *v = (i64::from(*v) + running) as u32;
+        // Stretches where the changes so far cancel out stay as they are.
+        if running != 0 {
+            for v in &mut table[from..=at] {
+                *v = (i64::from(*v) + running) as u32;
+            }
         }
         from = at + 1;
         running += change;
     }
-    for v in &mut table[from..] {
-        *v = (i64::from(*v) + running) as u32;
+    if running != 0 {
+        for v in &mut table[from..] {
+            *v = (i64::from(*v) + running) as u32;
+        }
     }
 }
 
@@ -2587,39 +2675,21 @@ fn gather<P: GridPoint, I: Copy>(
     }
 }
 
-/// The new point arrays (ids, x, y, z; each of the new length)
-/// = the old ones with the edit's operations applied, in one pass over the
-/// operations: each kept run is copied into all four arrays at once.
-#[allow(clippy::type_complexity, reason = "the four arrays of an edit, old and new, side by side")]
-fn apply_ops_all<P: GridPoint, I: Copy>(
-    ops: &[EditOp],
-    (oi, ox, oy, oz): (&[I], &[f32], &[f32], &[f32]),
-    (ni, nx, ny, nz): (&mut [I], &mut [f32], &mut [f32], &mut [f32]),
-    inserted: &[(CellKey, I, P)],
-) {
-    let (mut from, mut to) = (0usize, 0usize);
-    // Each step: the kept run `from..end`, then the inserted point, if any.
-    let steps = ops
-        .iter()
-        .map(|&e| match e {
-            EditOp::Remove(slot) => (slot as usize, slot as usize + 1, None),
-            EditOp::Insert { before, index } => (before as usize, before as usize, Some(index as usize)),
-        })
-        .chain(std::iter::once((oi.len(), oi.len(), None)));
-    for (end, next, insert) in steps {
-        let n = end - from;
-        ni[to..to + n].copy_from_slice(&oi[from..end]);
-        nx[to..to + n].copy_from_slice(&ox[from..end]);
-        ny[to..to + n].copy_from_slice(&oy[from..end]);
-        nz[to..to + n].copy_from_slice(&oz[from..end]);
-        to += n;
-        from = next;
-        if let Some(i) = insert {
-            let (_, id, p) = inserted[i];
-            let v = p.to_vec3();
-            ni[to] = id;
-            (nx[to], ny[to], nz[to]) = (v.x, v.y, v.z);
-            to += 1;
+/// Moves the runs `(from, end, to)` of `data` (old entries `from..end` to
+/// `to..`) in place. The runs come in order and keep it, without
+/// overlapping at their destinations (the kept entries of an edit): the
+/// runs moving down go first, in order, then those moving up, in reverse
+/// order, so no run is overwritten before it has moved. A run already in
+/// place costs nothing.
+fn move_runs<T: Copy>(data: &mut [T], runs: impl DoubleEndedIterator<Item = (usize, usize, usize)> + Clone) {
+    for (from, end, to) in runs.clone() {
+        if to < from {
+            data.copy_within(from..end, to);
+        }
+    }
+    for (from, end, to) in runs.rev() {
+        if to > from {
+            data.copy_within(from..end, to);
         }
     }
 }
