@@ -19,7 +19,8 @@
 //! worlds, and on the two cubes (along x and along z), as the scenario's `EcsBroadPhase`
 //! runs it (cells of 5, each moved entity by up to one unit per axis): a frame with 5 % of the
 //! entities moved against a frame with all of them moved (the system then
-//! rebuilds), medians of blocks of frames taken in turns. The grid is
+//! rebuilds), and frames with 1 %, 0.1 % and 10 entities moved (most of a
+//! game's entities at rest), medians of blocks of frames taken in turns. The grid is
 //! checked against the world and a fresh build afterwards.
 
 use std::time::Instant;
@@ -138,7 +139,9 @@ fn two_cubes(unit: &mut impl FnMut() -> f64, axis: usize) -> Vec<Vec3> {
 
 fn broad_phase(filter: Option<&str>) -> Result<(), String> {
     println!();
-    println!("broad-phase system, 100k entities | lookup | 5 % moved | all moved (rebuild) | 5 % / all");
+    println!(
+        "broad-phase system, 100k entities | lookup | 5 % moved | 1 % | 0.1 % | 10 entities | all moved (rebuild) | 5 % / all | 10 / all"
+    );
     // The sets, each with the side of the cube (from the origin) its moves
     // stay in.
     let mut sets = Vec::new();
@@ -165,7 +168,9 @@ fn broad_phase(filter: Option<&str>) -> Result<(), String> {
             w.frame();
             t.elapsed().as_secs_f64() * 1e6
         };
-        let (mut some, mut all) = (Vec::new(), Vec::new());
+        // 5 %, 1 %, 0.1 % and 10 of the 100k entities moved a frame.
+        let shares = [MOVED_ONE_IN, 100, 1000, 10_000];
+        let (mut some, mut all) = (vec![Vec::new(); shares.len()], Vec::new());
         // Blocks of frames in turns; the first frame of a block is not
         // timed (the first incremental run after a rebuild fills the
         // system's entity table).
@@ -174,16 +179,27 @@ fn broad_phase(filter: Option<&str>) -> Result<(), String> {
             for _ in 0..4 {
                 all.push(timed(1, &mut w));
             }
-            timed(MOVED_ONE_IN, &mut w);
-            for _ in 0..4 {
-                some.push(timed(MOVED_ONE_IN, &mut w));
+            for (times, &one_in) in some.iter_mut().zip(&shares) {
+                timed(one_in, &mut w);
+                for _ in 0..4 {
+                    times.push(timed(one_in, &mut w));
+                }
             }
         }
         w.grid_len()?;
         w.check(5.0)?;
         let lookup = w.lookup_kind().map_or("-".into(), |k| format!("{k:?}"));
-        let (some, all) = (median(&some), median(&all));
-        println!("{name} | {lookup} | {some:.0} us | {all:.0} us | {:.0} %", 100.0 * some / all);
+        let some: Vec<f64> = some.iter().map(|t| median(t)).collect();
+        let all = median(&all);
+        println!(
+            "{name} | {lookup} | {:.0} us | {:.0} us | {:.0} us | {:.1} us | {all:.0} us | {:.0} % | {:.2} %",
+            some[0],
+            some[1],
+            some[2],
+            some[3],
+            100.0 * some[0] / all,
+            100.0 * some[3] / all
+        );
     }
     Ok(())
 }
