@@ -182,7 +182,7 @@ fn main() {
                     };
                     assert!(!edit.stats().full_rebuild && rebuild.stats().full_rebuild);
                     if f >= 2 {
-                        // The first frames fill the edit's entity table and back buffers.
+                        // The first frames fill the edit's entity table and scratch lists.
                         te.push(a);
                         tr.push(b);
                         td.push(c);

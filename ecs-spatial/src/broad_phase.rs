@@ -14,8 +14,9 @@
 //!   a frame where nothing moved touches no row and re-keys nothing;
 //! - re-keys only the changed rows: a row that stayed in its cell is
 //!   updated in place; rows that changed cell, spawned, or were despawned
-//!   are removed and inserted by one [`SparseGrid::apply_edits`] pass (a copy
-//!   of the kept points in long runs, no re-sort). A row's slot is found by
+//!   are removed and inserted by one [`SparseGrid::apply_edits`] pass (in
+//!   place: only the points between a moved row's old and new cell shift;
+//!   no re-sort). A row's slot is found by
 //!   a scan of its cell, or, in a cell of more than 32 points (a crowd),
 //!   from the slot its entity table entry keeps, so a crowd of 100 000 in
 //!   one cell costs a check per moved row, not a scan of the crowd;
