@@ -671,21 +671,27 @@ impl<C: SpatialPosition> BroadPhase<C> {
 
     /// After an edit: writes the slots of the points in cells above
     /// [`HINTED_CELL`] into their hints, if such a cell may exist (one did
-    /// at the last look, or the edit grew a cell past it). A grid of small
-    /// cells pays nothing.
+    /// at the last look, or the edit grew a cell past it), but only in the
+    /// cells whose slots the edit moved (it works in place: the others keep
+    /// theirs). A grid of small cells pays nothing, and a crowd pays only
+    /// when points before it or in it were removed or inserted.
     fn refresh_hints(&mut self, largest_edited: u32) {
         if !self.crowded && largest_edited <= HINTED_CELL {
             return;
         }
-        let grid = &self.grid;
-        self.crowded = false;
-        for cell in grid.cells().iter().filter(|c| c.count > HINTED_CELL) {
-            self.crowded = true;
-            let range = cell.start as usize..(cell.start + cell.count) as usize;
-            for (slot, &entity) in range.clone().zip(&grid.ids()[range]) {
-                self.tracked.set_hint(entity.index(), slot as u32);
+        // Stays set until the table is filled again (`ensure_table` looks
+        // at every cell): a crowd that dispersed costs a check of the count
+        // of each cell an edit moves.
+        self.crowded = true;
+        let (grid, tracked) = (&self.grid, &mut self.tracked);
+        grid.for_each_moved_cell(|cell| {
+            if cell.count > HINTED_CELL {
+                let range = cell.start as usize..(cell.start + cell.count) as usize;
+                for (slot, &entity) in range.clone().zip(&grid.ids()[range]) {
+                    tracked.set_hint(entity.index(), slot as u32);
+                }
             }
-        }
+        });
     }
 
     /// Removes a dead entity from wherever it is tracked.

@@ -1554,6 +1554,20 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.soa.set(slot, position.to_vec3());
     }
 
+    /// Calls `f` with each cell whose points' slots the latest edit
+    /// ([`apply_edits`](Self::apply_edits), called right before) may have
+    /// changed: the cells it added or whose points it changed, and those
+    /// whose start it shifted. The cells it left alone keep their slots.
+    #[cfg(feature = "ecs")]
+    pub(crate) fn for_each_moved_cell(&self, mut f: impl FnMut(Cell)) {
+        let shifted = self.edit_cell_runs.iter().filter(|r| r.shift != 0).flat_map(|r| r.to..r.to + (r.end - r.from));
+        for at in shifted.chain(self.edit_cell_writes.iter().map(|&(at, _)| at)) {
+            if let Some(&cell) = self.cells.get(at as usize) {
+                f(cell);
+            }
+        }
+    }
+
     /// Edits the grid in place of a rebuild: removes the points at the sorted
     /// slots `removed` and inserts `inserted` as `(cell key, id, position)`.
     /// Nothing is re-keyed or re-sorted except the inserted points, and the

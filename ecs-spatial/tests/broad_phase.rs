@@ -422,6 +422,22 @@ fn a_crowd_in_one_cell_is_updated_without_scanning_it() {
         schedule.run(&mut world).unwrap();
         assert_grid_exact(&mut world, &format!("frame {frame}, edits"));
     }
+    // A point joins a new cell before both crowds: their slots shift by one
+    // though neither was edited, and their hints must follow.
+    live.push(world.spawn((Position(in_cell(&mut rng, -20.0)),)));
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.resource::<BroadPhase<Position>>().unwrap().stats().points_inserted, 1);
+    let crowds: Vec<Entity> = live.iter().copied().filter(|&e| world.get::<Position>(e).unwrap().0.x < 8.0).collect();
+    let crowds: Vec<Entity> = crowds.into_iter().filter(|&e| world.get::<Position>(e).unwrap().0.x >= 0.0).collect();
+    for &e in crowds.iter().step_by(crowds.len() / 100).take(100) {
+        let x = world.get::<Position>(e).unwrap().0.x;
+        world.get_mut::<Position>(e).unwrap().0 = in_cell(&mut rng, (x / 4.0).floor() * 4.0);
+    }
+    schedule.run(&mut world).unwrap();
+    let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
+    assert_eq!((stats.moved_in_cell, stats.ids_scanned), (100, 0), "after the shift: {stats:?}");
+    assert_grid_exact(&mut world, "the crowds shifted");
+
     // The second crowd disperses to 10 (its hints are no longer kept up),
     // the grid is edited around it, then its last 10 move inside it.
     let second: Vec<Entity> = live.iter().copied().filter(|&e| world.get::<Position>(e).unwrap().0.x >= 4.0).collect();
