@@ -103,7 +103,10 @@ pub struct GridStats {
     pub points: usize,
     /// Occupied cells.
     pub cells: usize,
-    /// Cells in the occupied cells' bounding box (saturating).
+    /// Cells in the occupied cells' bounding box (saturating). After an
+    /// edit that pushed it out, the box with the room to grow into that
+    /// the edit gave it (see [`SparseGrid::apply_edits`]); a build makes it
+    /// tight.
     pub bounding_box_cells: u64,
     /// The cell lookup queries use.
     pub lookup: LookupKind,
@@ -169,6 +172,11 @@ fn dense_fits(volume: Option<u64>, points: usize, cells: usize) -> bool {
             && v <= (DENSE_CELLS_PER_CELL * cells as u64).max(DENSE_CELLS_MIN)
     })
 }
+
+/// An edit that grows the bounding box widens it by at least this many
+/// cells past the new points on each side it grew (see
+/// [`SparseGrid::with_room`]).
+const GROWTH_ROOM_MIN: i32 = 4;
 
 /// The block table of a hashed grid has at most this many entries per
 /// occupied cell (plus [`DENSE_CELLS_MIN`]): a block then holds a quarter of
@@ -1554,6 +1562,31 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.soa.set(slot, position.to_vec3());
     }
 
+    /// The box `min..=max` an edit grew past the grid's box, widened on
+    /// each side it grew by room to grow into (a quarter of its extent on
+    /// that axis, at least [`GROWTH_ROOM_MIN`] cells), when the lookup
+    /// tables that fit over the wider box are those that fit over the
+    /// exact one. Points that wander out of the box (a flock drifting, an
+    /// entity flying off) then refill the lookup once in a while, rarer as
+    /// the box widens, not on every edit that takes a point one cell past
+    /// its edge.
+    fn with_room(&self, min: [i32; 3], max: [i32; 3], points: usize) -> ([i32; 3], [i32; 3]) {
+        let (mut wide_min, mut wide_max) = (min, max);
+        for a in 0..3 {
+            let room = ((max[a] - min[a]) / 4).max(GROWTH_ROOM_MIN);
+            if min[a] < self.min[a] {
+                wide_min[a] = min[a].saturating_sub(room).max(CELL_MIN);
+            }
+            if max[a] > self.max[a] {
+                wide_max[a] = max[a].saturating_add(room).min(CELL_MAX);
+            }
+        }
+        let span = |lo: [i32; 3], hi: [i32; 3]| [0, 1, 2].map(|a| (hi[a] - lo[a]) as usize + 1);
+        let cells = self.cells.len();
+        let fits = |s: [usize; 3]| (dense_fits(table_volume(s), points, cells), blocks_fit(s, cells, false));
+        if fits(span(min, max)) == fits(span(wide_min, wide_max)) { (wide_min, wide_max) } else { (min, max) }
+    }
+
     /// Calls `f` with each cell whose points' slots the latest edit
     /// ([`apply_edits`](Self::apply_edits), called right before) may have
     /// changed: the cells it added or whose points it changed, and those
@@ -1579,8 +1612,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// over it. The cost is `O(k log k)` for `k` edits plus the points and
     /// cells that shift (at most all of them), plus a refill of the cell
     /// lookup when the occupied box grows (or, for the hashed lookup
-    /// without a block table, when cells are added or emptied). Both lists
-    /// are sorted in place (slots, keys).
+    /// without a block table, when cells are added or emptied). A box that
+    /// grows gets room to grow into on the sides it grew (a quarter of its
+    /// extent, at least 4 cells, where the same lookup tables still fit),
+    /// so points drifting out of it one cell at a time refill the lookup
+    /// once in a while, not on every edit. Both lists are sorted in place
+    /// (slots, keys).
     ///
     /// The result equals a rebuild over the kept and the inserted points,
     /// except for the order of points inside a cell (kept points first, then
@@ -1844,6 +1881,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         // The bounding box only grows here (a box larger than the occupied
         // cells is still correct for every query); a rebuild makes it tight.
         let (was, was_compacted) = (self.kind, self.compacted);
+        if grew && n_old > 0 && !was_compacted {
+            (min, max) = self.with_room(min, max, n_new);
+        }
         let span = [0, 1, 2].map(|a| (max[a] - min[a]) as usize + 1);
         let volume = table_volume(span);
         self.min = min;

@@ -1,6 +1,6 @@
 //! Incremental grid edits equal a rebuild over the same points.
 
-use ecs_spatial::{CellKey, CellLookup, GridError, SparseGrid};
+use ecs_spatial::{CellKey, CellLookup, GridError, LookupKind, SparseGrid};
 use glam::{Vec2, Vec3};
 use proptest::prelude::*;
 
@@ -171,6 +171,50 @@ proptest! {
             norm(&mut b);
             prop_assert_eq!(a, b);
         }
+    }
+}
+
+#[test]
+fn a_point_leaving_the_box_gets_room_to_grow_into() {
+    // 1000 points, one per cell of a 10^3 box; one of them flies off along
+    // x, one cell per edit, for 40 edits.
+    for lookup in [CellLookup::Auto, CellLookup::Hashed] {
+        let points: Vec<Vec3> =
+            (0..1000).map(|i| Vec3::new((i % 10) as f32, (i / 10 % 10) as f32, (i / 100) as f32) + 0.5).collect();
+        let ids: Vec<u32> = (0..1000).collect();
+        let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 1.0).unwrap().with_lookup(lookup);
+        grid.rebuild(&ids, &points).unwrap();
+        let kind = grid.stats().lookup;
+        assert_eq!(kind, if lookup == CellLookup::Auto { LookupKind::Dense } else { LookupKind::Hashed });
+        assert!(lookup == CellLookup::Auto || grid.stats().block_entries > 0, "{:?}", grid.stats());
+        let mut last = grid.stats().bounding_box_cells;
+        assert_eq!(last, 1000);
+        let mut widened = 0;
+        let mut p = points[0];
+        for step in 1..=40u64 {
+            p.x = 9.5 + step as f32;
+            let slot = grid.ids().iter().position(|&id| id == 0).unwrap() as u32;
+            grid.apply_edits(&mut [slot], &mut [(grid.cell_key_of(p).unwrap(), 0, p)]).unwrap();
+            let stats = grid.stats();
+            assert_eq!(stats.lookup, kind, "{lookup:?}, step {step}");
+            assert!(stats.bounding_box_cells >= (10 + step) * 100, "{lookup:?}, step {step}: {stats:?}");
+            if stats.bounding_box_cells != last {
+                widened += 1;
+                last = stats.bounding_box_cells;
+            }
+            let mut near = Vec::new();
+            grid.query_radius(p, 0.5, &mut near);
+            assert_eq!(near, vec![0], "{lookup:?}, step {step}");
+            grid.query_radius(Vec3::splat(5.0), 0.9, &mut near);
+            assert_eq!(near.len(), 8, "{lookup:?}, step {step}");
+        }
+        // Without room the box (and the lookup) would change on each of the 40.
+        assert!(widened <= 10, "{lookup:?}: widened {widened} times");
+        // A rebuild makes the box tight again: 50 x 10 x 10 cells.
+        let mut moved = points.clone();
+        moved[0] = p;
+        grid.rebuild(&ids, &moved).unwrap();
+        assert_eq!(grid.stats().bounding_box_cells, 5000);
     }
 }
 
