@@ -362,10 +362,9 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     dense_span: [usize; 3],
     compacted: bool,
     ranks: [Vec<u32>; 3],
-    // Hashed lookup without a block table: row key -> index into `rows`,
-    // each row's range of the cell table (`first..end`).
+    // Hashed lookup without a block table: row key -> the row's range of
+    // the cell table (`first..end`).
     hash: CellHash,
-    rows: Vec<(u32, u32)>,
     // Hashed lookup: the block table instead of the hash, when it fits (see `fill_blocks`):
     // `blocks[b]` is the first cell of block `b` or later, a block being
     // `1 << block_shift` cells of one row along x, `block_cols` per row.
@@ -394,6 +393,8 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     edit_cell_writes: Vec<(u32, Cell)>,
     edit_point_runs: Vec<(u32, u32, u32)>,
     edit_point_writes: Vec<(u32, u32)>,
+    /// The rows an edit of a grid on the hash updates.
+    edit_rows: Vec<u64>,
     edit_removed_cells: Vec<u32>,
     edit_inserted_cells: Vec<u32>,
     edit_changes: Vec<(u64, i64)>,
@@ -457,7 +458,6 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             compacted: false,
             ranks: [Vec::new(), Vec::new(), Vec::new()],
             hash: CellHash::default(),
-            rows: Vec::new(),
             blocks: Vec::new(),
             block_shift: 0,
             block_cols: 0,
@@ -474,6 +474,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             edit_cell_writes: Vec::new(),
             edit_point_runs: Vec::new(),
             edit_point_writes: Vec::new(),
+            edit_rows: Vec::new(),
             edit_removed_cells: Vec::new(),
             edit_inserted_cells: Vec::new(),
             edit_changes: Vec::new(),
@@ -619,7 +620,6 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         self.dense.clear();
         self.compacted = false;
         self.hash.clear();
-        self.rows.clear();
         self.blocks.clear();
         self.drop_pages();
         self.kind = LookupKind::None;
@@ -638,7 +638,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             + self.dense.capacity() * 4
             + self.ranks.iter().map(Vec::capacity).sum::<usize>() * 4
             + self.hash.capacity_bytes()
-            + self.rows.capacity() * 8
+            + self.edit_rows.capacity() * 8
             + self.blocks.capacity() * 4
             + self.pages.capacity_bytes()
             + self.point_keys.capacity() * 8
@@ -1058,36 +1058,80 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
 
     /// The sparse lookup: the block table when the occupied box's rows fit
     /// it (see [`fill_blocks`](Self::fill_blocks)), which then answers every
-    /// lookup, else the row table and its hash: each occupied row `(y, z)`
-    /// (the cells' keys without their `x` bits) and its range of the cell
-    /// table. Building both cost the hash's random stores on top of the
-    /// block table's pass: a third of a sparse world's build.
+    /// lookup, else the hash of the rows: each occupied row `(y, z)` (the
+    /// cells' keys without their `x` bits) and its range of the cell table.
+    /// Building it costs its random stores: a third of a sparse world's
+    /// build, which an edit that touches few rows avoids
+    /// ([`update_hash_rows`](Self::update_hash_rows)).
     fn build_hash(&mut self) {
         self.fill_blocks();
-        self.rows.clear();
         if self.has_blocks() {
             self.hash.clear();
             return;
         }
         let keys = &self.cell_keys;
+        let rows = 1 + keys.windows(2).filter(|w| w[0] >> AXIS_BITS != w[1] >> AXIS_BITS).count();
         let mut i = 0;
-        while i < keys.len() {
-            let row = keys[i] >> AXIS_BITS;
-            let mut j = i + 1;
-            while j < keys.len() && keys[j] >> AXIS_BITS == row {
-                j += 1;
+        let entries = std::iter::from_fn(|| {
+            let row = *keys.get(i)? >> AXIS_BITS;
+            let first = i;
+            i += 1;
+            while i < keys.len() && keys[i] >> AXIS_BITS == row {
+                i += 1;
             }
-            self.rows.push((i as u32, j as u32));
-            i = j;
-        }
-        let (rows, keys) = (&self.rows, &self.cell_keys);
-        self.hash.build(rows.iter().map(|&(a, _)| keys[a as usize] >> AXIS_BITS));
+            Some((row, (first as u32, i as u32)))
+        });
+        self.hash.build(rows, entries);
     }
 
-    /// Empties the hash table, its row table and the block table.
+    /// After an edit of a grid on the hash (no block table, no ranks, and
+    /// still none that fit): updates the rows whose range of the cell table
+    /// the edit changed, in place. Those are the rows of the cells it
+    /// wrote or emptied and of the cells whose index it moved: with the
+    /// cell table edited in place, a point moving to a nearby cell moves the
+    /// indices of the cells between its two cells only. Returns false,
+    /// having changed nothing that matters, when so many rows changed that
+    /// building the table again is cheaper (or the table must grow): the
+    /// caller then builds it.
+    fn update_hash_rows(&mut self, cell_changes: &[(u64, i32)]) -> bool {
+        let mut rows = std::mem::take(&mut self.edit_rows);
+        rows.clear();
+        let keys = &self.cell_keys;
+        let limit = keys.len() / 32 + 64;
+        for run in self.edit_cell_runs.iter().filter(|r| r.to != r.from) {
+            if rows.len() > limit {
+                break;
+            }
+            let moved = run.to as usize..(run.to + run.end - run.from) as usize;
+            for &key in &keys[moved] {
+                if rows.last() != Some(&(key >> AXIS_BITS)) {
+                    rows.push(key >> AXIS_BITS);
+                }
+            }
+        }
+        rows.extend(self.edit_cell_writes.iter().map(|&(at, _)| keys[at as usize] >> AXIS_BITS));
+        rows.extend(cell_changes.iter().filter(|c| c.1 < 0).map(|c| c.0 >> AXIS_BITS));
+        let fits = rows.len() <= limit && {
+            rows.sort_unstable();
+            rows.dedup();
+            rows.iter().all(|&row| {
+                let first = keys.partition_point(|&k| k >> AXIS_BITS < row);
+                let end = first + keys[first..].partition_point(|&k| k >> AXIS_BITS == row);
+                if first == end {
+                    self.hash.remove(row);
+                    true
+                } else {
+                    self.hash.upsert(row, (first as u32, end as u32))
+                }
+            })
+        };
+        self.edit_rows = rows;
+        fits
+    }
+
+    /// Empties the hash table and the block table.
     fn clear_hash(&mut self) {
         self.hash.clear();
-        self.rows.clear();
         self.blocks.clear();
     }
 
@@ -1449,9 +1493,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     /// the row is occupied (hashed lookup without a block table only).
     #[inline(always)]
     fn hashed_row(&self, key: u64) -> Option<(usize, usize)> {
-        let row = key >> AXIS_BITS;
-        let r = self.hash.find(row, |r| self.cell_keys[self.rows[r].0 as usize] >> AXIS_BITS == row)?;
-        let (a, b) = self.rows[r];
+        let (a, b) = self.hash.find(key >> AXIS_BITS)?;
         Some((a as usize, b as usize))
     }
 
@@ -1942,9 +1984,18 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                     && !self.compacted
                     && self.has_blocks()
                     && self.block_geometry() == Some((self.block_shift, self.block_cols));
+                // The hash over the same kind of grid updates the rows the
+                // edit touched.
+                let rows_only = rebuild
+                    && was == LookupKind::Hashed
+                    && !was_compacted
+                    && !self.compacted
+                    && !self.has_blocks()
+                    && self.hash.slots() > 0
+                    && self.block_geometry().is_none();
                 if shift_only {
                     self.shift_blocks(&cell_changes);
-                } else if rebuild {
+                } else if !(rows_only && self.update_hash_rows(&cell_changes)) && rebuild {
                     self.build_hash();
                 }
             }
@@ -2850,6 +2901,60 @@ mod tests {
             grid.fill_blocks();
             assert_eq!(grid.blocks, shifted, "round {round}");
             check_pages(&grid, false);
+        }
+    }
+
+    #[test]
+    fn edits_update_the_rows_of_the_hash_in_place() {
+        let mut unit = lcg_unit(13);
+        // Rows far too many for a block table: every edit adds and empties
+        // cells and rows.
+        let far = |unit: &mut dyn FnMut() -> f32| Vec3::new(unit() * 50.0, unit() * 1e5, unit() * 1e5);
+        let mut points: Vec<Vec3> = (0..20_000).map(|_| far(&mut unit)).collect();
+        let mut ids: Vec<u32> = (0..points.len() as u32).collect();
+        let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 5.0).unwrap();
+        grid.rebuild(&ids, &points).unwrap();
+        assert!(grid.lookup_kind() == LookupKind::Hashed && !grid.has_blocks(), "{:?}", grid.stats());
+        let mut next = 1_000_000u32;
+        for round in 0..30u32 {
+            // A few points move by up to a cell along each axis, a few
+            // leave and a few join; a tenth of the rounds move many.
+            let moves = if round % 10 == 9 { 3000 } else { 1 + round as usize % 7 };
+            let mut removed = Vec::new();
+            let mut inserted = Vec::new();
+            let mut picked = std::collections::HashSet::new();
+            for k in 0..moves {
+                let i = (unit() * points.len() as f32) as usize % points.len();
+                if !picked.insert(i) {
+                    continue;
+                }
+                let slot = grid.ids().iter().position(|&id| id == ids[i]).unwrap() as u32;
+                removed.push(slot);
+                if k % 5 == 4 {
+                    // Leaves; another point joins elsewhere.
+                    points[i] = far(&mut unit);
+                    ids[i] = next;
+                    next += 1;
+                } else {
+                    points[i] += (Vec3::new(unit(), unit(), unit()) - 0.5) * 10.0;
+                }
+                inserted.push((grid.cell_key_of(points[i]).unwrap(), ids[i], points[i]));
+            }
+            grid.apply_edits(&mut removed, &mut inserted).unwrap();
+            assert!(grid.lookup_kind() == LookupKind::Hashed && !grid.has_blocks(), "round {round}");
+            // Every row of the cell table is in the hash with its exact
+            // range, and nothing else is.
+            let keys = &grid.cell_keys;
+            let mut rows = 0;
+            let mut i = 0;
+            while i < keys.len() {
+                let row = keys[i] >> AXIS_BITS;
+                let end = i + keys[i..].partition_point(|&k| k >> AXIS_BITS == row);
+                assert_eq!(grid.hash.find(row), Some((i as u32, end as u32)), "round {round}, row {row:#x}");
+                rows += 1;
+                i = end;
+            }
+            assert_eq!(grid.hash.len(), rows, "round {round}");
         }
     }
 

@@ -1,6 +1,6 @@
 //! Incremental grid edits equal a rebuild over the same points.
 
-use ecs_spatial::{CellKey, CellLookup, GridError, LookupKind, SparseGrid};
+use ecs_spatial::{CellKey, CellLookup, GridError, GridStats, LookupKind, SparseGrid};
 use glam::{Vec2, Vec3};
 use proptest::prelude::*;
 
@@ -72,6 +72,127 @@ proptest! {
     }
 }
 
+type Round = (Vec<(prop::sample::Index, i32, i32, i32)>, Vec<prop::sample::Index>, Vec<Vec3>);
+
+fn rounds(points: impl Strategy<Value = Vec3>) -> impl Strategy<Value = Vec<Round>> {
+    prop::collection::vec(
+        (
+            prop::collection::vec((any::<prop::sample::Index>(), -4i32..=4, -4i32..=4, -4i32..=4), 0..40),
+            prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+            prop::collection::vec(points, 0..8),
+        ),
+        1..5,
+    )
+}
+
+/// Points whose rows of cells are too many for a block table, even over
+/// ranked coordinates: x in a few cells, y and z across thousands. A grid
+/// of 300 or more such points finds its rows through the hash.
+fn far_point() -> impl Strategy<Value = Vec3> {
+    (coord(), -16_000i32..16_000, -16_000i32..16_000)
+        .prop_map(|(x, y, z)| Vec3::new(x, y as f32 * 0.25, z as f32 * 0.25))
+}
+
+/// Rounds of edits on one grid (moves of up to a cell per axis, points
+/// leaving and joining) equal a rebuild after every round: the cells, the
+/// positions, the cell lookup, radius queries and all pairs.
+fn check_rounds(
+    start: Vec<Vec3>,
+    rounds: Vec<Round>,
+    lookup: CellLookup,
+    center: Vec3,
+    hashed: bool,
+) -> Result<(), TestCaseError> {
+    let origin = Vec3::new(0.5, 0.0, -0.25);
+    let mut model: Vec<(u32, Vec3)> = start.iter().enumerate().map(|(i, &p)| (i as u32, p)).collect();
+    let mut grid = SparseGrid::<Vec3, u32>::new(origin, 2.0).unwrap().with_lookup(lookup);
+    let (ids, ps): (Vec<u32>, Vec<Vec3>) = model.iter().copied().unzip();
+    grid.rebuild(&ids, &ps).unwrap();
+    let on_the_hash =
+        |stats: GridStats| stats.lookup == LookupKind::Hashed && stats.block_entries == 0 && stats.hash_slots > 0;
+    prop_assert!(!hashed || on_the_hash(grid.stats()), "{:?}", grid.stats());
+    let mut next_id = 10_000u32;
+    for (moves, leaving, joining) in rounds {
+        let mut removed: Vec<u32> = Vec::new();
+        let mut inserted: Vec<(CellKey, u32, Vec3)> = Vec::new();
+        let slot_of = |grid: &SparseGrid<Vec3, u32>, id: u32| grid.ids().iter().position(|&v| v == id).unwrap() as u32;
+        // Moves of up to one cell per axis (quarter steps of up to 1.0).
+        for (i, dx, dy, dz) in moves {
+            if model.is_empty() {
+                break;
+            }
+            let k = i.index(model.len());
+            let (id, p) = model[k];
+            let slot = slot_of(&grid, id);
+            if removed.contains(&slot) {
+                continue;
+            }
+            let to = p + Vec3::new(dx as f32, dy as f32, dz as f32) * 0.25;
+            removed.push(slot);
+            inserted.push((grid.cell_key_of(to).unwrap(), id, to));
+            model[k].1 = to;
+        }
+        for i in leaving {
+            if model.is_empty() {
+                break;
+            }
+            let k = i.index(model.len());
+            let id = model[k].0;
+            if inserted.iter().any(|e| e.1 == id) {
+                continue;
+            }
+            let slot = slot_of(&grid, id);
+            if !removed.contains(&slot) {
+                removed.push(slot);
+                model.swap_remove(k);
+            }
+        }
+        for p in joining {
+            inserted.push((grid.cell_key_of(p).unwrap(), next_id, p));
+            model.push((next_id, p));
+            next_id += 1;
+        }
+        grid.apply_edits(&mut removed, &mut inserted).unwrap();
+        prop_assert!(!hashed || on_the_hash(grid.stats()), "{:?}", grid.stats());
+
+        let (ids, ps): (Vec<u32>, Vec<Vec3>) = model.iter().copied().unzip();
+        let mut fresh = SparseGrid::<Vec3, u32>::new(origin, 2.0).unwrap().with_lookup(lookup);
+        fresh.rebuild(&ids, &ps).unwrap();
+        prop_assert_eq!(grid.len(), model.len());
+        prop_assert_eq!(grid.positions().len(), model.len());
+        prop_assert_eq!(sorted_cells(&grid), sorted_cells(&fresh));
+        for (slot, (&id, p)) in grid.ids().iter().zip(grid.positions()).enumerate() {
+            let want = model.iter().find(|m| m.0 == id).map(|m| m.1);
+            prop_assert_eq!(Some(p), want, "slot {}", slot);
+        }
+        for cell in grid.cells() {
+            let range = cell.start as usize..(cell.start + cell.count) as usize;
+            prop_assert_eq!(grid.cell_slots(cell.key), range);
+        }
+        for radius in [0.0f32, 1.0, 2.5, 5.5] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            grid.query_radius(center, radius, &mut a);
+            fresh.query_radius(center, radius, &mut b);
+            a.sort();
+            b.sort();
+            prop_assert_eq!(a, b);
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        grid.pairs_within(2.5, &mut a);
+        fresh.pairs_within(2.5, &mut b);
+        let norm = |v: &mut Vec<(u32, u32)>| {
+            for p in v.iter_mut() {
+                *p = (p.0.min(p.1), p.0.max(p.1));
+            }
+            v.sort();
+        };
+        norm(&mut a);
+        norm(&mut b);
+        prop_assert_eq!(a, b);
+    }
+    Ok(())
+}
+
 proptest! {
     /// Edits work in place, moving only what shifts: rounds of edits on the
     /// same grid, each mostly points moving less than a cell (a removal and
@@ -82,95 +203,22 @@ proptest! {
     #[test]
     fn rounds_of_near_moves_equal_a_rebuild(
         start in prop::collection::vec(point(), 1..300),
-        rounds in prop::collection::vec(
-            (
-                prop::collection::vec((any::<prop::sample::Index>(), -4i32..=4, -4i32..=4, -4i32..=4), 0..40),
-                prop::collection::vec(any::<prop::sample::Index>(), 0..8),
-                prop::collection::vec(point(), 0..8),
-            ),
-            1..5,
-        ),
+        rounds in rounds(point()),
         lookup in prop::sample::select(vec![CellLookup::Auto, CellLookup::Hashed, CellLookup::BinarySearch]),
         center in point(),
     ) {
-        let origin = Vec3::new(0.5, 0.0, -0.25);
-        let mut model: Vec<(u32, Vec3)> = start.iter().enumerate().map(|(i, &p)| (i as u32, p)).collect();
-        let mut grid = SparseGrid::<Vec3, u32>::new(origin, 2.0).unwrap().with_lookup(lookup);
-        let (ids, ps): (Vec<u32>, Vec<Vec3>) = model.iter().copied().unzip();
-        grid.rebuild(&ids, &ps).unwrap();
-        let mut next_id = 10_000u32;
-        for (moves, leaving, joining) in rounds {
-            let mut removed: Vec<u32> = Vec::new();
-            let mut inserted: Vec<(CellKey, u32, Vec3)> = Vec::new();
-            let slot_of = |grid: &SparseGrid<Vec3, u32>, id: u32| grid.ids().iter().position(|&v| v == id).unwrap() as u32;
-            // Moves of up to one cell per axis (quarter steps of up to 1.0).
-            for (i, dx, dy, dz) in moves {
-                if model.is_empty() {
-                    break;
-                }
-                let k = i.index(model.len());
-                let (id, p) = model[k];
-                let slot = slot_of(&grid, id);
-                if removed.contains(&slot) {
-                    continue;
-                }
-                let to = p + Vec3::new(dx as f32, dy as f32, dz as f32) * 0.25;
-                removed.push(slot);
-                inserted.push((grid.cell_key_of(to).unwrap(), id, to));
-                model[k].1 = to;
-            }
-            for i in leaving {
-                if model.is_empty() {
-                    break;
-                }
-                let k = i.index(model.len());
-                let id = model[k].0;
-                if inserted.iter().any(|e| e.1 == id) {
-                    continue;
-                }
-                let slot = slot_of(&grid, id);
-                if !removed.contains(&slot) {
-                    removed.push(slot);
-                    model.swap_remove(k);
-                }
-            }
-            for p in joining {
-                inserted.push((grid.cell_key_of(p).unwrap(), next_id, p));
-                model.push((next_id, p));
-                next_id += 1;
-            }
-            grid.apply_edits(&mut removed, &mut inserted).unwrap();
+        check_rounds(start, rounds, lookup, center, false)?;
+    }
 
-            let (ids, ps): (Vec<u32>, Vec<Vec3>) = model.iter().copied().unzip();
-            let mut fresh = SparseGrid::<Vec3, u32>::new(origin, 2.0).unwrap().with_lookup(lookup);
-            fresh.rebuild(&ids, &ps).unwrap();
-            prop_assert_eq!(grid.len(), model.len());
-            prop_assert_eq!(grid.positions().len(), model.len());
-            prop_assert_eq!(sorted_cells(&grid), sorted_cells(&fresh));
-            for (slot, (&id, p)) in grid.ids().iter().zip(grid.positions()).enumerate() {
-                let want = model.iter().find(|m| m.0 == id).map(|m| m.1);
-                prop_assert_eq!(Some(p), want, "slot {}", slot);
-            }
-            for cell in grid.cells() {
-                let range = cell.start as usize..(cell.start + cell.count) as usize;
-                prop_assert_eq!(grid.cell_slots(cell.key), range);
-            }
-            for radius in [0.0f32, 1.0, 2.5, 5.5] {
-                let (mut a, mut b) = (Vec::new(), Vec::new());
-                grid.query_radius(center, radius, &mut a);
-                fresh.query_radius(center, radius, &mut b);
-                a.sort();
-                b.sort();
-                prop_assert_eq!(a, b);
-            }
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            grid.pairs_within(2.5, &mut a);
-            fresh.pairs_within(2.5, &mut b);
-            let norm = |v: &mut Vec<(u32, u32)>| { for p in v.iter_mut() { *p = (p.0.min(p.1), p.0.max(p.1)); } v.sort(); };
-            norm(&mut a);
-            norm(&mut b);
-            prop_assert_eq!(a, b);
-        }
+    /// The same on grids that find their rows through the hash, which an
+    /// edit updates in place for the rows it touched.
+    #[test]
+    fn rounds_of_near_moves_on_the_hash_equal_a_rebuild(
+        start in prop::collection::vec(far_point(), 300..400),
+        rounds in rounds(far_point()),
+        center in far_point(),
+    ) {
+        check_rounds(start, rounds, CellLookup::Auto, center, true)?;
     }
 }
 
