@@ -326,6 +326,9 @@ pub struct BroadPhase<C: SpatialPosition> {
     entered: Vec<Entity>,
     /// Rows of the query found untracked by a membership sweep.
     missing: Vec<(Entity, C::Point)>,
+    /// Changed rows that stayed in their cell: the row and the slots to
+    /// look for its entity in (its hint, or its cell's).
+    stayed: Vec<(u32, u32, u32)>,
     removed: Vec<u32>,
     inserted: Vec<(CellKey, Entity, C::Point)>,
     all_ids: Vec<Entity>,
@@ -366,6 +369,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
             lost: Vec::new(),
             entered: Vec::new(),
             missing: Vec::new(),
+            stayed: Vec::new(),
             removed: Vec::new(),
             inserted: Vec::new(),
             all_ids: Vec::new(),
@@ -533,10 +537,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
                 self.forget(entity, slot.known);
             }
         }
-        for i in 0..self.changed_ids.len() {
-            let (entity, point) = (self.changed_ids[i], self.changed_points[i]);
-            self.rekey(entity, point);
-        }
+        self.rekey_changed();
         // Entities back in the query without a changed position (their
         // `Disabled` marker was removed): tracked again from where they are.
         // Those that also moved came in with the changed rows above.
@@ -607,6 +608,53 @@ impl<C: SpatialPosition> BroadPhase<C> {
         }
         let largest_edited = self.grid.apply_edits_unchecked(&mut self.removed, &mut self.inserted);
         self.refresh_hints(largest_edited);
+    }
+
+    /// [`rekey`](Self::rekey) for every changed row, in two passes so the
+    /// cache misses of different rows overlap: first each row's entity
+    /// table entry, cell key and, for a row that stayed in its cell, the
+    /// range of slots to search (its cell's, or its hint), rows that left
+    /// their cell or were not tracked taking the whole `rekey` there; then,
+    /// for the rows that stayed, the search and the write of the position.
+    /// Row by row, each step waited for the miss of the one before (a row's
+    /// table entry and cell range, then its ids, then its coordinates).
+    fn rekey_changed(&mut self) {
+        let mut stayed = std::mem::take(&mut self.stayed);
+        stayed.clear();
+        for i in 0..self.changed_ids.len() {
+            let (entity, point) = (self.changed_ids[i], self.changed_points[i]);
+            let slot = self.tracked.get(entity.index());
+            match (self.grid.cell_key_of(point), slot.known) {
+                (Ok(key), Known::InCell { key: old, hint }) if key == old && slot.generation == entity.generation() => {
+                    if hint == NO_HINT {
+                        let range = self.grid.cell_slots(key);
+                        stayed.push((i as u32, range.start as u32, range.end as u32));
+                    } else if let Some(s) = self.slot_of(key, entity, hint) {
+                        // A crowd's point: its slot now (from the hint, or a
+                        // scan of the cell if the hint went stale).
+                        stayed.push((i as u32, s as u32, NO_HINT));
+                    }
+                }
+                _ => self.rekey(entity, point),
+            }
+        }
+        for &(i, start, end) in &stayed {
+            let (entity, point) = (self.changed_ids[i as usize], self.changed_points[i as usize]);
+            let found = if end == NO_HINT {
+                Some(start as usize)
+            } else {
+                let ids = &self.grid.ids()[start as usize..end as usize];
+                let at = ids.iter().position(|&e| e == entity);
+                self.stats.ids_scanned += at.map_or(ids.len(), |at| at + 1) as u64;
+                at.map(|at| start as usize + at)
+            };
+            if let Some(s) = found {
+                // The key was checked above: same cell.
+                self.grid.set_position_unchecked(s, point);
+                self.stats.moved_in_cell += 1;
+            }
+        }
+        self.stayed = stayed;
     }
 
     /// Gives a row of the query (changed, or back in it) its cell again:
