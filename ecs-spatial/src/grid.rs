@@ -1098,13 +1098,13 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         rows.clear();
         let keys = &self.cell_keys;
         let limit = keys.len() / 32 + 64;
-        for run in self.edit_cell_runs.iter().filter(|r| r.to != r.from) {
-            if rows.len() > limit {
-                break;
-            }
+        'runs: for run in self.edit_cell_runs.iter().filter(|r| r.to != r.from) {
             let moved = run.to as usize..(run.to + run.end - run.from) as usize;
             for &key in &keys[moved] {
                 if rows.last() != Some(&(key >> AXIS_BITS)) {
+                    if rows.len() > limit {
+                        break 'runs;
+                    }
                     rows.push(key >> AXIS_BITS);
                 }
             }
