@@ -643,10 +643,9 @@ impl<C: SpatialPosition> BroadPhase<C> {
             let found = if end == NO_HINT {
                 Some(start as usize)
             } else {
-                let ids = &self.grid.ids()[start as usize..end as usize];
-                let at = ids.iter().position(|&e| e == entity);
-                self.stats.ids_scanned += at.map_or(ids.len(), |at| at + 1) as u64;
-                at.map(|at| start as usize + at)
+                let (found, scanned) = self.grid.find_in_slots(start as usize..end as usize, entity);
+                self.stats.ids_scanned += scanned as u64;
+                found
             };
             if let Some(s) = found {
                 // The key was checked above: same cell.

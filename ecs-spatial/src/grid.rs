@@ -1559,7 +1559,12 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
 
     /// [`find_slot`](Self::find_slot), with the number of ids it compared.
     pub(crate) fn find_slot_counted(&self, key: CellKey, id: I) -> (Option<usize>, usize) {
-        let range = self.cell_slots(key);
+        self.find_in_slots(self.cell_slots(key), id)
+    }
+
+    /// The slot in `range` holding id `id`, if one does (a scan), with the
+    /// number of ids compared. `range` must lie within the points.
+    pub(crate) fn find_in_slots(&self, range: std::ops::Range<usize>, id: I) -> (Option<usize>, usize) {
         let start = range.start;
         match self.ids[range.clone()].iter().position(|&i| i == id) {
             Some(at) => (Some(start + at), at + 1),
