@@ -54,22 +54,39 @@ proptest! {
         fresh.rebuild(&kid, &kpos).unwrap();
 
         prop_assert_eq!(sorted_cells(&grid), sorted_cells(&fresh));
-        for radius in [0.0f32, 1.0, 2.0, 5.5] {
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            grid.query_radius(center, radius, &mut a);
-            fresh.query_radius(center, radius, &mut b);
-            a.sort();
-            b.sort();
-            prop_assert_eq!(a, b);
-        }
+        same_answers(&grid, &fresh, center, [0.0, 1.0, 2.0, 5.5])?;
+    }
+}
+
+/// `grid` and `fresh` find the same ids around `center` at each radius and
+/// the same pairs within 2.5 (each list sorted, pairs in either order).
+fn same_answers(
+    grid: &SparseGrid<Vec3, u32>,
+    fresh: &SparseGrid<Vec3, u32>,
+    center: Vec3,
+    radii: [f32; 4],
+) -> Result<(), TestCaseError> {
+    for radius in radii {
         let (mut a, mut b) = (Vec::new(), Vec::new());
-        grid.pairs_within(2.5, &mut a);
-        fresh.pairs_within(2.5, &mut b);
-        let norm = |v: &mut Vec<(u32, u32)>| { for p in v.iter_mut() { *p = (p.0.min(p.1), p.0.max(p.1)); } v.sort(); };
-        norm(&mut a);
-        norm(&mut b);
+        grid.query_radius(center, radius, &mut a);
+        fresh.query_radius(center, radius, &mut b);
+        a.sort();
+        b.sort();
         prop_assert_eq!(a, b);
     }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    grid.pairs_within(2.5, &mut a);
+    fresh.pairs_within(2.5, &mut b);
+    let norm = |v: &mut Vec<(u32, u32)>| {
+        for p in v.iter_mut() {
+            *p = (p.0.min(p.1), p.0.max(p.1));
+        }
+        v.sort();
+    };
+    norm(&mut a);
+    norm(&mut b);
+    prop_assert_eq!(a, b);
+    Ok(())
 }
 
 type Round = (Vec<(prop::sample::Index, i32, i32, i32)>, Vec<prop::sample::Index>, Vec<Vec3>);
@@ -169,26 +186,7 @@ fn check_rounds(
             let range = cell.start as usize..(cell.start + cell.count) as usize;
             prop_assert_eq!(grid.cell_slots(cell.key), range);
         }
-        for radius in [0.0f32, 1.0, 2.5, 5.5] {
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            grid.query_radius(center, radius, &mut a);
-            fresh.query_radius(center, radius, &mut b);
-            a.sort();
-            b.sort();
-            prop_assert_eq!(a, b);
-        }
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        grid.pairs_within(2.5, &mut a);
-        fresh.pairs_within(2.5, &mut b);
-        let norm = |v: &mut Vec<(u32, u32)>| {
-            for p in v.iter_mut() {
-                *p = (p.0.min(p.1), p.0.max(p.1));
-            }
-            v.sort();
-        };
-        norm(&mut a);
-        norm(&mut b);
-        prop_assert_eq!(a, b);
+        same_answers(&grid, &fresh, center, [0.0, 1.0, 2.5, 5.5])?;
     }
     Ok(())
 }
