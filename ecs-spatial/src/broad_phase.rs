@@ -326,8 +326,9 @@ pub struct BroadPhase<C: SpatialPosition> {
     entered: Vec<Entity>,
     /// Rows of the query found untracked by a membership sweep.
     missing: Vec<(Entity, C::Point)>,
-    /// Changed rows that stayed in their cell: the row and the slots to
-    /// look for its entity in (its hint, or its cell's).
+    /// Changed rows that stayed in their cell: the row and the slots of its
+    /// cell to search for its entity, or, with [`NO_HINT`] as the end, the
+    /// slot its hint already found.
     stayed: Vec<(u32, u32, u32)>,
     removed: Vec<u32>,
     inserted: Vec<(CellKey, Entity, C::Point)>,
