@@ -21,7 +21,11 @@
 //!   from the slot its entity table entry keeps, so a crowd of 100 000 in
 //!   one cell costs a check per moved row, not a scan of the crowd;
 //! - when more than [`BroadPhase::rebuild_share`] of the entities changed, or
-//!   on the first run, rebuilds the grid from all positions instead;
+//!   on the first run, rebuilds the grid from all positions instead; the
+//!   changed rows past that share are then only counted, not read, and
+//!   the rebuild reads every row once (when every row changed in the
+//!   previous run, they are all read, and a run where all changed again
+//!   rebuilds from them without a second read);
 //! - drops the entities that were despawned or lost the component since its
 //!   previous run, read from the store's removal log
 //!   ([`ecs_core::RemovedComponents`]), and those marked
@@ -306,6 +310,8 @@ pub struct BroadPhase<C: SpatialPosition> {
     /// it to the next incremental run, which fills it before reading it (a
     /// world whose entities all move rebuilds every run and never needs it).
     table_stale: bool,
+    /// Whether every row of the query changed in the latest run.
+    all_changed: bool,
     /// Entities that are `InCell` or `Invalid`.
     tracked_count: usize,
     /// A cell above [`HINTED_CELL`] may exist: edits refresh the hints.
@@ -360,6 +366,7 @@ impl<C: SpatialPosition> BroadPhase<C> {
             grid: SparseGrid::new(origin, cell_size)?,
             tracked: EntityTable::new(),
             table_stale: false,
+            all_changed: false,
             tracked_count: 0,
             crowded: false,
             invalid: Vec::new(),
@@ -444,15 +451,22 @@ impl<C: SpatialPosition> BroadPhase<C> {
         self.entered.clear();
         self.entered.extend(entered);
 
-        collect_rows(changed, &mut self.changed_ids, &mut self.changed_points);
+        let first_run = self.tracked_count == 0 && self.grid.is_empty();
+        // Past this many changed rows the run rebuilds from every row.
+        let share_limit = (f64::from(self.rebuild_share()) * self.tracked_count as f64) as usize;
+        // Rows are read past that limit only where they may all have
+        // changed (the first run, or every row changed in the previous
+        // one): the rebuild then takes them as they are. Otherwise those
+        // past it are only counted, and the rebuild reads every row once.
+        let keep = if first_run || self.all_changed { usize::MAX } else { share_limit };
+        let changed_count = collect_rows_up_to(changed, &mut self.changed_ids, &mut self.changed_points, keep);
+        self.all_changed = changed_count == current && changed_count > 0;
         let chunk_stats = changed.stats();
         self.stats.chunks_total = chunk_stats.chunks_total;
         self.stats.chunks_skipped = chunk_stats.chunks_skipped;
-        self.stats.rows_rekeyed = self.changed_ids.len() as u64;
+        self.stats.rows_rekeyed = changed_count as u64;
 
-        let first_run = self.tracked_count == 0 && self.grid.is_empty();
-        let share = self.changed_ids.len() as f64 / self.tracked_count.max(1) as f64;
-        if !self.changed_ids.is_empty() && (first_run || share > f64::from(self.rebuild_share())) {
+        if changed_count > 0 && (first_run || changed_count > share_limit) {
             self.rebuild(present, current);
         } else {
             self.apply_changes(present, current);
@@ -778,6 +792,32 @@ fn collect_rows<C: SpatialPosition, F: QueryFilter + 'static>(
         ids.push(entity);
         points.push(c.grid_point());
     });
+}
+
+/// The changed rows of `query` into `ids` and `points` (both cleared
+/// first) while there are at most `limit` of them; past that only counted
+/// (the run rebuilds from every row then). Returns how many rows changed.
+fn collect_rows_up_to<C: SpatialPosition, F: QueryFilter + 'static>(
+    query: &mut Query<'_, '_, (Entity, &C), F>,
+    ids: &mut Vec<Entity>,
+    points: &mut Vec<C::Point>,
+    limit: usize,
+) -> usize {
+    if limit == usize::MAX {
+        collect_rows(query, ids, points);
+        return ids.len();
+    }
+    ids.clear();
+    points.clear();
+    let mut count = 0;
+    query.for_each(|(entity, c)| {
+        if count <= limit {
+            ids.push(entity);
+            points.push(c.grid_point());
+        }
+        count += 1;
+    });
+    count
 }
 
 /// Grid operations fed only keyed points and the grid's own slots fail only

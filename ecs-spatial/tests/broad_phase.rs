@@ -504,3 +504,27 @@ fn the_default_rebuild_share_follows_the_points_per_cell() {
     let (rebuilt, share) = tenth_moved_rebuilds(4000, 64.0, Some(f32::NAN));
     assert!(rebuilt && (0.06..0.065).contains(&share), "{share}");
 }
+
+#[test]
+fn shares_of_movers_past_the_rebuild_share_are_counted_and_rebuilt_exactly() {
+    // Every order of frames where all rows move, more than the rebuild
+    // share move (the rows past it are only counted), and few move: the
+    // count of changed rows, the path taken and the grid are exact in each.
+    let (mut world, mut schedule, mut rng, live) = setup(43, 2000);
+    schedule.run(&mut world).unwrap();
+    let share = world.resource::<BroadPhase<Position>>().unwrap().rebuild_share();
+    let all = live.len();
+    for (frame, moved) in [all, all, 1000, 1000, all, 5, 1000, all, 0, 700, all, 3, all].into_iter().enumerate() {
+        // A different set of `moved` rows each frame (every row when all).
+        let first = rng.below(all as u64) as usize;
+        for i in 0..moved {
+            let e = live[(first + i * 7) % all];
+            world.get_mut::<Position>(e).unwrap().0 = rng.point();
+        }
+        schedule.run(&mut world).unwrap();
+        let stats = world.resource::<BroadPhase<Position>>().unwrap().stats();
+        assert_eq!(stats.rows_rekeyed, moved as u64, "frame {frame}: {stats:?}");
+        assert_eq!(stats.full_rebuild, moved as f32 > share * all as f32, "frame {frame}: {stats:?}");
+        assert_grid_exact(&mut world, &format!("frame {frame}, {moved} moved"));
+    }
+}
