@@ -1192,13 +1192,13 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
 
     /// After an edit that added or emptied the cells `changes` (by key, in
     /// order; `+1` added, `-1` emptied) in a grid whose block table keeps
-    /// its geometry: each entry counts the occupied cells before its block,
+    /// its geometry (and, over ranks, the ranks): each entry counts the occupied cells before its block,
     /// so it moves by the changes of the cells before the block. One pass
     /// over the table instead of [`fill_blocks`](Self::fill_blocks)'
     /// clearing, counting and summing (which a sparse world, whose edits
     /// add and empty cells every time, paid every edit).
     fn shift_blocks(&mut self, changes: &[(u64, i32)]) {
-        debug_assert!(!self.compacted && self.has_blocks());
+        debug_assert!(self.has_blocks());
         // The block holding the cell starts at or before it: only later
         // blocks count it.
         let mut blocks = std::mem::take(&mut self.blocks);
@@ -1318,7 +1318,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
     #[inline(always)]
     fn block_index(&self, key: u64) -> usize {
         let [x, y, z] = unpack(key);
-        self.block_of(x, y, z)
+        if self.compacted { self.ranked_block_of(x, y, z) } else { self.block_of(x, y, z) }
     }
 
     /// The block of cell `(x, y, z)` (inside the occupied box) in a table
@@ -1980,13 +1980,14 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                     || grew
                     || self.compacted != was_compacted
                     || (self.compacted && !keep_ranks);
-                // A plain block table over the same box whose geometry the
-                // new cell count keeps only shifts its entries.
+                // A block table over the same box (plain) or the same ranks
+                // (compacted: every cell's coordinates kept theirs) whose
+                // geometry the new cell count keeps only shifts its entries.
+                let same_table = if was_compacted { self.compacted && keep_ranks } else { !self.compacted };
                 let shift_only = rebuild
                     && was == LookupKind::Hashed
                     && !grew
-                    && !was_compacted
-                    && !self.compacted
+                    && same_table
                     && self.has_blocks()
                     && self.block_geometry() == Some((self.block_shift, self.block_cols));
                 // The hash over the same kind of grid updates the rows the
