@@ -348,3 +348,167 @@ fn pairs_in_crowded_cells_equal_brute_force() {
         assert_eq!(got, want, "radius {radius}");
     }
 }
+
+/// Distinct cells of a `side` box of cells of edge 1 (its two corners
+/// first, so they fix the box), `count` of them, from a fixed sequence.
+fn distinct_cells(side: [u32; 3], count: usize) -> Vec<[u32; 3]> {
+    let mut seen = std::collections::HashSet::new();
+    let mut cells = vec![[0, 0, 0], [side[0] - 1, side[1] - 1, side[2] - 1]];
+    seen.extend(cells.iter().copied());
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    while cells.len() < count {
+        let c = [0, 1, 2].map(|a| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 33) % u64::from(side[a])) as u32
+        });
+        if seen.insert(c) {
+            cells.push(c);
+        }
+    }
+    cells
+}
+
+/// Edits that move one point to `into` and back again, 20 times, on a
+/// grid whose cell count then crosses a threshold of its lookup at every
+/// edit: the grid keeps one table (`same` holds for its stats after the
+/// first edit and after each later one), where a rebuild of the grid with
+/// the point moved chooses another than the first build (`other` holds
+/// for the two builds' stats); the answers equal a rebuild's at the end.
+fn check_threshold_keeps_the_table(
+    points: Vec<Vec3>,
+    flipper: usize,
+    into: Vec3,
+    same: impl Fn(GridStats, GridStats) -> bool,
+    other: impl Fn(GridStats, GridStats) -> bool,
+) {
+    let ids: Vec<u32> = (0..points.len() as u32).collect();
+    let mut grid = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 1.0).unwrap();
+    grid.rebuild(&ids, &points).unwrap();
+    let first = grid.stats();
+    let mut moved = points.clone();
+    moved[flipper] = into;
+    let mut fresh = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 1.0).unwrap();
+    fresh.rebuild(&ids, &moved).unwrap();
+    assert!(other(first, fresh.stats()), "{first:?} {:?}", fresh.stats());
+    let home = points[flipper];
+    let mut kept = None;
+    for step in 0..20 {
+        let to = if step % 2 == 0 { into } else { home };
+        let slot = grid.ids().iter().position(|&id| id == flipper as u32).unwrap() as u32;
+        grid.apply_edits(&mut [slot], &mut [(grid.cell_key_of(to).unwrap(), flipper as u32, to)]).unwrap();
+        let kept = *kept.get_or_insert(grid.stats());
+        assert!(same(kept, grid.stats()), "edit {step}: {kept:?} {:?}", grid.stats());
+    }
+    same_answers(
+        &grid,
+        &{
+            let mut g = SparseGrid::<Vec3, u32>::new(Vec3::ZERO, 1.0).unwrap();
+            g.rebuild(&ids, &points).unwrap();
+            g
+        },
+        Vec3::splat(20.5),
+        [0.0, 1.0, 2.5, 4.0],
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_grid_at_the_dense_tables_threshold_keeps_it_across_edits() {
+    // 8192 cells of a 64^3 box, a 32nd of it, three points a cell except
+    // the last one's single point: moved into an occupied cell, the grid
+    // has one cell too few for the dense table.
+    let cells = distinct_cells([64, 64, 64], 8192);
+    let mut points = Vec::new();
+    for (i, c) in cells.iter().enumerate() {
+        let at = Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32);
+        for j in 0..if i == cells.len() - 1 { 1 } else { 3 } {
+            points.push(at + Vec3::new(0.1 + 0.2 * j as f32, 0.5, 0.5));
+        }
+    }
+    let flipper = points.len() - 1;
+    check_threshold_keeps_the_table(
+        points,
+        flipper,
+        Vec3::splat(0.7),
+        |a, b| a.lookup == LookupKind::Dense && b.lookup == LookupKind::Dense,
+        |_, fresh| fresh.lookup == LookupKind::Hashed,
+    );
+}
+
+#[test]
+fn a_grid_at_a_block_geometry_threshold_keeps_it_across_edits() {
+    // 49 152 cells of a 4096 x 64 x 64 box, one point each: the block
+    // table's blocks are 64 cells wide; with one cell fewer its budget
+    // asks for blocks of 128.
+    let cells = distinct_cells([4096, 64, 64], 49_152);
+    let points: Vec<Vec3> = cells.iter().map(|c| Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32) + 0.5).collect();
+    let flipper = points.len() - 1;
+    check_threshold_keeps_the_table(
+        points,
+        flipper,
+        Vec3::splat(0.25),
+        |a, b| b.lookup == LookupKind::Hashed && b.block_entries > 0 && b.block_entries == a.block_entries,
+        |a, fresh| fresh.block_entries > 0 && fresh.block_entries != a.block_entries,
+    );
+}
+
+#[test]
+fn a_grid_at_the_block_tables_threshold_does_not_switch_back_and_forth() {
+    // 6115 cells of a 64 x 300 x 300 box, one point each: its 90 000 rows
+    // are too many for a block table, which 6116 cells would allow (the
+    // point moved out into a cell of its own). The first edit adds a cell
+    // early in key order, which the hash of rows cannot take in place, so
+    // the grid gets its block table; the edits that empty that cell again
+    // keep it.
+    let cells = distinct_cells([64, 300, 300], 6116);
+    let points: Vec<Vec3> =
+        cells[..6115].iter().map(|c| Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32) + 0.5).collect();
+    let mut points = points;
+    // A second point in the first cell: the one that moves out.
+    points.push(Vec3::splat(0.75));
+    let flipper = points.len() - 1;
+    let empty = cells[6115];
+    check_threshold_keeps_the_table(
+        points,
+        flipper,
+        Vec3::new(empty[0] as f32, empty[1] as f32, empty[2] as f32) + 0.5,
+        |a, b| b.lookup == LookupKind::Hashed && b.block_entries == a.block_entries,
+        |first, fresh| first.block_entries == 0 && fresh.block_entries > 0,
+    );
+}
+
+#[test]
+fn a_grid_at_the_threshold_of_a_dense_table_over_ranks_keeps_it_across_edits() {
+    // Two clumps of 21^3 cells 5000 apart on every axis: the ranks keep
+    // 42 coordinates per axis, 74 088 cells, the dense table's budget for
+    // 2316 occupied cells (three points each, one point in the last).
+    let per_clump = distinct_cells([21, 21, 21], 1158);
+    let mut cells: Vec<[u32; 3]> = per_clump.to_vec();
+    cells.extend(per_clump.iter().map(|c| c.map(|v| v + 5000)));
+    // Every coordinate of each clump occupied, so each keeps its rank.
+    for d in 0..21 {
+        for base in [0, 5000] {
+            let c = [d + base; 3];
+            if !cells.contains(&c) {
+                cells.push(c);
+            }
+        }
+    }
+    cells.truncate(2316);
+    assert_eq!(cells.len(), 2316);
+    let mut points = Vec::new();
+    for (i, c) in cells.iter().enumerate() {
+        let at = Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32);
+        for j in 0..if i == cells.len() - 1 { 1 } else { 3 } {
+            points.push(at + Vec3::new(0.1 + 0.2 * j as f32, 0.5, 0.5));
+        }
+    }
+    let flipper = points.len() - 1;
+    check_threshold_keeps_the_table(
+        points,
+        flipper,
+        Vec3::splat(0.7),
+        |a, b| a.lookup == LookupKind::Dense && a.dense_compacted && b.lookup == LookupKind::Dense && b.dense_compacted,
+        |_, fresh| fresh.lookup != LookupKind::Dense,
+    );
+}
