@@ -404,6 +404,10 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     edit_point_writes: Vec<(u32, u32)>,
     /// The rows an edit of a grid on the hash updates.
     edit_rows: Vec<u64>,
+    /// An edit's coordinates (axis, coordinate) that no rank had, each to
+    /// get ranks around it when the edit ranks the axes again (see
+    /// [`compact`](Self::compact)); empty outside an edit.
+    edit_rank_room: Vec<(usize, i32)>,
     edit_removed_cells: Vec<u32>,
     edit_inserted_cells: Vec<u32>,
     edit_changes: Vec<(u64, i64)>,
@@ -484,6 +488,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             edit_point_runs: Vec::new(),
             edit_point_writes: Vec::new(),
             edit_rows: Vec::new(),
+            edit_rank_room: Vec::new(),
             edit_removed_cells: Vec::new(),
             edit_inserted_cells: Vec::new(),
             edit_changes: Vec::new(),
@@ -819,7 +824,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             r.clear();
             r.resize(s + 1, 0);
         }
-        // Keys sort by z, y, x: `y` and `z` are marked once per row.
+        // Keys sort by z, y, x: `y` and `z` are marked once per row. An
+        // occupied coordinate is marked 1.
         let [rx, ry, rz] = &mut self.ranks;
         let x_base = (min[0] + BIAS) as u64;
         let mut row = u64::MAX;
@@ -832,22 +838,53 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 rz[(z - min[2]) as usize + 1] = 1;
             }
         }
+        let occupied = self.ranks.each_ref().map(|r| r.iter().filter(|&&v| v != 0).count());
+        // Room: an edit's new coordinates (a point flying through the empty
+        // stretch between clumps) get ranks for the coordinates around
+        // them too, marked 2, so the next steps find ranks and keep the
+        // table (see `KEEP_SLACK`) instead of ranking again each step: at
+        // least `GROWTH_ROOM_MIN` on each side, a 16th of the axis's
+        // occupied coordinates in larger tables, and on each axis at most
+        // twice that in all (an edit with many new coordinates, a crowd
+        // arriving, gets ranks for them alone).
+        let mut added = [0usize; 3];
+        for &(a, c) in &self.edit_rank_room {
+            let room = (occupied[a] / 16).max(GROWTH_ROOM_MIN as usize);
+            let r = &mut self.ranks[a];
+            let lo = (c - room as i32).max(min[a]) - min[a];
+            let hi = (c + room as i32).min(min[a] + span[a] as i32 - 1) - min[a];
+            for o in lo..=hi {
+                let v = &mut r[o as usize + 1];
+                if *v == 0 && added[a] < 2 * room {
+                    *v = 2;
+                    added[a] += 1;
+                }
+            }
+        }
+        let counts = |ranks: &[Vec<u32>; 3], room: bool| {
+            ranks.each_ref().map(|r| r.iter().filter(|&&v| v == 1 || (room && v == 2)).count())
+        };
+        let (with_room, without) = (counts(&self.ranks, true), counts(&self.ranks, false));
+        let fits_dense = |s: [usize; 3]| dense_fits(table_volume(s), n as usize, cells as usize);
+        // The dense table over the ranks, or else the block table over them
+        // (clumps apart on every axis: the ranks' product is mostly empty,
+        // but their rows fit blocks); the room only where it leaves that
+        // choice as it is.
+        let room = if fits_dense(with_room) || !fits_dense(without) && blocks_fit(with_room, cells as usize, true) {
+            true
+        } else if fits_dense(without) || blocks_fit(without, cells as usize, true) {
+            false
+        } else {
+            return false;
+        };
         let mut dense_span = [0usize; 3];
         for (r, kept) in self.ranks.iter_mut().zip(&mut dense_span) {
             let mut sum = 0u32;
             for v in r.iter_mut() {
-                sum += *v;
+                sum += u32::from(*v == 1 || (room && *v == 2));
                 *v = sum;
             }
             *kept = sum as usize;
-        }
-        // The dense table over the ranks, or else the block table over them
-        // (clumps apart on every axis: the ranks' product is mostly empty,
-        // but their rows fit blocks).
-        if !dense_fits(table_volume(dense_span), n as usize, cells as usize)
-            && !blocks_fit(dense_span, cells as usize, true)
-        {
-            return false;
         }
         self.dense_span = dense_span;
         self.compacted = true;
@@ -1756,6 +1793,8 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }));
         let mut inserted_cell = std::mem::take(&mut self.edit_inserted_cells);
         inserted_cell.clear();
+        let mut rank_room = std::mem::take(&mut self.edit_rank_room);
+        rank_room.clear();
         let cell_keys = &self.cell_keys;
         let mut at = 0usize;
         inserted_cell.extend(inserted.iter().map(|e| {
@@ -1816,8 +1855,16 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 cell_changes.push((k, 1));
                 let coords = unpack(k);
                 // A compacted table has a row and column for every
-                // coordinate some old cell had; a new one needs new ranks.
-                new_coordinate |= self.compacted && (0..3).any(|a| self.dense_at(a, coords[a]).is_none());
+                // coordinate some old cell had (and the room around the
+                // new ones of earlier edits); a new one needs new ranks.
+                if self.compacted {
+                    for (a, &c) in coords.iter().enumerate() {
+                        if self.dense_at(a, c).is_none() {
+                            new_coordinate = true;
+                            rank_room.push((a, c));
+                        }
+                    }
+                }
                 for a in 0..3 {
                     if coords[a] < min[a] || coords[a] > max[a] {
                         grew = true;
@@ -1953,6 +2000,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         // The bounding box only grows here (a box larger than the occupied
         // cells is still correct for every query); a rebuild makes it tight.
         let (was, was_compacted) = (self.kind, self.compacted);
+        self.edit_rank_room = rank_room;
         if grew && n_old > 0 && !was_compacted {
             (min, max) = self.with_room(min, max, n_new);
         }
@@ -1988,6 +2036,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             // ranks that fit at this box before: they are not tried again.
             self.choose_lookup(volume, grew || was != LookupKind::Hashed || was_compacted)
         };
+        self.edit_rank_room.clear();
         match self.kind {
             LookupKind::Dense
                 if grew
@@ -3229,5 +3278,34 @@ mod tests {
         for q in [-1_048_576.0f32, -2.5, -1.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 1.5, 2.5, 1_048_575.5, 1_048_575.9] {
             assert_eq!(floor_in_range(q), cell_axis(q, 0.0, 1.0).unwrap(), "{q}");
         }
+    }
+
+    #[test]
+    fn a_point_crossing_the_stretch_between_clumps_finds_ranks_made_ahead() {
+        // Two clumps 2000 cells apart on every axis (a dense table over
+        // ranks); one point leaves the first clump and moves one cell along
+        // x per edit, 40 edits, each at a coordinate no other cell has.
+        let mut unit = lcg_unit(5);
+        let mut points: Vec<Vec3> = (0..4000)
+            .map(|i| Vec3::new(unit(), unit(), unit()) * 60.0 + Vec3::splat((i % 2) as f32 * 10_000.0))
+            .collect();
+        points.push(Vec3::new(100.0, 30.0, 30.0));
+        let ids: Vec<u32> = (0..points.len() as u32).collect();
+        let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 5.0).unwrap();
+        grid.rebuild(&ids, &points).unwrap();
+        assert!(grid.stats().dense_compacted, "{:?}", grid.stats());
+        let mut ranked_again = 0;
+        for step in 1..=40 {
+            let to = Vec3::new(100.0 + 5.0 * step as f32, 30.0, 30.0);
+            let slot = grid.ids().iter().position(|&id| id == 4000).unwrap() as u32;
+            let ranks = grid.ranks.clone();
+            grid.apply_edits(&mut [slot], &mut [(grid.cell_key_of(to).unwrap(), 4000, to)]).unwrap();
+            assert!(grid.stats().dense_compacted, "step {step}: {:?}", grid.stats());
+            ranked_again += usize::from(grid.ranks != ranks);
+        }
+        // Ranks for four coordinates past each new one: ranked again every
+        // fifth step, not every step.
+        assert!(ranked_again <= 8, "{ranked_again}");
+        check_dense(&grid, 20_000);
     }
 }
