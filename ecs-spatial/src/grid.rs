@@ -408,6 +408,9 @@ pub struct SparseGrid<P: GridPoint, I: EntityId = u32> {
     /// get ranks around it when the edit ranks the axes again (see
     /// [`compact`](Self::compact)); empty outside an edit.
     edit_rank_room: Vec<(usize, i32)>,
+    /// An edit ranks the axes again over the box the ranks were made for:
+    /// the coordinates they ranked near occupied ones may keep ranks.
+    edit_same_box: bool,
     edit_removed_cells: Vec<u32>,
     edit_inserted_cells: Vec<u32>,
     edit_changes: Vec<(u64, i64)>,
@@ -489,6 +492,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             edit_point_writes: Vec::new(),
             edit_rows: Vec::new(),
             edit_rank_room: Vec::new(),
+            edit_same_box: false,
             edit_removed_cells: Vec::new(),
             edit_inserted_cells: Vec::new(),
             edit_changes: Vec::new(),
@@ -821,8 +825,17 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         }
         let (min, span) = (self.min, self.span);
         for (r, &s) in self.ranks.iter_mut().zip(&span) {
-            r.clear();
-            r.resize(s + 1, 0);
+            if self.edit_same_box && r.len() == s + 1 {
+                // The coordinates ranked so far, marked 3 (from the end, so
+                // each rank is compared with the one before it unchanged).
+                for o in (0..s).rev() {
+                    r[o + 1] = if r[o + 1] > r[o] { 3 } else { 0 };
+                }
+                r[0] = 0;
+            } else {
+                r.clear();
+                r.resize(s + 1, 0);
+            }
         }
         // Keys sort by z, y, x: `y` and `z` are marked once per row. An
         // occupied coordinate is marked 1.
@@ -838,7 +851,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 rz[(z - min[2]) as usize + 1] = 1;
             }
         }
-        let occupied = self.ranks.each_ref().map(|r| r.iter().filter(|&&v| v != 0).count());
+        let occupied = self.ranks.each_ref().map(|r| r.iter().filter(|&&v| v == 1).count());
         // Room: an edit's new coordinates (a point flying through the empty
         // stretch between clumps) get ranks for the coordinates around
         // them too, marked 2, so the next steps find ranks and keep the
@@ -855,9 +868,38 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             let hi = (c + room as i32).min(min[a] + span[a] as i32 - 1) - min[a];
             for o in lo..=hi {
                 let v = &mut r[o as usize + 1];
-                if *v == 0 && added[a] < 2 * room {
+                if *v == 3 {
+                    *v = 2;
+                } else if *v == 0 && added[a] < 2 * room {
                     *v = 2;
                     added[a] += 1;
+                }
+            }
+        }
+        // Coordinates ranked before (room an earlier edit made, a cell
+        // emptied since) keep their ranks within the same room of an
+        // occupied one, so an edit that ranks again for one point does not
+        // take the room another point is moving through.
+        for (a, r) in self.ranks.iter_mut().enumerate() {
+            let room = (occupied[a] / 16).max(GROWTH_ROOM_MIN as usize);
+            for pass in 0..2 {
+                let mut since = usize::MAX;
+                for i in 1..r.len() {
+                    let i = if pass == 0 { i } else { r.len() - i };
+                    match r[i] {
+                        1 => since = 0,
+                        v => {
+                            since = since.saturating_add(1);
+                            if v == 3 && since <= room {
+                                r[i] = 2;
+                            }
+                        }
+                    }
+                }
+            }
+            for v in r.iter_mut() {
+                if *v == 3 {
+                    *v = 0;
                 }
             }
         }
@@ -1857,13 +1899,11 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 // A compacted table has a row and column for every
                 // coordinate some old cell had (and the room around the
                 // new ones of earlier edits); a new one needs new ranks.
-                if self.compacted {
-                    for (a, &c) in coords.iter().enumerate() {
-                        if self.dense_at(a, c).is_none() {
-                            new_coordinate = true;
-                            rank_room.push((a, c));
-                        }
-                    }
+                if self.compacted && (0..3).any(|a| self.dense_at(a, coords[a]).is_none()) {
+                    // Room around all three: a point moving on changes
+                    // each of them sooner or later.
+                    new_coordinate = true;
+                    rank_room.extend(coords.iter().enumerate().map(|(a, &c)| (a, c)));
                 }
                 for a in 0..3 {
                     if coords[a] < min[a] || coords[a] > max[a] {
@@ -2001,6 +2041,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
         // cells is still correct for every query); a rebuild makes it tight.
         let (was, was_compacted) = (self.kind, self.compacted);
         self.edit_rank_room = rank_room;
+        self.edit_same_box = was_compacted && !grew;
         if grew && n_old > 0 && !was_compacted {
             (min, max) = self.with_room(min, max, n_new);
         }
@@ -2037,6 +2078,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             self.choose_lookup(volume, grew || was != LookupKind::Hashed || was_compacted)
         };
         self.edit_rank_room.clear();
+        self.edit_same_box = false;
         match self.kind {
             LookupKind::Dense
                 if grew
@@ -3306,6 +3348,39 @@ mod tests {
         // Ranks for four coordinates past each new one: ranked again every
         // fifth step, not every step.
         assert!(ranked_again <= 8, "{ranked_again}");
+        check_dense(&grid, 20_000);
+    }
+
+    #[test]
+    fn points_crossing_the_stretches_apart_keep_each_others_ranks() {
+        // As above, with two points moving at once: one along x from the
+        // first clump, one along the diagonal from the second (its axes
+        // need new ranks at different steps). Ranking again for one keeps
+        // the ranks made ahead of the other.
+        let mut unit = lcg_unit(7);
+        let mut points: Vec<Vec3> = (0..4000)
+            .map(|i| Vec3::new(unit(), unit(), unit()) * 60.0 + Vec3::splat((i % 2) as f32 * 10_000.0))
+            .collect();
+        let starts = [Vec3::new(100.0, 30.0, 30.0), Vec3::new(9_900.0, 9_903.0, 9_906.0)];
+        points.extend(starts);
+        let ids: Vec<u32> = (0..points.len() as u32).collect();
+        let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 5.0).unwrap();
+        grid.rebuild(&ids, &points).unwrap();
+        assert!(grid.stats().dense_compacted, "{:?}", grid.stats());
+        let mut ranked_again = 0;
+        for step in 1..=40 {
+            let to = [starts[0] + Vec3::X * 5.0 * step as f32, starts[1] - Vec3::ONE * 5.0 * step as f32];
+            let mut removed: Vec<u32> =
+                [4000, 4001].map(|id| grid.ids().iter().position(|&v| v == id).unwrap() as u32).to_vec();
+            let mut inserted: Vec<(CellKey, u32, Vec3)> =
+                (0..2).map(|k| (grid.cell_key_of(to[k]).unwrap(), 4000 + k as u32, to[k])).collect();
+            let ranks = grid.ranks.clone();
+            grid.apply_edits(&mut removed, &mut inserted).unwrap();
+            assert!(grid.stats().dense_compacted, "step {step}: {:?}", grid.stats());
+            ranked_again += usize::from(grid.ranks != ranks);
+        }
+        // Each every fifth step at most (40 without the kept ranks).
+        assert!(ranked_again <= 16, "{ranked_again}");
         check_dense(&grid, 20_000);
     }
 }
