@@ -851,73 +851,80 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 rz[(z - min[2]) as usize + 1] = 1;
             }
         }
-        let occupied = self.ranks.each_ref().map(|r| r.iter().filter(|&&v| v == 1).count());
-        // Room: an edit's new coordinates (a point flying through the empty
-        // stretch between clumps) get ranks for the coordinates around
-        // them too, marked 2, so the next steps find ranks and keep the
-        // table (see `KEEP_SLACK`) instead of ranking again each step: at
-        // least `GROWTH_ROOM_MIN` on each side, a 16th of the axis's
-        // occupied coordinates in larger tables, and on each axis at most
-        // twice that in all (an edit with many new coordinates, a crowd
-        // arriving, gets ranks for them alone).
-        let mut added = [0usize; 3];
-        for &(a, c) in &self.edit_rank_room {
-            let room = (occupied[a] / 16).max(GROWTH_ROOM_MIN as usize);
-            let r = &mut self.ranks[a];
-            let lo = (c - room as i32).max(min[a]) - min[a];
-            let hi = (c + room as i32).min(min[a] + span[a] as i32 - 1) - min[a];
-            for o in lo..=hi {
-                let v = &mut r[o as usize + 1];
-                if *v == 3 {
-                    *v = 2;
-                } else if *v == 0 && added[a] < 2 * room {
-                    *v = 2;
-                    added[a] += 1;
+        // A build marks occupied coordinates alone; an edit that ranks
+        // again may also keep earlier ranks and make room (see below).
+        let build = self.edit_rank_room.is_empty() && !self.edit_same_box;
+        let room = if build {
+            false
+        } else {
+            let occupied = self.ranks.each_ref().map(|r| r.iter().filter(|&&v| v == 1).count());
+            // Room: an edit's new coordinates (a point flying through the empty
+            // stretch between clumps) get ranks for the coordinates around
+            // them too, marked 2, so the next steps find ranks and keep the
+            // table (see `KEEP_SLACK`) instead of ranking again each step: at
+            // least `GROWTH_ROOM_MIN` on each side, a 16th of the axis's
+            // occupied coordinates in larger tables, and on each axis at most
+            // twice that in all (an edit with many new coordinates, a crowd
+            // arriving, gets ranks for them alone).
+            let mut added = [0usize; 3];
+            for &(a, c) in &self.edit_rank_room {
+                let room = (occupied[a] / 16).max(GROWTH_ROOM_MIN as usize);
+                let r = &mut self.ranks[a];
+                let lo = (c - room as i32).max(min[a]) - min[a];
+                let hi = (c + room as i32).min(min[a] + span[a] as i32 - 1) - min[a];
+                for o in lo..=hi {
+                    let v = &mut r[o as usize + 1];
+                    if *v == 3 {
+                        *v = 2;
+                    } else if *v == 0 && added[a] < 2 * room {
+                        *v = 2;
+                        added[a] += 1;
+                    }
                 }
             }
-        }
-        // Coordinates ranked before (room an earlier edit made, a cell
-        // emptied since) keep their ranks within the same room of an
-        // occupied one, so an edit that ranks again for one point does not
-        // take the room another point is moving through.
-        for (a, r) in self.ranks.iter_mut().enumerate() {
-            let room = (occupied[a] / 16).max(GROWTH_ROOM_MIN as usize);
-            for pass in 0..2 {
-                let mut since = usize::MAX;
-                for i in 1..r.len() {
-                    let i = if pass == 0 { i } else { r.len() - i };
-                    match r[i] {
-                        1 => since = 0,
-                        v => {
-                            since = since.saturating_add(1);
-                            if v == 3 && since <= room {
-                                r[i] = 2;
+            // Coordinates ranked before (room an earlier edit made, a cell
+            // emptied since) keep their ranks within the same room of an
+            // occupied one, so an edit that ranks again for one point does not
+            // take the room another point is moving through.
+            for (a, r) in self.ranks.iter_mut().enumerate() {
+                let room = (occupied[a] / 16).max(GROWTH_ROOM_MIN as usize);
+                for pass in 0..2 {
+                    let mut since = usize::MAX;
+                    for i in 1..r.len() {
+                        let i = if pass == 0 { i } else { r.len() - i };
+                        match r[i] {
+                            1 => since = 0,
+                            v => {
+                                since = since.saturating_add(1);
+                                if v == 3 && since <= room {
+                                    r[i] = 2;
+                                }
                             }
                         }
                     }
                 }
-            }
-            for v in r.iter_mut() {
-                if *v == 3 {
-                    *v = 0;
+                for v in r.iter_mut() {
+                    if *v == 3 {
+                        *v = 0;
+                    }
                 }
             }
-        }
-        let counts = |ranks: &[Vec<u32>; 3], room: bool| {
-            ranks.each_ref().map(|r| r.iter().filter(|&&v| v == 1 || (room && v == 2)).count())
-        };
-        let (with_room, without) = (counts(&self.ranks, true), counts(&self.ranks, false));
-        let fits_dense = |s: [usize; 3]| dense_fits(table_volume(s), n as usize, cells as usize);
-        // The dense table over the ranks, or else the block table over them
-        // (clumps apart on every axis: the ranks' product is mostly empty,
-        // but their rows fit blocks); the room only where it leaves that
-        // choice as it is.
-        let room = if fits_dense(with_room) || !fits_dense(without) && blocks_fit(with_room, cells as usize, true) {
-            true
-        } else if fits_dense(without) || blocks_fit(without, cells as usize, true) {
-            false
-        } else {
-            return false;
+            let counts = |ranks: &[Vec<u32>; 3], room: bool| {
+                ranks.each_ref().map(|r| r.iter().filter(|&&v| v == 1 || (room && v == 2)).count())
+            };
+            let (with_room, without) = (counts(&self.ranks, true), counts(&self.ranks, false));
+            let fits_dense = |s: [usize; 3]| dense_fits(table_volume(s), n as usize, cells as usize);
+            // The dense table over the ranks, or else the block table over them
+            // (clumps apart on every axis: the ranks' product is mostly empty,
+            // but their rows fit blocks); the room only where it leaves that
+            // choice as it is.
+            if fits_dense(with_room) || !fits_dense(without) && blocks_fit(with_room, cells as usize, true) {
+                true
+            } else if fits_dense(without) || blocks_fit(without, cells as usize, true) {
+                false
+            } else {
+                return false;
+            }
         };
         let mut dense_span = [0usize; 3];
         for (r, kept) in self.ranks.iter_mut().zip(&mut dense_span) {
@@ -927,6 +934,15 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                 *v = sum;
             }
             *kept = sum as usize;
+        }
+        // The dense table over the ranks, or else the block table over them
+        // (clumps apart on every axis: the ranks' product is mostly empty,
+        // but their rows fit blocks); an edit's choice was made above.
+        if build
+            && !dense_fits(table_volume(dense_span), n as usize, cells as usize)
+            && !blocks_fit(dense_span, cells as usize, true)
+        {
+            return false;
         }
         self.dense_span = dense_span;
         self.compacted = true;
