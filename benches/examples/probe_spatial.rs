@@ -16,19 +16,27 @@
 //!
 //! Then the broad-phase system (ours alone: no peer keeps a grid in an ECS)
 //! on the uniform sets of 100k points, from the scenario's cube to sparse
-//! worlds, and on the two cubes (along x and along z), as the scenario's `EcsBroadPhase`
+//! worlds, on the two cubes (along x and along z) and on the cubes on the
+//! diagonal (two, and four), as the scenario's `EcsBroadPhase`
 //! runs it (cells of 5, each moved entity by up to one unit per axis): a frame with 5 % of the
 //! entities moved against a frame with all of them moved (the system then
 //! rebuilds), and frames with 1 %, 0.1 % and 10 entities moved (most of a
 //! game's entities at rest), medians of blocks of frames taken in turns. The grid is
 //! checked against the world and a fresh build afterwards.
+//!
+//! Last, one entity flying off from the first clump (along x, and along
+//! the diagonal, one unit a frame) in the one-cube world and the worlds of
+//! cubes on the diagonal, its 99 999 neighbours at rest: the frame's median
+//! and mean over 1000 frames, and the frames over 3 us (those where its
+//! cell change cost more than a shift of the grid's table).
 
 use std::time::Instant;
 
 use ecs_bench::scenes::replication::median;
 use ecs_bench::scenes::spatial::ecs::{EcsBroadPhase, MOVED_ONE_IN};
 use ecs_bench::scenes::spatial::{SpatialScene, SplitMix64, kiddo::KdTree, ours::Grid};
-use ecs_spatial::LookupKind;
+use ecs_core::{Schedule, World};
+use ecs_spatial::{BroadPhase, LookupKind, Position, update_broad_phase};
 use glam::Vec3;
 
 /// Medians of `reps` timings of `ours` and `peer`, taken in turns.
@@ -157,6 +165,16 @@ fn broad_phase(filter: Option<&str>) -> Result<(), String> {
     let mut unit = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
     sets.push(("two cubes of 160^3, 100000 apart".into(), two_cubes(&mut unit, 0), 100_160.0));
     sets.push(("two cubes of 160^3, 100000 apart along z".into(), two_cubes(&mut unit, 2), 100_160.0));
+    sets.push((
+        "two cubes of 160^3 on the diagonal, 60000 apart per axis".into(),
+        diagonal_cubes(&mut unit, 2, 60_000.0),
+        60_160.0,
+    ));
+    sets.push((
+        "four cubes of 160^3 on the diagonal, 30000 apart per axis".into(),
+        diagonal_cubes(&mut unit, 4, 30_000.0),
+        90_160.0,
+    ));
     for (name, points, side) in sets {
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
@@ -248,5 +266,62 @@ fn main() -> Result<(), String> {
             pairs / q_ours
         );
     }
-    broad_phase(filter.as_deref())
+    broad_phase(filter.as_deref())?;
+    flier(filter.as_deref())
+}
+
+/// One entity flying off from its world's first clump, one unit a frame
+/// (a cell every five frames), in a world of 100k points at rest: the
+/// broad-phase frame's median and mean over 1000 frames, and how many
+/// frames took more than 3 us (those where the flier changed cell and the
+/// grid's table needed more than a shift).
+fn flier(filter: Option<&str>) -> Result<(), String> {
+    println!();
+    println!("one entity flying, 100k at rest | lookup | direction | median | mean | frames over 3 us");
+    let mut rng = SplitMix64::new(29);
+    let mut unit = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let cube: Vec<Vec3> = (0..100_000).map(|_| Vec3::from_array([0; 3].map(|_| lattice(unit() * 160.0)))).collect();
+    let sets = [
+        ("one cube of 160^3", cube),
+        ("two cubes of 160^3 on the diagonal, 60000 apart per axis", diagonal_cubes(&mut unit, 2, 60_000.0)),
+        ("four cubes of 160^3 on the diagonal, 30000 apart per axis", diagonal_cubes(&mut unit, 4, 30_000.0)),
+    ];
+    for (name, points) in sets {
+        if filter.is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        for (direction, step) in [("x", Vec3::X), ("diagonal", Vec3::ONE)] {
+            let mut world = World::new();
+            let grid = BroadPhase::<Position>::new(Vec3::ZERO, 5.0).map_err(|e| e.to_string())?;
+            world.insert_resource(grid);
+            world.spawn_batch(points.iter().map(|&p| (Position(p),)));
+            let start = Vec3::splat(80.0);
+            let flier = world.spawn((Position(start),));
+            let mut schedule = Schedule::new();
+            schedule.add_systems(update_broad_phase::<Position>);
+            schedule.run(&mut world).map_err(|e| e.to_string())?;
+            let mut times = Vec::with_capacity(1000);
+            for frame in 1..=1000 {
+                world.get_mut::<Position>(flier).map_err(|e| e.to_string())?.0 = start + step * frame as f32;
+                let t = Instant::now();
+                schedule.run(&mut world).map_err(|e| e.to_string())?;
+                times.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+            let grid = world.resource::<BroadPhase<Position>>().ok_or("the broad phase is gone")?.grid();
+            let p = world.get::<Position>(flier).map_err(|e| e.to_string())?.0;
+            let mut near = Vec::new();
+            grid.query_radius(p, 0.5, &mut near);
+            if grid.len() != points.len() + 1 || !near.contains(&flier) {
+                return Err(format!("{name}: the flier is not where it flew"));
+            }
+            let mean = times.iter().sum::<f64>() / times.len() as f64;
+            let slow = times.iter().filter(|&&t| t > 3.0).count();
+            println!(
+                "{name} | {} | {direction} | {:.1} us | {mean:.1} us | {slow}",
+                lookup_name(grid.stats()),
+                median(&times)
+            );
+        }
+    }
+    Ok(())
 }
