@@ -177,9 +177,10 @@ fn dense_fits(volume: Option<u64>, points: usize, cells: usize) -> bool {
 /// table's geometry, the ranks, the hash without blocks) while it fits
 /// budgets this many times the ones a build chooses by: a grid whose point
 /// or cell count hovers at a threshold would otherwise switch tables, and
-/// build the new one, on every edit (cells of a clumped world at a 32nd of
-/// its box: 98 us an edit of one point against 8-14 us). A rebuild
-/// chooses by the plain budgets again.
+/// build the new one, on every edit (the cells of a clumped world at a
+/// 32nd of its box, one point moved in and out of an occupied cell: 98 us
+/// an edit, 11-19 us with the slack). A rebuild chooses by the plain
+/// budgets again.
 const KEEP_SLACK: usize = 2;
 
 /// An edit that grows the bounding box widens it by at least this many
@@ -858,6 +859,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             false
         } else {
             let occupied = self.ranks.each_ref().map(|r| r.iter().filter(|&&v| v == 1).count());
+            let rooms = occupied.map(|o| (o / 16).max(GROWTH_ROOM_MIN as usize));
             // Room: an edit's new coordinates (a point flying through the empty
             // stretch between clumps) get ranks for the coordinates around
             // them too, marked 2, so the next steps find ranks and keep the
@@ -868,7 +870,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             // arriving, gets ranks for them alone).
             let mut added = [0usize; 3];
             for &(a, c) in &self.edit_rank_room {
-                let room = (occupied[a] / 16).max(GROWTH_ROOM_MIN as usize);
+                let room = rooms[a];
                 let r = &mut self.ranks[a];
                 let lo = (c - room as i32).max(min[a]) - min[a];
                 let hi = (c + room as i32).min(min[a] + span[a] as i32 - 1) - min[a];
@@ -886,8 +888,7 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
             // emptied since) keep their ranks within the same room of an
             // occupied one, so an edit that ranks again for one point does not
             // take the room another point is moving through.
-            for (a, r) in self.ranks.iter_mut().enumerate() {
-                let room = (occupied[a] / 16).max(GROWTH_ROOM_MIN as usize);
+            for (r, &room) in self.ranks.iter_mut().zip(&rooms) {
                 for pass in 0..2 {
                     let mut since = usize::MAX;
                     for i in 1..r.len() {
@@ -1312,8 +1313,9 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
 
     /// After an edit that added or emptied the cells `changes` (by key, in
     /// order; `+1` added, `-1` emptied) in a grid whose block table keeps
-    /// its geometry (and, over ranks, the ranks): each entry counts the occupied cells before its block,
-    /// so it moves by the changes of the cells before the block. One pass
+    /// its geometry (and, over ranks, the ranks): each entry counts the
+    /// occupied cells before its block, so it moves by the changes of the
+    /// cells before the block. One pass
     /// over the table instead of [`fill_blocks`](Self::fill_blocks)'
     /// clearing, counting and summing (which a sparse world, whose edits
     /// add and empty cells every time, paid every edit).
@@ -3338,65 +3340,60 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_point_crossing_the_stretch_between_clumps_finds_ranks_made_ahead() {
-        // Two clumps 2000 cells apart on every axis (a dense table over
-        // ranks); one point leaves the first clump and moves one cell along
-        // x per edit, 40 edits, each at a coordinate no other cell has.
-        let mut unit = lcg_unit(5);
+    /// Two clumps 2000 cells apart on every axis (a dense table over ranks)
+    /// and points at `starts` that move, 40 edits of one cell each (`step`
+    /// per edit, each at coordinates no other cell has): how many of the
+    /// edits ranked the axes again. The grid stays compacted and answers
+    /// as the dense table must.
+    fn rankings_of_points_crossing(seed: u64, starts: &[Vec3], step: &[Vec3]) -> usize {
+        let mut unit = lcg_unit(seed);
         let mut points: Vec<Vec3> = (0..4000)
             .map(|i| Vec3::new(unit(), unit(), unit()) * 60.0 + Vec3::splat((i % 2) as f32 * 10_000.0))
             .collect();
-        points.push(Vec3::new(100.0, 30.0, 30.0));
-        let ids: Vec<u32> = (0..points.len() as u32).collect();
-        let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 5.0).unwrap();
-        grid.rebuild(&ids, &points).unwrap();
-        assert!(grid.stats().dense_compacted, "{:?}", grid.stats());
-        let mut ranked_again = 0;
-        for step in 1..=40 {
-            let to = Vec3::new(100.0 + 5.0 * step as f32, 30.0, 30.0);
-            let slot = grid.ids().iter().position(|&id| id == 4000).unwrap() as u32;
-            let ranks = grid.ranks.clone();
-            grid.apply_edits(&mut [slot], &mut [(grid.cell_key_of(to).unwrap(), 4000, to)]).unwrap();
-            assert!(grid.stats().dense_compacted, "step {step}: {:?}", grid.stats());
-            ranked_again += usize::from(grid.ranks != ranks);
-        }
-        // Ranks for four coordinates past each new one: ranked again every
-        // fifth step, not every step.
-        assert!(ranked_again <= 8, "{ranked_again}");
-        check_dense(&grid, 20_000);
-    }
-
-    #[test]
-    fn points_crossing_the_stretches_apart_keep_each_others_ranks() {
-        // As above, with two points moving at once: one along x from the
-        // first clump, one along the diagonal from the second (its axes
-        // need new ranks at different steps). Ranking again for one keeps
-        // the ranks made ahead of the other.
-        let mut unit = lcg_unit(7);
-        let mut points: Vec<Vec3> = (0..4000)
-            .map(|i| Vec3::new(unit(), unit(), unit()) * 60.0 + Vec3::splat((i % 2) as f32 * 10_000.0))
-            .collect();
-        let starts = [Vec3::new(100.0, 30.0, 30.0), Vec3::new(9_900.0, 9_903.0, 9_906.0)];
         points.extend(starts);
         let ids: Vec<u32> = (0..points.len() as u32).collect();
         let mut grid = SparseGrid::<Vec3>::new(Vec3::ZERO, 5.0).unwrap();
         grid.rebuild(&ids, &points).unwrap();
         assert!(grid.stats().dense_compacted, "{:?}", grid.stats());
         let mut ranked_again = 0;
-        for step in 1..=40 {
-            let to = [starts[0] + Vec3::X * 5.0 * step as f32, starts[1] - Vec3::ONE * 5.0 * step as f32];
+        for n in 1..=40 {
+            let movers = 4000..4000 + starts.len() as u32;
             let mut removed: Vec<u32> =
-                [4000, 4001].map(|id| grid.ids().iter().position(|&v| v == id).unwrap() as u32).to_vec();
-            let mut inserted: Vec<(CellKey, u32, Vec3)> =
-                (0..2).map(|k| (grid.cell_key_of(to[k]).unwrap(), 4000 + k as u32, to[k])).collect();
+                movers.clone().map(|id| grid.ids().iter().position(|&v| v == id).unwrap() as u32).collect();
+            let mut inserted: Vec<(CellKey, u32, Vec3)> = movers
+                .zip(starts.iter().zip(step))
+                .map(|(id, (&from, &by))| {
+                    let to = from + by * n as f32;
+                    (grid.cell_key_of(to).unwrap(), id, to)
+                })
+                .collect();
             let ranks = grid.ranks.clone();
             grid.apply_edits(&mut removed, &mut inserted).unwrap();
-            assert!(grid.stats().dense_compacted, "step {step}: {:?}", grid.stats());
+            assert!(grid.stats().dense_compacted, "edit {n}: {:?}", grid.stats());
             ranked_again += usize::from(grid.ranks != ranks);
         }
-        // Each every fifth step at most (40 without the kept ranks).
-        assert!(ranked_again <= 16, "{ranked_again}");
         check_dense(&grid, 20_000);
+        ranked_again
+    }
+
+    #[test]
+    fn a_point_crossing_the_stretch_between_clumps_finds_ranks_made_ahead() {
+        // One point leaves the first clump along x. Ranks for four
+        // coordinates past each new one: ranked again every fifth step, not
+        // every step.
+        let ranked_again = rankings_of_points_crossing(5, &[Vec3::new(100.0, 30.0, 30.0)], &[Vec3::X * 5.0]);
+        assert!(ranked_again <= 8, "{ranked_again}");
+    }
+
+    #[test]
+    fn points_crossing_the_stretches_apart_keep_each_others_ranks() {
+        // Two points at once: one along x from the first clump, one along
+        // the diagonal from the second (its axes need new ranks at
+        // different steps). Ranking again for one keeps the ranks made
+        // ahead of the other: each every fifth step at most (40 without the
+        // kept ranks).
+        let starts = [Vec3::new(100.0, 30.0, 30.0), Vec3::new(9_900.0, 9_903.0, 9_906.0)];
+        let ranked_again = rankings_of_points_crossing(7, &starts, &[Vec3::X * 5.0, -Vec3::ONE * 5.0]);
+        assert!(ranked_again <= 16, "{ranked_again}");
     }
 }
