@@ -910,10 +910,10 @@ impl<P: GridPoint, I: EntityId> SparseGrid<P, I> {
                     }
                 }
             }
-            let counts = |ranks: &[Vec<u32>; 3], room: bool| {
-                ranks.each_ref().map(|r| r.iter().filter(|&&v| v == 1 || (room && v == 2)).count())
-            };
-            let (with_room, without) = (counts(&self.ranks, true), counts(&self.ranks, false));
+            // The marks of occupied coordinates are as counted above; the
+            // room adds the 2s.
+            let without = occupied;
+            let with_room = self.ranks.each_ref().map(|r| r.iter().filter(|&&v| v != 0).count());
             let fits_dense = |s: [usize; 3]| dense_fits(table_volume(s), n as usize, cells as usize);
             // The dense table over the ranks, or else the block table over them
             // (clumps apart on every axis: the ranks' product is mostly empty,
